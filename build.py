@@ -1,0 +1,28 @@
+"""cffi out-of-line API-mode builder for ``pydp_synopsis._native``.
+
+The C declarations live in one header, ``csrc/pydp_synopsis.h``, which is fed
+verbatim to ``ffi.cdef()``; ``set_source`` only includes it.  Run through
+``pip install .`` (setup.py declares ``cffi_modules``).  Do not run
+``python -m build`` from the repo root: this file shadows pypa/build; use
+``pip wheel . -w dist`` for wheels.
+"""
+from pathlib import Path
+
+from cffi import FFI
+
+HERE = Path(__file__).resolve().parent
+CSRC = HERE / "csrc"
+
+ffibuilder = FFI()
+ffibuilder.cdef((CSRC / "pydp_synopsis.h").read_text())
+ffibuilder.set_source(
+    "pydp_synopsis._native",
+    '#include "pydp_synopsis.h"',
+    sources=sorted(str(p.relative_to(HERE)) for p in CSRC.glob("*.c")),
+    include_dirs=[str(CSRC.relative_to(HERE))],
+    extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror"],
+    libraries=["m"],
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

@@ -1,0 +1,84 @@
+/* pydp_synopsis C core: the one header.
+ *
+ * Declarations only -- no #include, no macros -- because build.py feeds this
+ * file verbatim to cffi's cdef().  Every .c file includes <stdint.h> and
+ * <stddef.h> before this header.  All state lives in caller-owned structs;
+ * there are no globals except constants.  Functions return a pds_status
+ * (0 = success) unless documented otherwise; pds_strerror() names a status.
+ */
+
+typedef enum {
+    PDS_OK = 0,
+    PDS_EINVAL = 1,      /* an argument is outside its documented range */
+    PDS_EENTROPY = 2,    /* getrandom() failed: no OS entropy */
+    PDS_ERANGE = 3,      /* a result would not fit in int64/uint64 */
+    PDS_ENOMEM = 4,      /* an allocation failed */
+    PDS_EPRECISION = 5,  /* an exact decision needs more precision than C has:
+                            the caller resolves it (see partition.c) */
+    PDS_EHORIZON = 6,    /* a stream went past its horizon / domain end */
+    PDS_ESTATE = 7       /* a restored state is inconsistent */
+} pds_status;
+
+const char *pds_strerror(int status);
+
+/* ---------------------------------------------------------------- rng.c --
+ * ChaCha20 (RFC 8439) keystream as a CSPRNG.  key = 32 bytes, nonce fixed
+ * to zero, 64-bit block counter (low word = RFC counter word, high word =
+ * first nonce word).  Four blocks are generated per refill.
+ */
+typedef struct pds_rng {
+    uint32_t key[8];
+    uint64_t block;        /* index of the next block to generate */
+    uint64_t buf[32];      /* 4 keystream blocks as little-endian uint64 */
+    uint32_t pos;          /* next unread word of buf; 32 = empty */
+    int32_t seeded;        /* 1: explicit seed (tests/benchmarks only) */
+    int64_t pid;           /* process that owns the stream (fork check) */
+} pds_rng;
+
+/* Seed from 32 bytes of getrandom(); PDS_EENTROPY on failure. */
+int pds_rng_init_os(pds_rng *rng);
+/* Reproducible stream from a 32-byte key (tests and benchmarks only). */
+int pds_rng_init_key(pds_rng *rng, const uint8_t *key32);
+/* Reseed from the OS if the calling process is not the one that seeded
+ * (a fork() happened).  Every public entry point calls this once. */
+int pds_rng_check_fork(pds_rng *rng);
+/* Next keystream word; no fork check (callers checked at entry). */
+uint64_t pds_rng_u64(pds_rng *rng);
+/* n keystream words; checks fork first. */
+int pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n);
+/* RFC 8439 section 2.3 block function, for the test vectors. */
+int pds_chacha20_block(const uint8_t *key32, uint32_t counter,
+                       const uint8_t *nonce12, uint8_t *out64);
+
+/* -------------------------------------------------------------- noise.c --
+ * Exact samplers, integer arithmetic only (Canonne, Kamath, Steinke 2020,
+ * "The Discrete Gaussian for Differential Privacy", section 5).
+ * Rational parameters num/den need 1 <= den < 2^62 and 0 <= num < 2^62.
+ * The single-draw functions do no fork check and no argument check: they
+ * are for other C kernels that validated at their entry point.
+ */
+uint64_t pds_uniform_below(pds_rng *rng, uint64_t n);          /* n >= 1 */
+int pds_bernoulli_frac(pds_rng *rng, uint64_t num, uint64_t den); /* num <= den */
+int pds_bernoulli_exp(pds_rng *rng, uint64_t num, uint64_t den);  /* P = exp(-num/den) */
+/* P(k) = (1 - e^{-g}) e^{-g k}, k >= 0, g = num/den > 0; PDS_ERANGE-free:
+ * saturates at UINT64_MAX, which has probability < 2^-60 for g >= 2^-50. */
+uint64_t pds_geometric_exp(pds_rng *rng, uint64_t num, uint64_t den);
+/* Discrete Laplace, pmf proportional to exp(-|z| s / t) (scale t/s). */
+int64_t pds_discrete_laplace_one(pds_rng *rng, uint64_t t, uint64_t s);
+
+/* Batch entry points: check arguments and fork, fill caller buffers. */
+int pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count);
+int pds_bernoulli_frac_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                            uint8_t *out, size_t count);
+int pds_bernoulli_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                           uint8_t *out, size_t count);
+int pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                           uint64_t *out, size_t count);
+int pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
+                              int64_t *out, size_t count);
+
+/* ---------------------------------------------------------- partition.c -- */
+
+/* ----------------------------------------------------------- counters.c -- */
+
+/* --------------------------------------------------------------- tree.c -- */

@@ -1,0 +1,50 @@
+"""Exception classes.
+
+Every exception the package raises on purpose derives from
+:class:`SynopsisError` *and* from the standard exception a caller would
+expect (``ValueError`` for a bad value, ``OSError`` for the OS), so both
+``except ps.SynopsisError`` and ``except ValueError`` work.
+"""
+
+__all__ = [
+    "SynopsisError",
+    "ParameterError",
+    "DomainError",
+    "HorizonError",
+    "FormatError",
+    "BudgetError",
+    "EntropyError",
+    "NativeError",
+]
+
+
+class SynopsisError(Exception):
+    """Base class of every error raised by pydp_synopsis."""
+
+
+class ParameterError(SynopsisError, ValueError):
+    """A privacy or structural parameter (epsilon, beta, k, ...) is out of range."""
+
+
+class DomainError(SynopsisError, ValueError):
+    """A value, domain or query lies outside the allowed integer range."""
+
+
+class HorizonError(SynopsisError, ValueError):
+    """A stream was fed past its horizon (or a partition past its size)."""
+
+
+class FormatError(SynopsisError, ValueError):
+    """A saved synopsis or checkpoint is truncated, edited or of an unknown version."""
+
+
+class BudgetError(SynopsisError, ValueError):
+    """A privacy budget would be overspent."""
+
+
+class EntropyError(SynopsisError, OSError):
+    """The operating system could not supply random bytes."""
+
+
+class NativeError(SynopsisError, RuntimeError):
+    """The C core reported a failure that is not the caller's fault."""
