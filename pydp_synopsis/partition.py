@@ -146,6 +146,12 @@ def as_offsets(values, domain, name="values"):
     """
     lo, hi = check_domain(domain)
     arr = np.asarray(values)
+    if arr.size == 0:
+        return np.zeros(arr.shape, dtype=np.uint64)
+    if not isinstance(values, np.ndarray) and arr.dtype.kind not in "iu":
+        # A Python sequence of ints numpy could not type (e.g. 2**64 - 1 next
+        # to a negative): check its elements one by one.
+        arr = np.asarray(values, dtype=object)
     if arr.dtype.kind == "O":
         flat = arr.ravel().tolist()
         if not all(_is_int(v) for v in flat):
@@ -306,7 +312,7 @@ def _new_state():
     return ffi.new("pds_partition *")
 
 
-def _run(state, rng, pos, cnt, end, slack=None):
+def _run(state, rng, pos, cnt, end):
     """Feed sorted positions ``pos`` (uint64, non-decreasing) with counts ``cnt``
     (int64, or None for one item each) and process every position up to
     ``end``; returns the sealed positions (uint64)."""
@@ -552,12 +558,20 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None):
     rng = resolve_rng(rng)
     # Sort a copy (the floor of the whole computation); duplicates are
     # counted by the kernel on the sorted array.
-    pos = np.sort(offsets)
+    seals = _partition_sorted(np.sort(offsets), size, t, s, threshold, rng)
+    return Partition(seals, domain=(lo, hi), epsilon=eps, beta=beta)
+
+
+def _partition_sorted(pos, size, t, s, threshold, rng, slack=None):
+    """Seal positions of the partition of ``0 .. size-1`` for sorted offsets
+    ``pos``.  ``slack`` (tests only) overrides the kernel's error allowance
+    of the double path, to force the exact decimal fallback."""
     state = _new_state()
     with rng._locked() as p:
         check(lib.pds_partition_init(state, p, size - 1, t, s, threshold))
-    seals = _run(state, rng, pos, None, size - 1)
-    return Partition(seals, domain=(lo, hi), epsilon=eps, beta=beta)
+    if slack is not None:
+        state.slack = slack
+    return _run(state, rng, pos, None, size - 1)
 
 
 # --------------------------------------------------------------------------
@@ -688,6 +702,8 @@ class OnlinePartition:
         3
         """
         arr = np.asarray(counts)
+        if arr.ndim == 1 and arr.size == 0:
+            return np.empty(0, dtype=np.uint64)
         if arr.ndim != 1:
             raise TypeError(f"counts must be a 1-D array, got {arr.ndim} dimensions")
         if arr.dtype.kind == "b":
