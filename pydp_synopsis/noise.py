@@ -353,7 +353,7 @@ def discrete_laplace_variance(scale):
     Examples
     --------
     >>> round(discrete_laplace_variance(1), 6)
-    0.920674
+    1.841347
     """
     x = float(1 / Fraction(scale))
     return 2 * math.exp(-x) / math.expm1(-x) ** 2
