@@ -226,3 +226,33 @@ def test_interval_counts_near_two_to_the_64():
     assert lo.dtype == np.uint64
     want = [int(((v >= a) & (v <= b)).sum()) for a, b in zip(lo, hi)]
     assert np.array_equal(interval_counts(v, lo, hi), want)
+
+
+def test_adaptive_grid_level2_uniformity_against_python_oracle():
+    # eps huge so noise ~1e-9; c_const chosen so m1 = 10 and m2 in 3..5: answers
+    # must equal sum over sub-cells of true count x covered fraction (uniformity).
+    rng = np.random.default_rng(11)
+    dom = [(0, 999), (-500, 499)]
+    pts = np.stack([rng.integers(0, 1000, 3000), rng.integers(-500, 500, 3000)], 1)
+    ag = AdaptiveGrid(pts, dom, 1e9, c_const=3e9, n_share=0.0, seed=0)
+    assert ag.m1 == 10 and ag.m2.min() >= 2 and ag.m2.max() <= 6
+    lo, hi = random_rectangles(60, dom, seed=12)
+    want = np.zeros(60)
+    for g in range(100):
+        i, j = divmod(g, 10)
+        m2 = int(ag.m2[g])
+        cell = []
+        for k, idx in ((0, i), (1, j)):
+            s0 = dom[k][0] + idx * 1000 // 10
+            w = (idx + 1) * 1000 // 10 - idx * 1000 // 10
+            cell.append([(s0 + t * w // m2, s0 + (t + 1) * w // m2 - 1) for t in range(m2)])
+        for (a0, a1) in cell[0]:
+            for (b0, b1) in cell[1]:
+                n_sub = np.sum((pts[:, 0] >= a0) & (pts[:, 0] <= a1)
+                               & (pts[:, 1] >= b0) & (pts[:, 1] <= b1))
+                fx = np.clip(np.minimum(hi[:, 0].astype(np.int64), a1)
+                             - np.maximum(lo[:, 0].astype(np.int64), a0) + 1, 0, None) / (a1 - a0 + 1)
+                fy = np.clip(np.minimum(hi[:, 1].astype(np.int64), b1)
+                             - np.maximum(lo[:, 1].astype(np.int64), b0) + 1, 0, None) / (b1 - b0 + 1)
+                want += n_sub * fx * fy
+    assert np.abs(ag.answer(lo, hi) - want).max() < 1e-4
