@@ -254,17 +254,20 @@ class FlatHistogram(GridEstimate):
         self.epsilon = float(epsilon)
 
 
-def ug_cells_per_axis(n_est: float, epsilon: float, c_axes: int, c_const: float = 10.0) -> int:
+def ug_cells_per_axis(n_est: float, epsilon: float, c_axes: int, c_const: float = 10.0,
+                      exponent: float | None = None) -> int:
     """UG grid size per axis.
 
     2-D is the paper's Guideline 1: m = ceil(sqrt(N eps / c_const)).  For c
     axes we generalise the paper's error balance: a query's noise error grows
     like sqrt(m^c)/eps and its non-uniformity error like N/m (the points in
     the ~m^(c-1) boundary cells), which balance at m ~ (N eps / c_const)^(2/(c+2));
-    for c = 2 this is exactly Guideline 1.
+    for c = 2 this is exactly Guideline 1.  ``exponent`` overrides 2/(c+2)
+    (e.g. 1/c: total cells = N eps / c_const).
     """
     x = max(n_est, 0.0) * epsilon / c_const
-    return max(1, math.ceil(x ** (2.0 / (c_axes + 2))))
+    e = 2.0 / (c_axes + 2) if exponent is None else float(exponent)
+    return max(1, math.ceil(x ** e))
 
 
 def ag_level1_cells_per_axis(n_est: float, epsilon: float, c_axes: int,
@@ -296,13 +299,14 @@ class UniformGrid(FlatHistogram):
         whole release eps-DP at a small cost.
     """
 
-    def __init__(self, points, domain, epsilon, *, c_const=10.0, n_share=0.05, seed=None):
+    def __init__(self, points, domain, epsilon, *, c_const=10.0, n_share=0.05, exponent=None,
+                 seed=None):
         rng = np.random.default_rng(seed)
         pts = np.asarray(points)
         c = len(domain)
         eps_n = n_share * epsilon
         n_est = _noisy_total(pts.shape[0], eps_n, rng) if n_share > 0 else pts.shape[0]
-        self.m = ug_cells_per_axis(n_est, epsilon * (1 - n_share), c, c_const)
+        self.m = ug_cells_per_axis(n_est, epsilon * (1 - n_share), c, c_const, exponent)
         super().__init__(pts, domain, epsilon * (1 - n_share), self.m, seed=rng)
         self.epsilon = float(epsilon)
 
