@@ -234,7 +234,7 @@ def test_save_load_round_trip_and_tamper(tmp_path):
         assert np.array_equal(back.count_many(lo[:, 0], lo[:, 1]), syn.count_many(lo[:, 0], lo[:, 1]))
         assert back.error_bound() == syn.error_bound()
         assert (back.epsilon, back.domain, len(back)) == (syn.epsilon, syn.domain, len(syn))
-        kind, meta, arrays = persist.read_record(path)
+        kind, meta, arrays, _ = persist.read_record(path)
         assert kind == "interval-synopsis" and set(arrays) == {"end_offsets", "released"}
     raw = path.read_bytes()
     bad = tmp_path / "bad.pds"
