@@ -20,7 +20,7 @@ ffibuilder.set_source(
     '#include "pydp_synopsis.h"',
     sources=sorted(str(p.relative_to(HERE)) for p in CSRC.glob("*.c")),
     include_dirs=[str(CSRC.relative_to(HERE))],
-    extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror"],
+    extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"],
     libraries=["m"],
 )
 

@@ -24,13 +24,17 @@ const char *pds_strerror(int status);
 /* ---------------------------------------------------------------- rng.c --
  * ChaCha20 (RFC 8439) keystream as a CSPRNG.  key = 32 bytes, nonce fixed
  * to zero, 64-bit block counter (low word = RFC counter word, high word =
- * first nonce word).  Four blocks are generated per refill.
+ * first nonce word).  Eight blocks are generated per refill.
  */
 typedef struct pds_rng {
     uint32_t key[8];
     uint64_t block;        /* index of the next block to generate */
-    uint64_t buf[32];      /* 4 keystream blocks as little-endian uint64 */
-    uint32_t pos;          /* next unread word of buf; 32 = empty */
+    uint64_t buf[64];      /* 8 keystream blocks as little-endian uint64 */
+    uint32_t pos;          /* next unread word of buf; 64 = empty */
+    uint32_t half;         /* unread upper half of a word (if nhalf) */
+    uint32_t nhalf;        /* 1 when half holds unread bits */
+    uint64_t bits;         /* unread single bits for fair coins */
+    uint32_t nbits;        /* how many bits of `bits` are unread */
     int32_t seeded;        /* 1: explicit seed (tests/benchmarks only) */
     int64_t pid;           /* process that owns the stream (fork check) */
 } pds_rng;
@@ -42,8 +46,11 @@ int pds_rng_init_key(pds_rng *rng, const uint8_t *key32);
 /* Reseed from the OS if the calling process is not the one that seeded
  * (a fork() happened).  Every public entry point calls this once. */
 int pds_rng_check_fork(pds_rng *rng);
-/* Next keystream word; no fork check (callers checked at entry). */
+/* Next keystream word / half word / bit; no fork check (callers checked at
+ * entry).  Each bit of the keystream is used at most once. */
 uint64_t pds_rng_u64(pds_rng *rng);
+uint32_t pds_rng_u32(pds_rng *rng);
+int pds_rng_coin(pds_rng *rng);
 /* n keystream words; checks fork first. */
 int pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n);
 /* RFC 8439 section 2.3 block function, for the test vectors. */

@@ -1,0 +1,34 @@
+"""pydp_synopsis: pure epsilon-differentially-private synopses with exact noise.
+
+See README.md for the guarantees and examples.  Importing fails if the C
+core is missing (no pure-Python fallback).
+"""
+from .errors import (
+    BudgetError,
+    DomainError,
+    EntropyError,
+    FormatError,
+    HorizonError,
+    NativeError,
+    ParameterError,
+    SynopsisError,
+)
+from .noise import Rng, discrete_laplace, discrete_laplace_variance, exact_epsilon, exact_scale
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Rng",
+    "discrete_laplace",
+    "discrete_laplace_variance",
+    "exact_epsilon",
+    "exact_scale",
+    "SynopsisError",
+    "ParameterError",
+    "DomainError",
+    "HorizonError",
+    "FormatError",
+    "BudgetError",
+    "EntropyError",
+    "NativeError",
+]
