@@ -211,6 +211,8 @@ class _TreeCounter:
         O(len(xs)) time, O(1) amortised noise draws per item (Lemma 4.14).
         """
         xs = np.asarray(xs)
+        if xs.size == 0 and xs.ndim == 1:
+            xs = xs.astype(np.int64)  # [] is float64 to numpy
         if xs.dtype.kind not in "biu":
             raise TypeError(f"xs must hold integers, got dtype {xs.dtype}")
         if xs.ndim != 1:
@@ -330,7 +332,7 @@ class _TreeCounter:
             if cls._fanout == 0:
                 kwargs["k"] = state["k"]
             obj = cls(**kwargs)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             raise FormatError(f"state has bad parameters: {exc}") from None
         if obj._epsilon != eps or obj.k != state["k"]:
             raise FormatError("state epsilon or k is not one this class produces")
