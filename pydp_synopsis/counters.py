@@ -28,6 +28,7 @@ References
 """
 
 from fractions import Fraction
+import math
 import operator
 
 import numpy as np
@@ -35,7 +36,7 @@ import numpy as np
 from . import persist
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
-from .noise import discrete_laplace_variance, exact_epsilon, resolve_rng, scale_parts
+from .noise import check_beta, discrete_laplace_variance, exact_epsilon, resolve_rng, scale_parts
 
 __all__ = ["BinaryTreeCounter", "KaryTreeCounter"]
 
@@ -95,6 +96,50 @@ def _binary_weight_sum(n):
         return 0
     q, r = divmod(n, 2)
     return 2 * _binary_weight_sum(q - 1) + q + (r + 1) * q.bit_count() + r
+
+
+def _laplace_sum_log_tail(scale, terms, a):
+    """log of min_s e^{-s a} M(s)^terms for a sum of discrete Laplace(scale) terms.
+
+    The exponent is convex in s on (0, 1/scale); a golden-section search
+    finds its minimum to far more precision than the integer ``a`` needs.
+    """
+    q = math.exp(-1.0 / scale)
+    log_norm = 2.0 * math.log1p(-q)
+
+    def exponent(s):
+        return -s * a + terms * (log_norm - math.log1p(-q * math.exp(s)) - math.log1p(-q * math.exp(-s)))
+
+    lo, hi = 0.0, (1.0 / scale) * (1 - 1e-12)
+    g = (math.sqrt(5) - 1) / 2
+    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+    f1, f2 = exponent(x1), exponent(x2)
+    for _ in range(200):
+        if f1 < f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - g * (hi - lo)
+            f1 = exponent(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + g * (hi - lo)
+            f2 = exponent(x2)
+    return min(f1, f2, 0.0)
+
+
+def _laplace_sum_bound(scale, terms, releases, beta):
+    """Smallest integer a with 2 * releases * Chernoff(a) <= beta (see error_bound)."""
+    target = math.log(beta) - math.log(2.0 * releases)
+    hi = 1
+    while _laplace_sum_log_tail(scale, terms, hi) > target:
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _laplace_sum_log_tail(scale, terms, mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 class _TreeCounter:
@@ -260,6 +305,42 @@ class _TreeCounter:
         """
         steps = self.horizon if steps is None else _check_int(steps, "steps", 1, self.horizon)
         return float(Fraction(self._path_weight_sum(steps), steps)) * discrete_laplace_variance(self._scale)
+
+    def error_bound(self, beta, releases=None):
+        """An integer bound on the error of all releases, holding with probability >= 1 - beta.
+
+        Each release's error is a sum of at most ``L`` independent discrete
+        Laplace terms of scale b = h/epsilon (``L = h`` for the binary tree,
+        ``h (k-1)/2`` for Algorithm 2).  A Chernoff bound on that sum, with
+        the exact moment generating function
+        ``M(s) = (1-q)^2 / ((1-q e^s)(1-q e^-s))``, ``q = e^{-1/b}``, and a union
+        bound over ``releases`` releases and both signs gives the smallest
+        integer ``a`` with ``2 * releases * min_s e^{-s a} M(s)^L <= beta``.
+
+        Parameters
+        ----------
+        beta : float
+            Failure probability, 0 < beta < 1.
+        releases : int, optional
+            Number of releases covered (default: the horizon).
+
+        Returns
+        -------
+        int
+            ``a`` such that ``P(max_t |release_t - prefix_t| > a) <= beta``.
+
+        Notes
+        -----
+        O(log(a)) evaluations of a one-dimensional minimisation (floats: the
+        bound describes accuracy, it decides nothing that is released).
+        """
+        beta = check_beta(beta, "beta")
+        releases = self.horizon if releases is None else _check_int(releases, "releases", 1, self.horizon)
+        return _laplace_sum_bound(float(self._scale), self._max_path_length(), releases, beta)
+
+    def _max_path_length(self):
+        m = 1 if self.k == 2 else (self.k - 1) // 2
+        return self.height * m
 
     def _path_weight_sum(self, steps):
         raise NotImplementedError

@@ -14,7 +14,7 @@ from pydp_synopsis import persist
 from pydp_synopsis.counters import BinaryTreeCounter, KaryTreeCounter
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
 from pydp_synopsis.noise import Rng, discrete_laplace_variance
-from stattests import ALPHA, assert_dp_ratio
+from stattests import ALPHA, assert_dp_ratio, clopper_pearson
 
 # A huge epsilon makes every noise term 0 with probability 1 - 1e-(10^9):
 # the releases must then be the exact prefix sums.
@@ -387,3 +387,28 @@ def test_bad_items_consume_nothing(kind):
     with pytest.raises(HorizonError, match="horizon"):
         c.update(0)
     assert c.update_many([]).shape == (0,)
+
+
+@pytest.mark.parametrize("kind,k", [("binary", 2), ("kary", 19), ("kary", 3)])
+def test_error_bound_holds_with_probability_1_minus_beta(kind, k):
+    beta = 0.2
+    horizon, runs = 500, 3000
+    rng = Rng(41)
+    zeros = np.zeros(horizon, dtype=np.int64)
+    bound = make(kind, horizon, 1, rng, k).error_bound(beta)
+    worst = np.array([np.abs(make(kind, horizon, 1, rng, k).update_many(zeros)).max() for _ in range(runs)])
+    exceed = int((worst > bound).sum())
+    lo, _ = clopper_pearson(exceed, runs)
+    assert lo <= beta
+    # Not vacuous: the bound is at most 3x the empirical (1 - beta) quantile.
+    assert bound <= 3 * np.quantile(worst, 1 - beta)
+
+
+def test_error_bound_arguments():
+    c = KaryTreeCounter(horizon=100, epsilon=1, rng=Rng(0))
+    assert c.error_bound(0.01) >= c.error_bound(0.1) >= c.error_bound(0.5, releases=1) > 0
+    for beta in (0, 1, -0.1, float("nan")):
+        with pytest.raises(ParameterError, match="beta"):
+            c.error_bound(beta)
+    with pytest.raises(ParameterError, match="releases"):
+        c.error_bound(0.1, releases=101)
