@@ -14,6 +14,7 @@ from .errors import (
     SynopsisError,
 )
 from .noise import Rng, discrete_laplace, discrete_laplace_variance, exact_epsilon, exact_scale
+from .persist import load, save
 
 __version__ = "0.1.0"
 
@@ -23,6 +24,8 @@ __all__ = [
     "discrete_laplace_variance",
     "exact_epsilon",
     "exact_scale",
+    "save",
+    "load",
     "SynopsisError",
     "ParameterError",
     "DomainError",

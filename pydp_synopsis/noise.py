@@ -193,7 +193,7 @@ def _fits(frac):
     return frac.numerator < _PARAM_LIMIT and frac.denominator < _PARAM_LIMIT
 
 
-def _round_rational(value, exact, up):
+def _round_rational(value, exact, up, name):
     """A rational with numerator, denominator < 2**62, >= exact if up else <= exact.
 
     A float's shortest decimal form (``repr``) is preferred when it lies on
@@ -215,7 +215,7 @@ def _round_rational(value, exact, up):
         cand = Fraction(num, den)
         if num > 0 and _fits(cand):
             return cand
-    raise ParameterError(f"cannot represent {value!r} as a bounded rational")
+    raise ParameterError(f"{name}={value!r} cannot be represented as a rational with parts below 2**62")
 
 
 def exact_epsilon(epsilon, name="epsilon"):
@@ -255,7 +255,7 @@ def exact_epsilon(epsilon, name="epsilon"):
     exact = _as_fraction(epsilon, name)
     if not 0 < exact <= MAX_EPSILON:
         raise ParameterError(f"{name} must be in (0, 2**40], got {epsilon!r}")
-    result = _round_rational(epsilon, exact, up=False)
+    result = _round_rational(epsilon, exact, up=False, name=name)
     if result <= 0:
         raise ParameterError(f"{name}={epsilon!r} is too small to represent (use at least 1e-17)")
     return result
@@ -276,7 +276,7 @@ def exact_scale(scale, name="scale"):
     exact = _as_fraction(scale, name)
     if not 0 < exact <= MAX_SCALE:
         raise ParameterError(f"{name} must be in (0, 2**48], got {scale!r}")
-    return _round_rational(scale, exact, up=True)
+    return _round_rational(scale, exact, up=True, name=name)
 
 
 def scale_parts(scale):
@@ -287,7 +287,7 @@ def scale_parts(scale):
     """
     scale = Fraction(scale)
     if not _fits(scale):
-        scale = _round_rational(scale, scale, up=True)
+        scale = _round_rational(scale, scale, up=True, name="scale")
     return scale.numerator, scale.denominator
 
 

@@ -1,0 +1,26 @@
+"""The public names are a contract (DESIGN.md): pin them."""
+import pydp_synopsis as ps
+
+EXPECTED = {
+    "Rng", "discrete_laplace", "discrete_laplace_variance", "exact_epsilon", "exact_scale",
+    "save", "load",
+    "SynopsisError", "ParameterError", "DomainError", "HorizonError", "FormatError",
+    "BudgetError", "EntropyError", "NativeError",
+}
+
+
+def test_public_names_are_pinned():
+    assert set(ps.__all__) == EXPECTED
+    for name in ps.__all__:
+        assert getattr(ps, name) is not None
+
+
+def test_every_module_declares_all():
+    import importlib
+    import pkgutil
+
+    for mod in pkgutil.iter_modules(ps.__path__):
+        if mod.name.startswith("_native"):
+            continue
+        module = importlib.import_module(f"pydp_synopsis.{mod.name}")
+        assert isinstance(getattr(module, "__all__", None), list), mod.name
