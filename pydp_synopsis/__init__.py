@@ -14,6 +14,7 @@ from .errors import (
     SynopsisError,
 )
 from .noise import Rng, discrete_laplace, discrete_laplace_variance, exact_epsilon, exact_scale
+from .partition import OnlinePartition, Partition, private_partition
 from .persist import load, save
 
 __version__ = "0.1.0"
@@ -24,6 +25,9 @@ __all__ = [
     "discrete_laplace_variance",
     "exact_epsilon",
     "exact_scale",
+    "private_partition",
+    "OnlinePartition",
+    "Partition",
     "save",
     "load",
     "SynopsisError",
