@@ -146,7 +146,44 @@ int pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
  * pds_partition_feed call continues from it.  Draws nothing. */
 int pds_partition_resolve(pds_partition *p, int32_t outcome);
 
-/* ----------------------------------------------------------- counters.c -- */
+/* ----------------------------------------------------------- counters.c --
+ * Continual counters (Andersson, Pagh, Torkamani): fanout 2 is the binary
+ * tree mechanism of their section 3.1, odd fanout 3..65535 is Algorithm 2
+ * (k-ary tree with subtraction, offset digits).  The caller owns the struct
+ * and the two arrays (sizes from pds_counter_shape) and keeps them alive.
+ * Release at time t = prefix + noise, noise = sum of the terms in use.
+ */
+typedef struct pds_counter {
+    uint64_t horizon;      /* T: number of updates allowed */
+    uint64_t time;         /* updates done so far */
+    uint64_t fanout;       /* 2 (binary) or odd k >= 3 */
+    uint64_t scale_t;      /* noise scale = scale_t / scale_s = h / epsilon */
+    uint64_t scale_s;
+    int64_t prefix;        /* true prefix sum, 0 <= prefix <= 2^62 */
+    int64_t noise;         /* sum of the noise terms in use */
+    int32_t height;        /* h */
+    int32_t capacity;      /* slots: h * (1 if binary else (k-1)/2) */
+    int32_t failed;        /* 1 after PDS_ERANGE: refuses further updates */
+    int32_t *digits;       /* h digits of time, level 1 first */
+    int64_t *slots;        /* level l (0-based) owns slots[l*m .. l*m+m-1];
+                              the first |digits[l]| are in use, others 0 */
+} pds_counter;
+
+/* Height h and slot count for a fanout and horizon (1 <= T < 2^63). */
+int pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
+                      int32_t *capacity);
+/* Start at time 0; height/capacity must equal pds_counter_shape's. */
+int pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
+                     uint64_t scale_t, uint64_t scale_s, int32_t *digits,
+                     int64_t *slots, int32_t height, int32_t capacity);
+/* Validate a restored state (digits represent time, noise = sum of the
+ * slots in use, unused slots zero): PDS_OK or PDS_ESTATE. */
+int pds_counter_check(const pds_counter *c);
+/* n updates: out[i] = noisy prefix sum after xs[i].  The whole batch is
+ * checked first (PDS_EHORIZON past the horizon, PDS_EINVAL for x < 0,
+ * PDS_ERANGE if the prefix would pass 2^62), so on error nothing changed. */
+int pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
+                            int64_t *out, size_t n);
 
 /* --------------------------------------------------------------- tree.c --
  * DNRR section 3.2: a noisy binary tree over the m segments of a private
