@@ -36,7 +36,7 @@ import numpy as np
 from . import persist
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
-from .noise import check_beta, discrete_laplace_variance, exact_epsilon, resolve_rng, scale_parts
+from .noise import Rng, check_beta, discrete_laplace_variance, exact_epsilon, resolve_rng, scale_parts
 
 __all__ = ["BinaryTreeCounter", "KaryTreeCounter", "SparseStreamCounter"]
 
@@ -378,6 +378,9 @@ class _TreeCounter:
             "noise": int(s.noise),
             "digits": [int(self._digits[i]) for i in range(s.height)],
             "slots": [int(self._slots[i]) for i in range(s.capacity)],
+            # A seeded generator's position (tests only), so a resumed seeded
+            # run equals an uninterrupted one; None for OS-seeded generators.
+            "rng": self._rng._to_state(),
         }
 
     @classmethod
@@ -409,6 +412,8 @@ class _TreeCounter:
             )
         try:
             eps = Fraction(*(operator.index(v) for v in state["epsilon"]))
+            if rng is None and state.get("rng") is not None:
+                rng = Rng._from_state(state["rng"])
             kwargs = {"horizon": state["horizon"], "epsilon": eps, "rng": rng}
             if cls._fanout == 0:
                 kwargs["k"] = state["k"]
@@ -943,6 +948,7 @@ class SparseStreamCounter:
             "release": self._release,
             "partition": part,
             "inner": self._inner.to_state(),
+            "rng": self._rng._to_state(),
         }
 
     @classmethod
@@ -969,6 +975,8 @@ class SparseStreamCounter:
             share = Fraction(*(operator.index(v) for v in state["partition_share"]))
             horizon, eps2, beta, counter, share2, eps_p, eps_c = cls._parameters(
                 state["horizon"], eps, state["beta"], state["counter"], share)
+            if rng is None and state.get("rng") is not None:
+                rng = Rng._from_state(state["rng"])
             rng = resolve_rng(rng, "rng")
             total, sealed, release = (operator.index(state[k]) for k in ("total", "sealed_total", "release"))
             part_state = dict(state["partition"])
