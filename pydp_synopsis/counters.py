@@ -36,6 +36,7 @@ import numpy as np
 from . import persist
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
+from .budget import charge
 from .noise import Rng, check_beta, discrete_laplace_variance, exact_epsilon, resolve_rng, scale_parts
 
 __all__ = ["BinaryTreeCounter", "KaryTreeCounter", "SparseStreamCounter"]
@@ -148,7 +149,7 @@ class _TreeCounter:
     _fanout = 0
     _kind = ""
 
-    def _setup(self, horizon, epsilon, fanout, rng):
+    def _setup(self, horizon, epsilon, fanout, rng, budget=None):
         # Everything is validated before the C state exists or rng is touched.
         horizon = _check_int(horizon, "horizon", 1, _MAX_HORIZON)
         eps = exact_epsilon(epsilon, "epsilon")
@@ -163,6 +164,7 @@ class _TreeCounter:
             )
         scale_t, scale_s = scale_parts(scale)
         rng = resolve_rng(rng, "rng")
+        charge(budget, eps, f"{type(self).__name__}(horizon={horizon})")  # before any noise
         self._epsilon = eps
         self._scale = scale
         self._rng = rng
@@ -478,6 +480,9 @@ class BinaryTreeCounter(_TreeCounter):
     rng : Rng, optional
         Randomness; default a fresh OS-seeded Rng.  Seeds are for tests and
         benchmarks only.
+    budget : Budget, optional
+        Charged ``epsilon`` after the arguments are validated and before any
+        noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
 
     Notes
     -----
@@ -501,8 +506,8 @@ class BinaryTreeCounter(_TreeCounter):
     _kind = "BinaryTreeCounter"
     _record_kind = "binary_tree_counter"
 
-    def __init__(self, *, horizon, epsilon, rng=None):
-        self._setup(horizon, epsilon, 2, rng)
+    def __init__(self, *, horizon, epsilon, rng=None, budget=None):
+        self._setup(horizon, epsilon, 2, rng, budget)
 
     def _path_weight_sum(self, steps):
         return _binary_weight_sum(steps)
@@ -530,6 +535,9 @@ class KaryTreeCounter(_TreeCounter):
     rng : Rng, optional
         Randomness; default a fresh OS-seeded Rng.  Seeds are for tests and
         benchmarks only.
+    budget : Budget, optional
+        Charged ``epsilon`` after the arguments are validated and before any
+        noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
 
     Notes
     -----
@@ -551,7 +559,7 @@ class KaryTreeCounter(_TreeCounter):
     _kind = "KaryTreeCounter"
     _record_kind = "kary_tree_counter"
 
-    def __init__(self, *, horizon, epsilon, k=19, rng=None):
+    def __init__(self, *, horizon, epsilon, k=19, rng=None, budget=None):
         if isinstance(k, bool):
             raise TypeError("k must be an integer, got bool")
         try:
@@ -564,7 +572,7 @@ class KaryTreeCounter(_TreeCounter):
                 f"is not implemented), got {k}"
             )
         _check_int(k, "k", 3, _MAX_FANOUT)
-        self._setup(horizon, epsilon, k, rng)
+        self._setup(horizon, epsilon, k, rng, budget)
 
     def _path_weight_sum(self, steps):
         return _offset_weight_sum(steps, self.k)
@@ -622,6 +630,9 @@ class SparseStreamCounter:
         as in the proof of Theorem 3.1.
     rng : Rng, optional
         Randomness (default a fresh OS-seeded Rng); seeds for tests only.
+    budget : Budget, optional
+        Charged ``epsilon`` after the arguments are validated and before any
+        noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
 
     Notes
     -----
@@ -648,12 +659,14 @@ class SparseStreamCounter:
     _kind = "SparseStreamCounter"
     _record_kind = "sparse_stream_counter"
 
-    def __init__(self, *, horizon, epsilon, beta=0.05, counter="kary", partition_share=0.5, rng=None):
+    def __init__(self, *, horizon, epsilon, beta=0.05, counter="kary", partition_share=0.5, rng=None,
+                 budget=None):
         from .partition import OnlinePartition
 
         horizon, eps, beta, counter, share, eps_p, eps_c = self._parameters(
             horizon, epsilon, beta, counter, partition_share)
         rng = resolve_rng(rng, "rng")
+        charge(budget, eps, f"SparseStreamCounter(horizon={horizon})")  # before any noise
         # Build both before keeping either: no half-built object on error.
         inner = _COUNTERS[counter](horizon=horizon, epsilon=eps_c, rng=rng)
         partition = OnlinePartition(size=horizon, epsilon=eps_p, beta=beta / 2, rng=rng)
