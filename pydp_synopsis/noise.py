@@ -118,6 +118,39 @@ class Rng:
             check(lib.pds_rng_fill_u64(p, ffi.from_buffer("uint64_t[]", out), count))
         return int(out[0]) if shape is None else out.reshape(shape)
 
+    def integers(self, low, high, size=None):
+        """Uniform integers in ``[low, high)`` without modulo bias (``high - low <= 2**64``).
+
+        Returns an ``int`` or an ``int64``/``uint64`` array of shape ``size``.
+        O(size).
+
+        Examples
+        --------
+        >>> x = Rng(seed=0).integers(-5, 5, size=1000)
+        >>> int(x.min()) >= -5 and int(x.max()) < 5
+        True
+        """
+        low, high = int(low), int(high)
+        span = high - low
+        if not 0 < span <= 1 << 64:
+            raise ValueError(f"need low < high and high - low <= 2**64, got [{low}, {high})")
+        shape, count = _check_size(size)
+        out = np.empty(count, dtype=np.uint64)
+        if span == 1 << 64:
+            with self._locked() as p:
+                check(lib.pds_rng_fill_u64(p, ffi.from_buffer("uint64_t[]", out), count))
+        else:
+            with self._locked() as p:
+                check(lib.pds_uniform_fill(p, span, ffi.from_buffer("uint64_t[]", out), count))
+        if shape is None:
+            return low + int(out[0])
+        if low >= 0 and high - 1 > np.iinfo(np.int64).max:
+            return (out + np.uint64(low)).reshape(shape)
+        if not (np.iinfo(np.int64).min <= low and high - 1 <= np.iinfo(np.int64).max):
+            raise ValueError("the range must fit int64 or uint64 for array output")
+        return (out.astype(np.int64) + np.int64(low) if span <= 1 << 63 else
+                (out + np.uint64(low % (1 << 64))).view(np.int64)).reshape(shape)
+
     def __reduce__(self):
         raise TypeError("an Rng cannot be pickled or copied: the copy would replay the same noise")
 
@@ -353,7 +386,7 @@ def discrete_laplace_variance(scale):
     Examples
     --------
     >>> round(discrete_laplace_variance(1), 6)
-    0.920674
+    1.841347
     """
     x = float(1 / Fraction(scale))
     return 2 * math.exp(-x) / math.expm1(-x) ** 2
