@@ -84,7 +84,67 @@ int pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
 int pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
                               int64_t *out, size_t count);
 
-/* ---------------------------------------------------------- partition.c -- */
+/* ---------------------------------------------------------- partition.c --
+ * DNRR Fig. 1 private partition (online), with the exact skip of Remark 2.2
+ * over runs of positions whose running count is constant.  Positions are
+ * uint64 offsets 0..last from the domain's low end (last = D - 1, so D may be
+ * 2^64).  Noise is discrete Laplace of scale t/s (= 1/epsilon).
+ */
+typedef struct pds_partition {
+    uint64_t last;            /* offset of the domain's last position, D - 1 */
+    uint64_t t, s;            /* noise scale 1/epsilon = t/s, 1 <= t, s < 2^62 */
+    int64_t threshold;        /* T (an integer, see partition.py) */
+    int64_t noisy_threshold;  /* T~ = T + Z of the open segment */
+    int64_t count;            /* true count of the open segment, 0 <= count <= 2^62 */
+    uint64_t position;        /* next position to process (offset) */
+    int32_t finished;         /* 1 once the last position has sealed */
+    /* The run being sampled (it starts at `position`): */
+    int32_t phase;            /* 0 none; 1 deciding whether it seals; 2 drawing
+                                 the seal's offset bits (high to low) */
+    int32_t bit;              /* phase 2: index of the next offset bit */
+    int32_t pending;          /* 1: a comparison awaits an exact decision */
+    int32_t pending_kind;     /* 1: U < 1 - (1-p)^mult;  2: U < 1/(1 + (1-p)^-mult) */
+    int32_t outcome;          /* -1, or the exact decision given by resolve */
+    int64_t run_m;            /* m = T~ - count + 1 of the run: p = P(nu >= m) */
+    uint64_t run_lm1;         /* run length minus one */
+    uint64_t prefix;          /* phase 2: offset bits drawn so far */
+    uint64_t pending_mult;    /* the comparison's multiplier of lambda */
+    uint64_t pending_word;    /* first 64 bits of the comparison's uniform U */
+    double run_lambda;        /* -ln(1-p) of the run, rounded */
+    double run_err;           /* relative error bound of run_lambda (< 0: none) */
+    double slack;             /* relative error allowed for elementary functions
+                                 (tests may raise it to force the exact fallback) */
+    double inv_scale;         /* s/t rounded */
+    double log1p_a;           /* log1p(exp(-s/t)) rounded */
+} pds_partition;
+
+/* Start a partition of positions 0..last; draws the first T~.
+ * threshold in [0, 2^53]. */
+int pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
+                       uint64_t t, uint64_t s, int64_t threshold);
+/* Rebuild a partition from a checkpoint without drawing anything; PDS_ESTATE
+ * if the fields are inconsistent. */
+int pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
+                          uint64_t s, int64_t threshold,
+                          int64_t noisy_threshold, int64_t count,
+                          uint64_t position, int32_t finished);
+/* Process positions p->position .. end (inclusive, end <= last).  The
+ * positions pos[0..n) (non-decreasing, each in [p->position, end]) carry
+ * counts cnt[i] >= 0 (cnt == NULL: 1 each, duplicates allowed); every other
+ * position carries 0.  Sealed positions are appended to seals (at most cap
+ * of them; the call stops early when seals is full).  *consumed = number of
+ * items already added (those with pos < p->position).  Returns PDS_OK (done
+ * or seals full: compare p->position with end), PDS_EPRECISION (p->pending
+ * set: decide it exactly, call pds_partition_resolve, then call again with
+ * the items not yet consumed),
+ * PDS_EINVAL, PDS_ERANGE (a segment count would exceed 2^62). */
+int pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
+                       const int64_t *cnt, size_t n, uint64_t end,
+                       size_t *consumed, uint64_t *seals, size_t cap,
+                       size_t *nseals);
+/* Record the exact outcome (0 or 1) of the pending comparison; the next
+ * pds_partition_feed call continues from it.  Draws nothing. */
+int pds_partition_resolve(pds_partition *p, int32_t outcome);
 
 /* ----------------------------------------------------------- counters.c -- */
 
