@@ -1,0 +1,302 @@
+"""Tests of the noisy segment tree (csrc/tree.c) and IntervalSynopsis (DNRR section 3.2)."""
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import pydp_synopsis as ps
+from pydp_synopsis import persist
+from pydp_synopsis._core import check, ffi, lib
+from pydp_synopsis.errors import DomainError, FormatError, ParameterError
+from pydp_synopsis.intervals import IntervalSynopsis, _sum_tail, _tree_shape
+from stattests import assert_binomial_at_most, assert_dp_ratio, assert_mean_var
+
+BIG = 10**6  # epsilon at which noise is zero with overwhelming probability
+
+
+# ------------------------------------------------------------------ tree.c
+def _nodes(counts, t=0, s=1, rng=None):
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    m = counts.size
+    _, n = _tree_shape(m)
+    out = np.empty(n, dtype=np.int64)
+    if rng is None:
+        check(lib.pds_tree_build(ffi.NULL, ffi.from_buffer("int64_t[]", counts), m, t, s,
+                                 ffi.from_buffer("int64_t[]", out), n))
+    else:
+        with rng._locked() as p:
+            check(lib.pds_tree_build(p, ffi.from_buffer("int64_t[]", counts), m, t, s,
+                                     ffi.from_buffer("int64_t[]", out), n))
+    return out
+
+
+def _layout(m):
+    levels, _ = _tree_shape(m)
+    return [(a, min(a + 2**lv, m)) for lv in range(levels) for a in range(0, m, 2**lv)]
+
+
+def _cover_sums(nodes, m, i, j):
+    i = np.ascontiguousarray(i, dtype=np.uint64)
+    j = np.ascontiguousarray(j, dtype=np.uint64)
+    out = np.empty(i.size, dtype=np.int64)
+    check(lib.pds_tree_cover_sums(ffi.from_buffer("int64_t[]", nodes), m, ffi.from_buffer("uint64_t[]", i),
+                                  ffi.from_buffer("uint64_t[]", j), i.size, ffi.from_buffer("int64_t[]", out)))
+    return out
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 100])
+def test_tree_levels_nodes_and_cover_sums_exact(m):
+    levels, n = _tree_shape(m)
+    assert levels == (1 if m <= 2 else math.ceil(math.log2(m)))
+    gen = np.random.default_rng(m)
+    counts = gen.integers(0, 9, m)
+    nodes = _nodes(counts)
+    rows = _layout(m)
+    assert len(rows) == n == nodes.size
+    assert all(nodes[r] == counts[a:b].sum() for r, (a, b) in enumerate(rows))
+    i, j = np.triu_indices(m)
+    prefix = np.concatenate(([0], np.cumsum(counts)))
+    assert np.array_equal(_cover_sums(nodes, m, i, j), prefix[j + 1] - prefix[i])
+
+
+def test_tree_cover_uses_at_most_two_nodes_per_level():
+    m = 77
+    levels, n = _tree_shape(m)
+    i, j = np.triu_indices(m)
+    for v in range(n):  # a unit at node v: a cover sum counts how often v is used
+        nodes = np.zeros(n, dtype=np.int64)
+        nodes[v] = 1
+        assert _cover_sums(nodes, m, i, j).max() <= 1
+    used = np.zeros(i.size, dtype=np.int64)
+    for v in range(n):
+        nodes = np.zeros(n, dtype=np.int64)
+        nodes[v] = 1
+        used += _cover_sums(nodes, m, i, j)
+    assert used.max() <= 2 * levels and used.min() >= 1
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 6, 11, 16, 23])
+def test_consistency_is_least_squares(m):
+    rows = _layout(m)
+    A = np.zeros((len(rows), m))
+    for r, (a, b) in enumerate(rows):
+        A[r, a:b] = 1
+    nodes = _nodes(np.arange(m) % 4, t=3, s=1, rng=ps.Rng(seed=m))
+    leaf = np.empty(m)
+    check(lib.pds_tree_consistent_leaves(ffi.from_buffer("int64_t[]", nodes), m, ffi.from_buffer("double[]", leaf)))
+    expect = np.linalg.lstsq(A, nodes.astype(float), rcond=None)[0]
+    np.testing.assert_allclose(leaf, expect, atol=1e-9)
+
+
+def test_tree_noise_is_discrete_laplace_of_levels_over_epsilon():
+    m = 1000
+    levels, _ = _tree_shape(m)
+    eps = Fraction(1, 2)
+    scale = Fraction(levels) / eps
+    t, s = scale.numerator, scale.denominator
+    noise = np.concatenate([_nodes(np.zeros(m), t, s, ps.Rng(seed=r)) for r in range(20)])
+    assert_mean_var(noise, 0.0, ps.discrete_laplace_variance(scale))
+
+
+def test_tree_kernel_rejects_bad_arguments():
+    nodes = _nodes([1, 2, 3])
+    with pytest.raises(ParameterError):
+        _cover_sums(nodes, 3, [2], [1])
+    with pytest.raises(ParameterError):
+        _cover_sums(nodes, 3, [0], [3])
+    with pytest.raises(ParameterError):
+        _nodes([1, -1, 3])
+
+
+# --------------------------------------------------------- the synopsis
+def _true(values_off, lo, hi):
+    v = np.sort(np.asarray(values_off, dtype=np.uint64))
+    return np.searchsorted(v, hi, "right") - np.searchsorted(v, lo, "left")
+
+
+def _expected_noiseless(syn, values, lo, hi, estimator):
+    """Answer of a noise-free synopsis, from the partition and the true weights."""
+    ends = [int(e) for e in syn.partition.end_offsets]
+    d0 = syn.domain[0]
+    vals = sorted(int(v) - d0 for v in values)
+    out = []
+    for a, b in zip(lo, hi):
+        a, b = int(a) - d0, int(b) - d0
+        total = Fraction(0)
+        start = 0
+        for e in ends:
+            first, last = start, e
+            start = e + 1
+            if last < a or first > b:
+                continue
+            w = sum(first <= x <= last for x in vals)
+            if estimator == "cover" or (a <= first and last <= b):
+                total += w
+            else:
+                total += Fraction(min(b, last) - max(a, first) + 1, last - first + 1) * w
+        out.append(float(total))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("estimator", ["cover", "uniform"])
+@pytest.mark.parametrize("consistency", [True, False])
+@pytest.mark.parametrize("domain", [(0, 999), (0, 2**64 - 1), (-(2**63), 2**63 - 1), (5, 5 + 2**40)])
+def test_exact_when_noise_is_negligible(estimator, consistency, domain):
+    gen = np.random.default_rng(3)
+    lo_d, hi_d = domain
+    span = hi_d - lo_d
+    vals = [lo_d + int(x) for x in gen.integers(0, min(span, 2**62), 300)]
+    vals += [lo_d, lo_d, hi_d, hi_d - 1, lo_d + span // 2] * 3
+    syn = IntervalSynopsis.build(np.array(vals, dtype=object), domain=domain, epsilon=BIG,
+                                 rng=ps.Rng(seed=4), estimator=estimator, consistency=consistency)
+    qs = [(lo_d, hi_d), (lo_d, lo_d), (hi_d, hi_d), (lo_d + 1, hi_d - 1)]
+    qs += [tuple(sorted((lo_d + int(a), lo_d + int(b)))) for a, b in gen.integers(0, min(span, 2**62), (40, 2))]
+    qs += [tuple(sorted(vals[int(x)] for x in gen.integers(0, len(vals), 2))) for _ in range(40)]
+    lo = [q[0] for q in qs]
+    hi = [q[1] for q in qs]
+    got = syn.count_many(np.array(lo, dtype=object), np.array(hi, dtype=object))
+    want = _expected_noiseless(syn, vals, lo, hi, estimator)
+    np.testing.assert_allclose(got, want, atol=1e-6, rtol=1e-12)
+    assert [syn.count(a, b) for a, b in qs] == list(got)
+    assert syn.count(lo_d, hi_d) == pytest.approx(len(vals))
+    if estimator == "cover":  # DNRR's cover never undercounts
+        truth = [sum(a <= v <= b for v in vals) for a, b in qs]
+        assert np.all(got >= np.array(truth) - 1e-6)
+
+
+def test_duplicates_n0_n1():
+    for vals in ([], [7], [7] * 500, [0] * 100 + [2**64 - 1] * 100):
+        syn = IntervalSynopsis.build(np.array(vals, dtype=np.uint64), domain=(0, 2**64 - 1), epsilon=BIG, rng=ps.Rng(seed=5))
+        assert len(syn) >= 1
+        assert syn.count(0, 2**64 - 1) == pytest.approx(len(vals))
+        assert syn.count(0, 6) == pytest.approx(sum(v <= 6 for v in vals), abs=len(vals) + 1e-6)
+        assert syn.error_bound() > 0
+    syn = IntervalSynopsis.build([3] * 50, domain=(0, 9), epsilon=BIG, rng=ps.Rng(seed=6), estimator="cover")
+    assert syn.count(3, 3) == pytest.approx(50)
+
+
+def test_error_bound_covers_max_error_theorem_3_2():
+    gen = np.random.default_rng(8)
+    vals = gen.integers(0, 2**40, 2000).astype(np.uint64)
+    lo = np.sort(gen.integers(0, 2**40, (300, 2)).astype(np.uint64), axis=1)
+    truth = _true(vals, lo[:, 0], lo[:, 1])
+    conf, runs, fails = 0.9, 12, 0
+    for tree, cons, est in [("binary", True, "uniform"), ("binary", False, "cover"),
+                            ("binary", False, "uniform")]:
+        for r in range(runs // 3):
+            syn = IntervalSynopsis.build(vals, domain=(0, 2**40), epsilon=0.5, beta=0.05,
+                                         rng=ps.Rng(seed=100 + r), tree=tree, consistency=cons,
+                                         estimator=est)
+            err = np.abs(syn.count_many(lo[:, 0], lo[:, 1]) - truth).max()
+            fails += err > syn.error_bound(conf)
+    assert_binomial_at_most(fails, runs, 1 - conf)
+
+
+def test_sum_tail_is_a_valid_chernoff_bound():
+    # exact tail of one discrete Laplace: P(Z >= t) = p^t / (1 + p) for t >= 1
+    b = 3.0
+    p = math.exp(-1 / b)
+    for delta in (1e-2, 1e-6):
+        t = _sum_tail(1, b, delta)
+        assert p ** math.ceil(t) / (1 + p) <= delta
+    # bound grows with the number of terms and shrinks with delta
+    assert _sum_tail(4, b, 1e-3) < _sum_tail(8, b, 1e-3) < _sum_tail(8, b, 1e-6)
+
+
+def test_privacy_neighbouring_databases():
+    eps = 0.5
+    base = [10, 20, 20, 30, 40, 41, 42, 50, 60, 62]
+    neighbour = base + [25]
+    runs = 1500
+    hits = []
+    for vals, off in ((base, 0), (neighbour, 10**6)):
+        answers = np.array([
+            IntervalSynopsis.build(vals, domain=(0, 63), epsilon=eps, rng=ps.Rng(seed=off + r),
+                                   estimator="cover", consistency=False).count(16, 31)
+            for r in range(runs)])
+        hits.append(int(np.sum(answers >= 4)))
+    assert_dp_ratio(hits[1], runs, hits[0], runs, eps)
+    assert_dp_ratio(runs - hits[1], runs, runs - hits[0], runs, eps)
+
+
+def test_save_load_round_trip_and_tamper(tmp_path):
+    gen = np.random.default_rng(9)
+    vals = gen.integers(0, 2**64 - 1, 500, dtype=np.uint64)
+    lo = np.sort(gen.integers(0, 2**64 - 1, (50, 2), dtype=np.uint64), axis=1)
+    for cons in (True, False):
+        syn = IntervalSynopsis.build(vals, domain=(0, 2**64 - 1), epsilon=1.0, rng=ps.Rng(seed=10),
+                                     consistency=cons)
+        path = tmp_path / f"s{cons}.pds"
+        syn.save(path)
+        back = persist.load(path)
+        assert isinstance(back, IntervalSynopsis)
+        assert np.array_equal(back.count_many(lo[:, 0], lo[:, 1]), syn.count_many(lo[:, 0], lo[:, 1]))
+        assert back.error_bound() == syn.error_bound()
+        assert (back.epsilon, back.domain, len(back)) == (syn.epsilon, syn.domain, len(syn))
+        kind, meta, arrays = persist.read_record(path)
+        assert kind == "interval-synopsis" and set(arrays) == {"end_offsets", "released"}
+    raw = path.read_bytes()
+    bad = tmp_path / "bad.pds"
+    bad.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(FormatError):
+        persist.load(bad)
+    flipped = bytearray(raw)
+    flipped[-20] ^= 1
+    bad.write_bytes(bytes(flipped))
+    with pytest.raises(FormatError):
+        persist.load(bad)
+
+
+@pytest.mark.parametrize("kwargs, exc, word", [
+    (dict(tree="ternary"), ParameterError, "tree"),
+    (dict(tree=2), TypeError, "tree"),
+    (dict(estimator="mid"), ParameterError, "estimator"),
+    (dict(estimator=None), TypeError, "estimator"),
+    (dict(consistency="yes"), TypeError, "consistency"),
+    (dict(k=4), ParameterError, "k"),
+    (dict(k=1.5), TypeError, "k"),
+    (dict(partition_share=0), ParameterError, "partition_share"),
+    (dict(partition_share=1.0), ParameterError, "partition_share"),
+    (dict(partition_share=float("nan")), ParameterError, "partition_share"),
+    (dict(partition_share="a"), TypeError, "partition_share"),
+    (dict(epsilon=0), ParameterError, "epsilon"),
+    (dict(epsilon=-1.0), ParameterError, "epsilon"),
+    (dict(epsilon=float("inf")), ParameterError, "epsilon"),
+    (dict(epsilon="1"), TypeError, "epsilon"),
+    (dict(beta=1.0), ParameterError, "beta"),
+    (dict(beta=0), ParameterError, "beta"),
+    (dict(rng=1), TypeError, "rng"),
+    (dict(domain=(9, 0)), DomainError, "domain"),
+    (dict(domain=(0, 2**64)), DomainError, "domain"),
+    (dict(values=[1, 100]), DomainError, "values"),
+    (dict(values=[1.5]), TypeError, "values"),
+    (dict(values=[-1]), DomainError, "values"),
+])
+def test_bad_build_arguments(kwargs, exc, word):
+    args = dict(values=[1, 2, 3], domain=(0, 63), epsilon=1.0)
+    args.update(kwargs)
+    vals = args.pop("values")
+    with pytest.raises(exc, match=word):
+        IntervalSynopsis.build(vals, **args)
+
+
+def test_bad_query_arguments():
+    syn = IntervalSynopsis.build([1, 2, 3], domain=(0, 63), epsilon=1.0, rng=ps.Rng(seed=11))
+    with pytest.raises(DomainError, match="lo"):
+        syn.count(5, 4)
+    with pytest.raises(DomainError, match="hi"):
+        syn.count(0, 64)
+    with pytest.raises(DomainError, match="lo"):
+        syn.count(-1, 3)
+    with pytest.raises(TypeError, match="lo"):
+        syn.count(1.5, 3)
+    with pytest.raises(DomainError, match="lo"):
+        syn.count_many([0, 9], [3, 8])
+    with pytest.raises(DomainError, match="shape"):
+        syn.count_many([0, 1], [3])
+    for conf in (0, 1, 0.99):  # 0.99 > 1 - beta/2 = 0.975
+        with pytest.raises(ParameterError, match="confidence"):
+            syn.error_bound(conf)
+    with pytest.raises(TypeError):
+        IntervalSynopsis()
