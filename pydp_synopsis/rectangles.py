@@ -105,7 +105,8 @@ def _check_share(value, name, allow_none=False):
                         f"not {type(value).__name__}")
     if not (math.isfinite(value) and 0 < value < 1):
         raise ParameterError(f"{name} must be in the open interval (0, 1), got {value!r}")
-    return Fraction(value)
+    # a float's shortest decimal form (0.9 -> 9/10) keeps the budget fractions small
+    return Fraction(repr(float(value))) if isinstance(value, (float, np.floating)) else Fraction(value)
 
 
 def _check_fanout(fanout, c):
@@ -122,6 +123,17 @@ def _check_fanout(fanout, c):
     return out
 
 
+def _as_int_array(v):
+    """``np.asarray``, except that Python ints beyond int64 (mixed with negatives)
+    stay exact (object dtype) instead of becoming float64."""
+    arr = np.asarray(v)
+    if arr.dtype.kind == "f" and not isinstance(v, np.ndarray):
+        obj = np.array(v, dtype=object)
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in obj.ravel().tolist()):
+            return obj
+    return arr
+
+
 def _check_points(points, domain):
     """(n, c) uint64 offsets and the c validated (lo, hi) pairs."""
     if isinstance(domain, (str, bytes)) or not hasattr(domain, "__len__"):
@@ -130,7 +142,7 @@ def _check_points(points, domain):
     if not 1 <= c <= _MAX_AXES:
         raise ParameterError(f"domain must have between 1 and {_MAX_AXES} (lo, hi) pairs, got {c}")
     axes = [check_domain(d, f"domain[{a}]") for a, d in enumerate(domain)]
-    arr = np.asarray(points)
+    arr = _as_int_array(points)
     if arr.dtype.kind == "f" or arr.dtype.kind == "c":
         raise TypeError(f"points must be integers, got dtype {arr.dtype} (NaN and floats are refused)")
     if arr.ndim != 2 or arr.shape[1] != c:
@@ -472,7 +484,7 @@ class RectangleSynopsis:
         c = self.dims
         los, his = [], []
         for name, v, out in (("lo", lo, los), ("hi", hi, his)):
-            arr = np.asarray(v)
+            arr = _as_int_array(v)
             if arr.dtype.kind in "fc":
                 raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
             if arr.ndim != 2 or arr.shape[1] != c:
@@ -513,7 +525,7 @@ class RectangleSynopsis:
         >>> round(s.count([0, 0], [7, 7]))
         2
         """
-        lo, hi = np.asarray(lo), np.asarray(hi)
+        lo, hi = _as_int_array(lo), _as_int_array(hi)
         for name, v in (("lo", lo), ("hi", hi)):
             if v.ndim != 1 or v.shape[0] != self.dims:
                 raise ParameterError(f"{name} must have length {self.dims}, got shape {v.shape}")
