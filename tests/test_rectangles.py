@@ -70,8 +70,10 @@ def test_exact_with_negligible_noise(c, hi, n, estimator, fanout):
 def test_pruning_threshold_one_keeps_exactness(c, hi):
     """Remark 3.4 with t = 1 and no noise: only empty rectangles are pruned."""
     pts = DATA.integers(0, hi + 1, (300, c))
-    full = RS.build(pts, domain=[(0, hi)] * c, epsilon=10**6, threshold=0, rng=Rng(seed=1))
-    pruned = RS.build(pts, domain=[(0, hi)] * c, epsilon=10**6, threshold=1, rng=Rng(seed=1))
+    kw = dict(domain=[(0, hi)] * c, epsilon=10**6, fanout=2, rng=Rng(seed=1))
+    full = RS.build(pts, threshold=0, **kw)
+    kw["rng"] = Rng(seed=1)
+    pruned = RS.build(pts, threshold=1, **kw)
     lo, hq = _rects(200, c, hi)
     np.testing.assert_allclose(pruned.count_many(lo, hq), full.count_many(lo, hq), atol=1e-9)
     assert pruned.num_nodes < full.num_nodes / 3
