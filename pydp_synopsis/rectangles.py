@@ -30,8 +30,10 @@ _FORMAT = 1
 _MAX_AXES = 8
 _ESTIMATORS = {"cover": 0, "uniform": 1}
 _CONFIGS = ("default", "dnrr")
+#: prune="auto" builds the unpruned tree up to this many nodes (~100 MB).
+_AUTO_PRUNE_NODES = 4_000_000
 #: Defaults chosen by measured RMSE in benchmarks/bench_rectangles.py (docs/rectangles.md).
-_DEFAULTS = {"fanout": 64, "estimator": "uniform", "final_share": 0.9, "prune": 2.0,
+_DEFAULTS = {"fanout": 1024, "estimator": "uniform", "final_share": 0.9, "prune": "auto",
              "partition_share": 0.5}
 #: DNRR as written: binary trees, outer covers, one noise scale for every node,
 #: Remark 3.4's threshold (no empty node survives w.h.p.).
@@ -191,10 +193,12 @@ class RectangleSynopsis:
 
     ``config="dnrr"`` selects DNRR as written (binary, ``"cover"``, one
     scale, Remark 3.4's threshold); ``config="default"`` the measured best
-    (fanout 64, ``"uniform"``, ``final_share=0.9``, ``prune=2.0``; see
-    docs/rectangles.md: wide, shallow trees won every 2-D data set, and a
-    threshold of 2 noise scales keeps the tree subcritical -- an empty node
-    survives with probability < e^-2 / 2 -- at a small bias).  Explicit options override either.
+    (fanout 1024, ``"uniform"``, ``final_share=0.9``, ``prune="auto"``; see
+    docs/rectangles.md: wide, shallow trees won every 2-D data set and
+    pruning only adds bias, so "auto" builds the full tree when it has at
+    most 4e6 nodes and otherwise prunes at 2 noise scales, which keeps
+    the growth subcritical: an empty node survives with probability
+    < e^-2 / 2).  Explicit options override either.
 
     Attributes
     ----------
@@ -250,7 +254,7 @@ class RectangleSynopsis:
         final_share : float in (0, 1) or None
             Share of ``epsilon_tree`` for the final-axis nodes; None: one scale
             for all nodes (DNRR).  Ignored when c = 1.
-        prune : float >= 0, "dnrr" or None
+        prune : float >= 0, "auto", "dnrr" or None
             Pruning threshold in units of each node's noise scale.
         threshold : int, optional
             Absolute pruning threshold for every node (overrides ``prune``).
@@ -291,7 +295,10 @@ class RectangleSynopsis:
         final_share = _check_share(base["final_share"] if final_share is ... else final_share,
                                    "final_share", allow_none=True)
         prune = base["prune"] if prune is ... else prune
-        if prune is not None and prune != "dnrr":
+        auto_prune = prune == "auto"
+        if auto_prune:
+            prune = None
+        if prune is not None and prune != "dnrr" and not auto_prune:
             if isinstance(prune, (bool, np.bool_)) or not isinstance(prune, numbers.Real):
                 raise TypeError(f"prune must be a real number, 'dnrr' or None, not {type(prune).__name__}")
             if not (math.isfinite(prune) and prune >= 0):
@@ -351,6 +358,11 @@ class RectangleSynopsis:
         if threshold is not None:
             thr = (threshold, threshold)
             self.prune = ("threshold", threshold)
+        elif auto_prune and self._potential_nodes() > _AUTO_PRUNE_NODES:
+            # "auto": the full tree when it is small (pruning only adds bias),
+            # else 2 noise scales (subcritical growth, small bias)
+            thr = tuple(int(math.ceil(2.0 * float(b))) for b in (b_int, b_fin))
+            self.prune = 2.0
         elif prune is None:
             thr = (-(1 << 63), -(1 << 63))
             self.prune = None

@@ -176,7 +176,7 @@ def test_final_node_noise_distribution():
 def test_pruned_size(c):
     n, eps = (50000, 8) if c == 2 else (5000, 1)
     pts = (DATA.normal(0, 1, (n, c)) * 2e4 + 1e5).astype(np.int64).clip(0, 2 * 10**5)
-    s = RS.build(pts, domain=[(0, 2 * 10**5)] * c, epsilon=eps, rng=Rng(seed=6))
+    s = RS.build(pts, domain=[(0, 2 * 10**5)] * c, epsilon=eps, prune=2.0, fanout=8, rng=Rng(seed=6))
     s_all = sum(s.sensitivity)
     assert s.num_nodes <= 2 * max(s._k) * n * s_all           # O(n log^c n)
     assert s.num_nodes < s._potential_nodes() / 5             # far below unpruned
