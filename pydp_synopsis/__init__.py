@@ -16,6 +16,7 @@ from .errors import (
     SynopsisError,
 )
 from .intervals import IntervalSynopsis
+from .rectangles import RectangleSynopsis
 from .noise import Rng, discrete_laplace, discrete_laplace_variance, exact_epsilon, exact_scale
 from .partition import OnlinePartition, Partition, private_partition
 from .persist import load, save
@@ -28,6 +29,7 @@ __all__ = [
     "KaryTreeCounter",
     "SparseStreamCounter",
     "IntervalSynopsis",
+    "RectangleSynopsis",
     "Rng",
     "discrete_laplace",
     "discrete_laplace_variance",
