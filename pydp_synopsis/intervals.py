@@ -15,6 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import persist
+from .budget import charge
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
 from .noise import check_beta, exact_epsilon, resolve_rng, scale_parts
@@ -166,7 +167,7 @@ class IntervalSynopsis:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree="binary",
-              consistency=True, estimator="cover", partition_share=0.5, k=19):
+              consistency=True, estimator="cover", partition_share=0.5, k=19, budget=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -190,6 +191,8 @@ class IntervalSynopsis:
             Fraction of ``epsilon`` spent on the partition, in (0, 1).
         k : int
             Fanout of the kary tree (odd, >= 3).
+        budget : Budget, optional
+            Charged ``epsilon`` after validation, before any noise is drawn.
 
         Returns
         -------
@@ -234,6 +237,7 @@ class IntervalSynopsis:
         lo, hi = check_domain(domain, "domain")
         offsets = as_offsets(values, (lo, hi), "values")
         rng = resolve_rng(rng)
+        charge(budget, eps_p + eps_t, f"IntervalSynopsis over {offsets.size} values")
 
         part = private_partition(values, domain=(lo, hi), epsilon=eps_p, beta=beta / 2, rng=rng)
         m = len(part)

@@ -17,6 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import persist
+from .budget import charge
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
 from .intervals import _log_mgf
@@ -228,7 +229,7 @@ class RectangleSynopsis:
     @classmethod
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
               fanout=None, estimator=None, final_share=..., prune=..., threshold=None,
-              partition_share=None, max_nodes=50_000_000):
+              partition_share=None, max_nodes=50_000_000, budget=None):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
@@ -263,6 +264,8 @@ class RectangleSynopsis:
         max_nodes : int
             Refuse (MemoryError) to materialise more nodes than this
             (24 bytes each).
+        budget : Budget, optional
+            Charged ``epsilon`` after validation, before any noise is drawn.
 
         Returns
         -------
@@ -324,6 +327,7 @@ class RectangleSynopsis:
             eps_fin = exact_epsilon(eps_tree * final_share, "epsilon_tree * final_share")
             eps_int = exact_epsilon(eps_tree - eps_fin, "epsilon_tree * (1 - final_share)")
         rng = resolve_rng(rng)
+        charge(budget, c * eps_axis + eps_tree, f"RectangleSynopsis over {len(offs)} points")
 
         parts, segs = [], np.empty(offs.shape, dtype=np.uint32)
         for a in range(c):
