@@ -14,9 +14,24 @@ from pydp_synopsis.cli import parse_domain
 from pydp_synopsis.inputs import to_fixed_point
 
 
-def run(*args, stdin=None, cwd=None):
-    cmd = [sys.executable, "-m", "pydp_synopsis.cli", *map(str, args)]
-    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=cwd, timeout=300)
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__)))
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "pydp-synopsis")
+
+
+def run(*args, stdin=None):
+    """Run the command as a user would: the installed entry point when there is one.
+
+    Otherwise (a development build in place) ``python -m`` on the package this
+    test process imported, from a neutral directory so the source tree cannot
+    shadow it.
+    """
+    if os.path.exists(SCRIPT):
+        cmd = [SCRIPT]
+    else:
+        cmd = [sys.executable, "-m", "pydp_synopsis.cli"]
+    env = dict(os.environ, PYTHONPATH=PACKAGE_PARENT)
+    return subprocess.run(cmd + [str(a) for a in args], input=stdin, capture_output=True, text=True,
+                          cwd=os.path.dirname(PACKAGE_PARENT), env=env, timeout=300)
 
 
 def one_line_error(proc, *fragments):

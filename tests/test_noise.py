@@ -122,7 +122,9 @@ def test_bad_seed(seed):
 def test_import_fails_loudly_without_native():
     code = ("import sys; sys.modules['pydp_synopsis._native'] = None\n"
             "import pydp_synopsis")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__)))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=os.path.dirname(parent), env=dict(os.environ, PYTHONPATH=parent))
     assert proc.returncode != 0
     assert "compiled C core" in proc.stderr
 
