@@ -176,7 +176,8 @@ def test_final_node_noise_distribution():
 def test_pruned_size(c):
     n, eps = (50000, 8) if c == 2 else (5000, 1)
     pts = (DATA.normal(0, 1, (n, c)) * 2e4 + 1e5).astype(np.int64).clip(0, 2 * 10**5)
-    s = RS.build(pts, domain=[(0, 2 * 10**5)] * c, epsilon=eps, prune=2.0, fanout=8, rng=Rng(seed=6))
+    s = RS.build(pts, domain=[(0, 2 * 10**5)] * c, epsilon=eps, prune=2.0, fanout=8,
+                 partition_share=0.5, threshold_factor=3, merge=1, rng=Rng(seed=6))
     s_all = sum(s.sensitivity)
     assert s.num_nodes <= 2 * max(s._k) * n * s_all           # O(n log^c n)
     assert s.num_nodes < s._potential_nodes() / 5             # far below unpruned
@@ -217,7 +218,7 @@ def test_one_axis_agrees_with_interval_synopsis():
     vals = DATA.integers(0, 100, 300)
     rng = Rng(seed=9)
     a = [RS.build(vals[:, None], domain=[(0, 99)], epsilon=2, prune=None, fanout=2,
-                  estimator="uniform", rng=rng).count([10], [60]) for _ in range(1200)]
+                  estimator="uniform", partition_share=0.5, threshold_factor=3, merge=1, rng=rng).count([10], [60]) for _ in range(1200)]
     b = [IntervalSynopsis.build(vals, domain=(0, 99), epsilon=2, tree="binary", consistency=False,
                                 estimator="uniform", rng=rng).count(10, 60) for _ in range(1200)]
     a, b = np.round(a), np.round(b)
@@ -317,7 +318,16 @@ def _untouched(seed):
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"fanout": 2.0}, TypeError, "fanout"),
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"estimator": "x"}, ParameterError, "estimator"),
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"config": "x"}, ParameterError, "config"),
-    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"final_share": 1.0}, ParameterError, "final_share"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"final_share": 1.5}, ParameterError, "final_share"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"final_share": 1, "prune": 2.0}, ParameterError,
+     "final_share"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"merge": 0}, ParameterError, "merge"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"merge": [1, 2, 3]}, ParameterError, "merge"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"merge": 1.5}, TypeError, "merge"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"threshold_factor": 0.1}, ParameterError,
+     "threshold_factor"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"threshold_factor": "1"}, TypeError,
+     "threshold_factor"),
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"prune": -1}, ParameterError, "prune"),
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"prune": "x"}, TypeError, "prune"),
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"threshold": 1.5}, TypeError, "threshold"),
