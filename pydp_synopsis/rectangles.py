@@ -198,13 +198,31 @@ class RectangleSynopsis:
        weighted by the product of the weights (absent nodes count 0).
 
     ``config="dnrr"`` selects DNRR as written (binary, ``"cover"``, one
-    scale, Remark 3.4's threshold); ``config="default"`` the measured best
-    (fanout 1024, ``"uniform"``, ``final_share=0.9``, ``prune="auto"``; see
-    docs/rectangles.md: wide, shallow trees won every 2-D data set and
-    pruning only adds bias, so "auto" builds the full tree when it has at
-    most 4e6 nodes and otherwise prunes at 2 noise scales, which keeps
-    the growth subcritical: an empty node survives with probability
-    < e^-2 / 2).  Explicit options override either.
+    scale, Remark 3.4's threshold, partition threshold factor 3, no merge);
+    ``config="default"`` the measured best (docs/rectangles.md,
+    ``python benchmarks/bench_rectangles.py --quick``):
+
+    * ``partition_share=0.1``, ``threshold_factor=1``: light partitions
+      (threshold ``(ln D + ln(1/beta)) / epsilon_axis``; privacy holds for
+      any public threshold, only Theorem 2.1's weight bound becomes
+      ``(factor + 2)(...)``), i.e. fine, roughly equally heavy segments,
+      and 90% of epsilon for the counts;
+    * ``merge="auto"``: the tree's segments are runs of ``g_a`` consecutive
+      partition segments with ``g_a = ceil(m_a / t)``,
+      ``t = (n_hat epsilon_tree / kappa)^(1/c)`` (kappa 3 in 2-D, 1
+      otherwise; the grid-size rule of Qardaji et al. applied to
+      equi-depth segments) and ``n_hat = max_a m_a T_a`` (segments are
+      sealed at weight about T_a): a function of released numbers only, so
+      post-processing; ``"uniform"`` then places a query corner inside a
+      tree segment by partition segments, each about equally heavy;
+    * ``final_share="auto"``: without pruning queries read only final
+      nodes, so intermediate nodes are left uncounted (count 0, no noise)
+      and the final ones get all of ``epsilon_tree`` (``final_share=1``);
+      when pruning, 0.9;
+    * ``fanout=1024`` (one level per axis for m <= 1024) and
+      ``prune="auto"`` (the full tree up to 4e6 nodes, else 2 noise scales).
+
+    Explicit options override either.
 
     Attributes
     ----------
@@ -258,9 +276,16 @@ class RectangleSynopsis:
             Tree fanout per axis (>= 2).
         estimator : {"uniform", "cover"}
             Partial boundary segments (see the class docstring).
-        final_share : float in (0, 1) or None
+        final_share : float in (0, 1], "auto" or None
             Share of ``epsilon_tree`` for the final-axis nodes; None: one scale
-            for all nodes (DNRR).  Ignored when c = 1.
+            for all nodes (DNRR); 1: intermediate nodes uncounted (needs no
+            pruning); "auto": 1 when the tree is unpruned, else 0.9.
+            Ignored when c = 1.
+        threshold_factor : float in [0.25, 100]
+            Partition threshold ``factor (ln D + ln(1/beta)) / epsilon_axis``
+            (3: DNRR's Fig. 1).
+        merge : "auto", int or sequence of c ints
+            Partition segments per tree segment (1: DNRR).
         prune : float >= 0, "auto", "dnrr" or None
             Pruning threshold in units of each node's noise scale.
         threshold : int, optional
