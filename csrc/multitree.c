@@ -212,14 +212,19 @@ static int build_node(mt_build *b, uint32_t a, uint32_t l, uint64_t u,
     pds_multitree *t = b->out;
     int st;
 
-    if (b->t[cls] != 0) {
+    if (!cls && b->t[0] == 0) {
+        /* Uncounted intermediate node (t_int = 0): queries never read
+         * intermediate counts, so without pruning they need no noise and no
+         * budget; nothing about the data is stored (count 0). */
+        noisy = 0;
+    } else if (b->t[cls] != 0) {
         int64_t z = pds_discrete_laplace_one(b->rng, b->t[cls], b->s[cls]);
         if (__builtin_add_overflow(noisy, z, &noisy))
             return PDS_ERANGE;
     }
     t->child[rec] = -1;
     t->succ[rec] = -1;
-    if (noisy < b->thr[cls]) {
+    if ((cls || b->t[0] != 0) && noisy < b->thr[cls]) {
         t->count[rec] = 0;     /* Remark 3.4: marked empty */
         return PDS_OK;
     }
@@ -304,6 +309,7 @@ int pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
         || max_records > ((uint64_t)1 << 40))
         return PDS_EINVAL;
     if ((t_int != 0 && (s_int == 0 || t_int >= lim || s_int >= lim))
+        || (t_int == 0 && s_int != 0)
         || (t_fin != 0 && (s_fin == 0 || t_fin >= lim || s_fin >= lim)))
         return PDS_EINVAL;
     if ((t_int != 0 || t_fin != 0) && rng == NULL)

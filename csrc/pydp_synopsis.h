@@ -250,7 +250,10 @@ int pds_interval_answer_prefix(const double *prefix, uint64_t m,
  * Node classes: "intermediate" (axes < c-1, used only to prune) get discrete
  * Laplace noise of scale t_int/s_int and survive iff noisy >= thr_int;
  * "final" (axis c-1) nodes get t_fin/s_fin and survive iff noisy >= thr_fin.
- * t = 0 disables noise for that class (tests only).  A node that does not
+ * t_fin = 0 disables the final nodes' noise (tests only).  t_int = 0 (with
+ * s_int = 0) leaves intermediate nodes uncounted: count 0, no noise drawn,
+ * never pruned (for unpruned builds, whose queries read final nodes only;
+ * then the intermediate class needs no budget).  A node that does not
  * survive is stored with count 0 and neither children nor successor: their
  * noise is never drawn (post-processing of the full noisy tree).
  */

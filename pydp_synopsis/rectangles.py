@@ -22,7 +22,8 @@ from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
 from .intervals import _log_mgf
 from .noise import check_beta, exact_epsilon, resolve_rng, scale_parts
-from .partition import Partition, as_offsets, check_domain, private_partition
+from .partition import (Partition, _partition_sorted, _threshold, as_offsets, check_domain,
+                        private_partition)
 
 __all__ = ["RectangleSynopsis"]
 
@@ -34,12 +35,16 @@ _CONFIGS = ("default", "dnrr")
 #: prune="auto" builds the unpruned tree up to this many nodes (~100 MB).
 _AUTO_PRUNE_NODES = 4_000_000
 #: Defaults chosen by measured RMSE in benchmarks/bench_rectangles.py (docs/rectangles.md).
-_DEFAULTS = {"fanout": 1024, "estimator": "uniform", "final_share": 0.9, "prune": "auto",
-             "partition_share": 0.5}
+#: merge="auto": tree segments per axis ~ (n_hat * epsilon_final / KAPPA[c]) ** (1/c)
+#: (measured, benchmarks/bench_rectangles.py --tune; UG's guideline has the same form).
+_KAPPA = {2: 3.0}
+_KAPPA_OTHER = 1.0
+_DEFAULTS = {"fanout": 1024, "estimator": "uniform", "final_share": "auto", "prune": "auto",
+             "partition_share": 0.1, "threshold_factor": 1.0, "merge": "auto"}
 #: DNRR as written: binary trees, outer covers, one noise scale for every node,
 #: Remark 3.4's threshold (no empty node survives w.h.p.).
 _DNRR = {"fanout": 2, "estimator": "cover", "final_share": None, "prune": "dnrr",
-         "partition_share": 0.5}
+         "partition_share": 0.5, "threshold_factor": 3.0, "merge": 1}
 
 
 def _u64(a):
@@ -193,13 +198,31 @@ class RectangleSynopsis:
        weighted by the product of the weights (absent nodes count 0).
 
     ``config="dnrr"`` selects DNRR as written (binary, ``"cover"``, one
-    scale, Remark 3.4's threshold); ``config="default"`` the measured best
-    (fanout 1024, ``"uniform"``, ``final_share=0.9``, ``prune="auto"``; see
-    docs/rectangles.md: wide, shallow trees won every 2-D data set and
-    pruning only adds bias, so "auto" builds the full tree when it has at
-    most 4e6 nodes and otherwise prunes at 2 noise scales, which keeps
-    the growth subcritical: an empty node survives with probability
-    < e^-2 / 2).  Explicit options override either.
+    scale, Remark 3.4's threshold, partition threshold factor 3, no merge);
+    ``config="default"`` the measured best (docs/rectangles.md,
+    ``python benchmarks/bench_rectangles.py --quick``):
+
+    * ``partition_share=0.1``, ``threshold_factor=1``: light partitions
+      (threshold ``(ln D + ln(1/beta)) / epsilon_axis``; privacy holds for
+      any public threshold, only Theorem 2.1's weight bound becomes
+      ``(factor + 2)(...)``), i.e. fine, roughly equally heavy segments,
+      and 90% of epsilon for the counts;
+    * ``merge="auto"``: the tree's segments are runs of ``g_a`` consecutive
+      partition segments with ``g_a = ceil(m_a / t)``,
+      ``t = (n_hat epsilon_tree / kappa)^(1/c)`` (kappa 3 in 2-D, 1
+      otherwise; the grid-size rule of Qardaji et al. applied to
+      equi-depth segments) and ``n_hat = max_a m_a T_a`` (segments are
+      sealed at weight about T_a): a function of released numbers only, so
+      post-processing; ``"uniform"`` then places a query corner inside a
+      tree segment by partition segments, each about equally heavy;
+    * ``final_share="auto"``: without pruning queries read only final
+      nodes, so intermediate nodes are left uncounted (count 0, no noise)
+      and the final ones get all of ``epsilon_tree`` (``final_share=1``);
+      when pruning, 0.9;
+    * ``fanout=1024`` (one level per axis for m <= 1024) and
+      ``prune="auto"`` (the full tree up to 4e6 nodes, else 2 noise scales).
+
+    Explicit options override either.
 
     Attributes
     ----------
@@ -219,8 +242,8 @@ class RectangleSynopsis:
 
     __slots__ = ("partitions", "epsilon", "epsilon_partition", "epsilon_intermediate",
                  "epsilon_final", "beta", "fanout", "estimator", "config", "final_share",
-                 "prune", "thresholds", "scales", "_levels", "_m", "_k", "_count", "_child",
-                 "_succ", "_ends")
+                 "prune", "thresholds", "scales", "threshold_factor", "merge", "_levels", "_m",
+                 "_k", "_count", "_child", "_succ", "_ends")
 
     def __init__(self):
         raise TypeError("use RectangleSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -229,7 +252,8 @@ class RectangleSynopsis:
     @classmethod
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
               fanout=None, estimator=None, final_share=..., prune=..., threshold=None,
-              partition_share=None, max_nodes=50_000_000, budget=None):
+              partition_share=None, threshold_factor=None, merge=None, max_nodes=50_000_000,
+              budget=None):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
@@ -252,9 +276,16 @@ class RectangleSynopsis:
             Tree fanout per axis (>= 2).
         estimator : {"uniform", "cover"}
             Partial boundary segments (see the class docstring).
-        final_share : float in (0, 1) or None
+        final_share : float in (0, 1], "auto" or None
             Share of ``epsilon_tree`` for the final-axis nodes; None: one scale
-            for all nodes (DNRR).  Ignored when c = 1.
+            for all nodes (DNRR); 1: intermediate nodes uncounted (needs no
+            pruning); "auto": 1 when the tree is unpruned, else 0.9.
+            Ignored when c = 1.
+        threshold_factor : float in [0.25, 100]
+            Partition threshold ``factor (ln D + ln(1/beta)) / epsilon_axis``
+            (3: DNRR's Fig. 1).
+        merge : "auto", int or sequence of c ints
+            Partition segments per tree segment (1: DNRR).
         prune : float >= 0, "auto", "dnrr" or None
             Pruning threshold in units of each node's noise scale.
         threshold : int, optional
@@ -295,8 +326,14 @@ class RectangleSynopsis:
         fanout = _check_fanout(base["fanout"] if fanout is None else fanout, c)
         estimator = _check_choice(base["estimator"] if estimator is None else estimator,
                                   "estimator", _ESTIMATORS)
-        final_share = _check_share(base["final_share"] if final_share is ... else final_share,
-                                   "final_share", allow_none=True)
+        final_share = base["final_share"] if final_share is ... else final_share
+        auto_share = isinstance(final_share, str) and final_share == "auto"
+        if auto_share:
+            final_share = None
+        elif isinstance(final_share, (int, float, np.floating)) and final_share == 1:
+            final_share = Fraction(1)          # intermediate nodes uncounted (no pruning)
+        else:
+            final_share = _check_share(final_share, "final_share", allow_none=True)
         prune = base["prune"] if prune is ... else prune
         auto_prune = prune == "auto"
         if auto_prune:
@@ -315,27 +352,73 @@ class RectangleSynopsis:
             threshold = int(threshold)
         share = _check_share(base["partition_share"] if partition_share is None else partition_share,
                              "partition_share")
+        factor = base["threshold_factor"] if threshold_factor is None else threshold_factor
+        if isinstance(factor, (bool, np.bool_)) or not isinstance(factor, numbers.Real):
+            raise TypeError(f"threshold_factor must be a real number, not {type(factor).__name__}")
+        if not (math.isfinite(factor) and 0.25 <= factor <= 100):
+            raise ParameterError(f"threshold_factor must be in [0.25, 100], got {factor!r}")
+        factor = float(factor)
+        merge = base["merge"] if merge is None else merge
+        if not (isinstance(merge, str) and merge == "auto"):
+            items = [merge] * c if not isinstance(merge, (list, tuple, np.ndarray)) else list(merge)
+            if len(items) != c:
+                raise ParameterError(f"merge must be 'auto', an int or one int per axis ({c}), "
+                                     f"got {len(items)}")
+            for g in items:
+                if isinstance(g, (bool, np.bool_)) or not isinstance(g, numbers.Integral):
+                    raise TypeError(f"merge must be 'auto', an int or ints, not {type(g).__name__}")
+                if not 1 <= int(g) <= 1 << 32:
+                    raise ParameterError(f"merge must be in [1, 2**32], got {int(g)}")
+            merge = [int(g) for g in items]
+        if final_share == 1 and prune is not None and not auto_prune:
+            raise ParameterError("final_share=1 leaves intermediate nodes uncounted: it needs "
+                                 "prune=None or 'auto'")
         if isinstance(max_nodes, (bool, np.bool_)) or not isinstance(max_nodes, numbers.Integral):
             raise TypeError(f"max_nodes must be an int, not {type(max_nodes).__name__}")
         if not 1 <= int(max_nodes) <= 1 << 40:
             raise ParameterError(f"max_nodes must be in [1, 2**40], got {max_nodes}")
         eps_axis = exact_epsilon(eps * share / c, "epsilon * partition_share / c")
         eps_tree = exact_epsilon(eps - c * eps_axis, "epsilon * (1 - partition_share)")
-        if c == 1 or final_share is None:
-            eps_fin, eps_int = eps_tree, eps_tree   # one budget for all nodes
+        if c == 1 or final_share is None or final_share == 1:
+            eps_fin, eps_int = eps_tree, eps_tree   # one budget for all nodes (or final only)
         else:
             eps_fin = exact_epsilon(eps_tree * final_share, "epsilon_tree * final_share")
             eps_int = exact_epsilon(eps_tree - eps_fin, "epsilon_tree * (1 - final_share)")
         rng = resolve_rng(rng)
         charge(budget, c * eps_axis + eps_tree, f"RectangleSynopsis over {len(offs)} points")
 
-        parts, segs = [], np.empty(offs.shape, dtype=np.uint32)
+        parts, segs, n_hat = [], np.empty(offs.shape, dtype=np.uint32), 0.0
         for a in range(c):
-            p = private_partition(offs[:, a], domain=(0, axes[a][1] - axes[a][0]),
-                                  epsilon=eps_axis, beta=beta / (2 * c), rng=rng)
+            size = axes[a][1] - axes[a][0] + 1
+            if factor == 3.0:
+                p = private_partition(offs[:, a], domain=(0, size - 1), epsilon=eps_axis,
+                                      beta=beta / (2 * c), rng=rng)
+                thr_a = _threshold(size, beta / (2 * c), Fraction(1) / eps_axis)
+            else:
+                # Fig. 1 with the public threshold factor (ln D + ln(1/beta)) / eps:
+                # privacy holds for any public threshold (the factor 3 is only
+                # for Theorem 2.1's weight bound, which becomes factor + 2).
+                thr_a = max(1, math.ceil(_threshold(size, beta / (2 * c), Fraction(1) / eps_axis)
+                                         * factor / 3.0))
+                t_a, s_a = scale_parts(Fraction(1) / eps_axis)
+                ends_a = _partition_sorted(np.sort(offs[:, a]), size, t_a, s_a, thr_a, rng)
+                p = Partition(ends_a, domain=(0, size - 1), epsilon=eps_axis, beta=beta / (2 * c))
             parts.append(Partition(p.end_offsets, domain=axes[a], epsilon=eps_axis,
                                    beta=beta / (2 * c)))
             segs[:, a] = p.segment_of(offs[:, a])
+            # a segment is sealed once its noisy weight reaches thr_a: m_a * thr_a
+            # estimates n from released numbers only (post-processing)
+            n_hat = max(n_hat, float(len(p)) * thr_a)
+        eps_fin_f = float(eps_tree if (c == 1 or final_share is None or final_share == 1
+                                       or auto_share) else eps_fin)
+        if merge == "auto":
+            # tree segments per axis ~ (n_hat eps / kappa)^(1/c), merging runs of
+            # consecutive partition segments (post-processing of the partition)
+            target = max(1.0, (n_hat * eps_fin_f / _KAPPA.get(c, _KAPPA_OTHER)) ** (1.0 / c))
+            merge = [max(1, math.ceil(len(p) / target)) for p in parts]
+        for a in range(c):
+            if merge[a] > 1:
+                segs[:, a] //= merge[a]
 
         self = object.__new__(cls)
         self.partitions = tuple(parts)
@@ -344,12 +427,27 @@ class RectangleSynopsis:
         self.fanout = tuple(fanout)
         self.estimator = estimator
         self.config = config
-        self.final_share = None if (c == 1 or final_share is None) else float(final_share)
+        self.threshold_factor = factor
+        self.merge = tuple(merge)
         self._set_shape()
+        if auto_share:
+            # every node's count is needed only when pruning; otherwise the
+            # intermediate nodes are uncounted and the final ones get it all
+            will_prune = (threshold is not None or (prune is not None and not auto_prune)
+                          or (auto_prune and self._potential_nodes() > _AUTO_PRUNE_NODES))
+            final_share = Fraction(9, 10) if will_prune else Fraction(1)
+            if c > 1 and will_prune:
+                eps_fin = exact_epsilon(eps_tree * final_share, "epsilon_tree * final_share")
+                eps_int = exact_epsilon(eps_tree - eps_fin, "epsilon_tree * (1 - final_share)")
+        self.final_share = None if (c == 1 or final_share is None) else float(final_share)
         s_all = sum(math.prod(self._levels[:a + 1]) for a in range(c))
         s_fin = math.prod(self._levels)
         s_int = s_all - s_fin
-        if c == 1 or final_share is None:
+        if c > 1 and final_share == 1:
+            b_fin, b_int = Fraction(s_fin) / eps_tree, Fraction(0)
+            self.epsilon_final, self.epsilon_intermediate = eps_tree, Fraction(0)
+            self.epsilon = self.epsilon_partition + eps_tree
+        elif c == 1 or final_share is None:
             b_fin = b_int = Fraction(s_all) / eps_tree
             self.epsilon_final, self.epsilon_intermediate = eps_tree, Fraction(0)
             self.epsilon = self.epsilon_partition + eps_tree
@@ -362,7 +460,7 @@ class RectangleSynopsis:
         if threshold is not None:
             thr = (threshold, threshold)
             self.prune = ("threshold", threshold)
-        elif auto_prune and self._potential_nodes() > _AUTO_PRUNE_NODES:
+        elif auto_prune and self._potential_nodes() > _AUTO_PRUNE_NODES and b_int > 0:
             # "auto": the full tree when it is small (pruning only adds bias),
             # else 2 noise scales (subcritical growth, small bias)
             thr = tuple(int(math.ceil(2.0 * float(b))) for b in (b_int, b_fin))
@@ -375,7 +473,8 @@ class RectangleSynopsis:
             thr = tuple(int(math.ceil(tau * float(b))) for b in (b_int, b_fin))
             self.prune = prune
         self.thresholds = thr
-        (t_i, s_i), (t_f, s_f) = scale_parts(b_int), scale_parts(b_fin)
+        (t_i, s_i) = (0, 0) if b_int == 0 else scale_parts(b_int)
+        t_f, s_f = scale_parts(b_fin)
 
         tree = ffi.new("pds_multitree *")
         m_arr = np.array(self._m, dtype=np.uint64)
@@ -400,7 +499,7 @@ class RectangleSynopsis:
         return self
 
     def _set_shape(self):
-        self._m = tuple(len(p) for p in self.partitions)
+        self._m = tuple(-(-len(p) // g) for p, g in zip(self.partitions, self.merge))
         self._k = tuple(self.fanout)
         self._levels = tuple(_levels(m, k) for m, k in zip(self._m, self._k))
         self._ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64)
@@ -435,42 +534,53 @@ class RectangleSynopsis:
         return s_all - s_fin, s_fin
 
     def _plan(self, lo, hi):
-        """Per-axis whole-segment ranges and weighted boundary segments ((q, c) arrays)."""
+        """Per-axis whole-segment ranges and weighted boundary segments ((q, c) arrays).
+
+        With ``merge`` g > 1 a tree segment is a run of g partition segments;
+        ``"uniform"`` then spreads it over its partition segments (each about
+        equally heavy: a segment is sealed at the same threshold), and each
+        of those over its span, i.e. a query's position inside a tree segment
+        is measured in partition segments, not in domain values.
+        """
         q, c = lo.shape
         plan = {k: np.zeros((q, c), dtype=np.uint64) for k in ("wa", "wb", "kl", "kr")}
         plan["fl"] = np.zeros((q, c))
         plan["fr"] = np.zeros((q, c))
         for a in range(c):
-            ends = self._ends[a]
+            ends, g, mt = self._ends[a], self.merge[a], self._m[a]
             lo_a, hi_a = lo[:, a], hi[:, a]
             k = np.searchsorted(ends, lo_a, side="left")
             r = np.searchsorted(ends, hi_a, side="left")
             if self.estimator == "cover":
-                plan["wa"][:, a], plan["wb"][:, a] = k, r + 1
+                plan["wa"][:, a], plan["wb"][:, a] = k // g, r // g + 1
                 continue
             one = np.uint64(1)
             kfirst = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + one)
             rfirst = np.where(r == 0, np.uint64(0), ends[np.maximum(r, 1) - 1] + one)
-            kspan = (ends[k] - kfirst).astype(np.float64) + 1.0
-            rspan = (ends[r] - rfirst).astype(np.float64) + 1.0
-            lo_whole, hi_whole = lo_a == kfirst, hi_a == ends[r]
-            same = k == r
-            # distinct boundary segments: a fully covered one joins the whole range
-            wa = np.where(lo_whole, k, k + 1)
-            wb = np.where(hi_whole, r + 1, r)
-            fl = np.where(lo_whole, 0.0, ((ends[k] - lo_a).astype(np.float64) + 1.0) / kspan)
-            fr = np.where(hi_whole, 0.0, ((hi_a - rfirst).astype(np.float64) + 1.0) / rspan)
-            # one segment: whole, or the fraction of it inside [lo, hi]
-            whole1 = same & lo_whole & hi_whole
-            part1 = same & ~whole1
-            wa = np.where(part1, 0, np.where(whole1, k, wa))
-            wb = np.where(part1, 0, np.where(whole1, k + 1, wb))
-            fl = np.where(part1, ((hi_a - lo_a).astype(np.float64) + 1.0) / kspan,
-                          np.where(whole1, 0.0, fl))
-            fr = np.where(same, 0.0, fr)
-            plan["wa"][:, a], plan["wb"][:, a] = wa, wb
-            plan["kl"][:, a], plan["kr"][:, a] = k, r
-            plan["fl"][:, a], plan["fr"][:, a] = fl, fr
+            # positions in partition segments: start of lo, end of hi (exact at ends)
+            p_lo = k + (lo_a - kfirst).astype(np.float64) / ((ends[k] - kfirst).astype(np.float64) + 1.0)
+            p_hi = r + ((hi_a - rfirst).astype(np.float64) + 1.0) / ((ends[r] - rfirst).astype(np.float64) + 1.0)
+            m = ends.size
+
+            def tree_pos(pos):
+                j = np.minimum(np.floor(pos / g), mt - 1)
+                size = np.minimum(g, m - j * g)
+                return j + (pos - j * g) / size
+
+            pa, pb = tree_pos(p_lo), tree_pos(p_hi)
+            fa, fb = np.floor(pa), np.floor(pb)
+            a_int, b_int = pa == fa, pb == fb
+            same = (fa == fb) & ~a_int          # lo and hi inside one partial tree segment
+            wa = np.where(a_int, fa, fa + 1)
+            wb = np.maximum(fb, wa)
+            fl = np.where(a_int, 0.0, np.where(same, pb - pa, np.minimum(fa + 1, pb) - pa))
+            fr = np.where(b_int | same, 0.0, pb - fb)
+            plan["wa"][:, a] = np.where(same, 0, wa).astype(np.uint64)
+            plan["wb"][:, a] = np.where(same, 0, wb).astype(np.uint64)
+            plan["kl"][:, a] = np.where(a_int, 0, fa).astype(np.uint64)
+            plan["kr"][:, a] = np.where(fr > 0, fb, 0).astype(np.uint64)
+            plan["fl"][:, a] = np.clip(fl, 0.0, 1.0)
+            plan["fr"][:, a] = np.clip(fr, 0.0, 1.0)
         return plan
 
     def count_many(self, lo, hi):
@@ -619,8 +729,11 @@ class RectangleSynopsis:
             log_combos += math.log(4 * ranges + m if extra else ranges)
         b_fin = float(self.scales[1])
         noise = _tail(terms, b_fin, log_combos + math.log(2.0 / d_noise))
-        bound = noise + 2.0 * sum(float(p.max_weight_bound()) + int(max_multiplicity) - 1
-                                  for p in self.partitions)
+        # a boundary tree segment is a run of g partition segments; Theorem 2.1's
+        # weight bound with threshold factor f is (f + 2)(ln D + ln 1/beta)/eps
+        wscale = (self.threshold_factor + 2.0) / 5.0
+        bound = noise + 2.0 * sum(g * (wscale * float(p.max_weight_bound()) + int(max_multiplicity) - 1)
+                                  for p, g in zip(self.partitions, self.merge))
         if pruned:
             log_n = math.log(self._potential_nodes()) + math.log(2.0 / rest)
             worst = max(thr + 2.0 * float(b) * log_n
@@ -653,6 +766,8 @@ class RectangleSynopsis:
             "config": self.config,
             "final_share": self.final_share,
             "prune": list(self.prune) if isinstance(self.prune, tuple) else self.prune,
+            "threshold_factor": self.threshold_factor,
+            "merge": list(self.merge),
         }
         arrays = {f"ends_{a}": e for a, e in enumerate(self._ends)}
         arrays.update(count=self._count, child=self._child, succ=self._succ)
@@ -678,7 +793,13 @@ def _load(meta, arrays):
         estimator = meta["estimator"]
         if estimator not in _ESTIMATORS or meta["config"] not in _CONFIGS:
             raise FormatError("rectangle synopsis record has an invalid estimator or config")
-        if eps_axis <= 0 or eps_fin <= 0 or eps_int < 0 or min(scales) <= 0 or not 0 < beta < 1:
+        factor = float(meta.get("threshold_factor", 3.0))    # records before the option: 3
+        merge = [int(g) for g in meta.get("merge", [1] * c)]
+        if len(merge) != c or min(merge) < 1 or not 0.25 <= factor <= 100:
+            raise FormatError("rectangle synopsis record has an invalid merge or threshold_factor")
+        if (eps_axis <= 0 or eps_fin <= 0 or eps_int < 0 or scales[1] <= 0 or scales[0] < 0
+                or (scales[0] == 0) != (c > 1 and eps_int == 0 and meta["final_share"] == 1.0)
+                or not 0 < beta < 1):
             raise FormatError("rectangle synopsis record has an invalid epsilon, scale or beta")
         parts = tuple(Partition(np.asarray(arrays[f"ends_{a}"], dtype=np.uint64), domain=domain[a],
                                 epsilon=eps_axis, beta=beta / (2 * c)) for a in range(c))
@@ -706,6 +827,8 @@ def _load(meta, arrays):
     self.prune = tuple(prune) if isinstance(prune, list) else prune
     self.thresholds = thresholds
     self.scales = scales
+    self.threshold_factor = factor
+    self.merge = tuple(merge)
     self._set_shape()
     self._count, self._child, self._succ = rec["count"], rec["child"], rec["succ"]
     m_arr = np.array(self._m, dtype=np.uint64)

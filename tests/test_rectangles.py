@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 import pydp_synopsis.persist as persist
-from pydp_synopsis._core import ffi, lib
+from pydp_synopsis._core import check, ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.intervals import IntervalSynopsis
 from pydp_synopsis.noise import Rng
@@ -176,7 +176,8 @@ def test_final_node_noise_distribution():
 def test_pruned_size(c):
     n, eps = (50000, 8) if c == 2 else (5000, 1)
     pts = (DATA.normal(0, 1, (n, c)) * 2e4 + 1e5).astype(np.int64).clip(0, 2 * 10**5)
-    s = RS.build(pts, domain=[(0, 2 * 10**5)] * c, epsilon=eps, prune=2.0, fanout=8, rng=Rng(seed=6))
+    s = RS.build(pts, domain=[(0, 2 * 10**5)] * c, epsilon=eps, prune=2.0, fanout=8,
+                 partition_share=0.5, threshold_factor=3, merge=1, rng=Rng(seed=6))
     s_all = sum(s.sensitivity)
     assert s.num_nodes <= 2 * max(s._k) * n * s_all           # O(n log^c n)
     assert s.num_nodes < s._potential_nodes() / 5             # far below unpruned
@@ -217,7 +218,7 @@ def test_one_axis_agrees_with_interval_synopsis():
     vals = DATA.integers(0, 100, 300)
     rng = Rng(seed=9)
     a = [RS.build(vals[:, None], domain=[(0, 99)], epsilon=2, prune=None, fanout=2,
-                  estimator="uniform", rng=rng).count([10], [60]) for _ in range(1200)]
+                  estimator="uniform", partition_share=0.5, threshold_factor=3, merge=1, rng=rng).count([10], [60]) for _ in range(1200)]
     b = [IntervalSynopsis.build(vals, domain=(0, 99), epsilon=2, tree="binary", consistency=False,
                                 estimator="uniform", rng=rng).count(10, 60) for _ in range(1200)]
     a, b = np.round(a), np.round(b)
@@ -317,7 +318,16 @@ def _untouched(seed):
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"fanout": 2.0}, TypeError, "fanout"),
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"estimator": "x"}, ParameterError, "estimator"),
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"config": "x"}, ParameterError, "config"),
-    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"final_share": 1.0}, ParameterError, "final_share"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"final_share": 1.5}, ParameterError, "final_share"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"final_share": 1, "prune": 2.0}, ParameterError,
+     "final_share"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"merge": 0}, ParameterError, "merge"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"merge": [1, 2, 3]}, ParameterError, "merge"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"merge": 1.5}, TypeError, "merge"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"threshold_factor": 0.1}, ParameterError,
+     "threshold_factor"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"threshold_factor": "1"}, TypeError,
+     "threshold_factor"),
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"prune": -1}, ParameterError, "prune"),
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"prune": "x"}, TypeError, "prune"),
     (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"threshold": 1.5}, TypeError, "threshold"),
@@ -356,3 +366,104 @@ def test_bad_query_inputs():
 def test_empty_database():
     s = RS.build(np.zeros((0, 3), np.int64), domain=[(0, 9)] * 3, epsilon=10**6, rng=Rng(seed=14))
     assert s.count([0, 0, 0], [9, 9, 9]) == 0
+
+
+# ------------------------------------------------------------------ merge / uncounted intermediates
+def _brute(pts, lo, hi):
+    inside = (pts[None, :, :] >= lo[:, None, :]) & (pts[None, :, :] <= hi[:, None, :])
+    return inside.all(axis=2).sum(axis=1).astype(np.float64)
+
+
+@pytest.mark.parametrize("c,merge", [(1, 3), (2, 2), (2, [3, 1]), (3, 2)])
+def test_merge_exact_on_tree_segment_boundaries(c, merge):
+    """merge=g: a tree segment is a run of g partition segments.  At eps = 1e6 a
+    rectangle whose sides are unions of whole tree segments is answered exactly
+    (uniform estimator, partition threshold factor < 3)."""
+    n, hi = 400, 999
+    pts = DATA.integers(0, hi + 1, (n, c))
+    s = RS.build(pts, domain=[(0, hi)] * c, epsilon=10**6, threshold=0, merge=merge,
+                 threshold_factor=1, fanout=3, rng=Rng(seed=21))
+    assert s.merge == tuple([merge] * c if isinstance(merge, int) else merge)
+    assert s._m == tuple(-(-len(p) // g) for p, g in zip(s.partitions, s.merge))
+    gen = np.random.default_rng(5)
+    lo, hi_ = np.zeros((60, c), np.int64), np.zeros((60, c), np.int64)
+    for a in range(c):
+        ends, g, mt = s.partitions[a].end_offsets.astype(np.int64), s.merge[a], s._m[a]
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        j0 = gen.integers(0, mt, 60)
+        j1 = np.maximum(j0, gen.integers(0, mt, 60))
+        lo[:, a] = starts[j0 * g]
+        hi_[:, a] = ends[np.minimum((j1 + 1) * g, len(ends)) - 1]
+    np.testing.assert_allclose(s.count_many(lo, hi_), _brute(pts, lo, hi_), atol=1e-3)
+
+
+def test_merge_auto_keeps_tree_small_and_answers_well():
+    pts = (DATA.normal(0, 1, (20000, 3)) * 2e4 + 1e5).astype(np.int64).clip(0, 2 * 10**5)
+    s = RS.build(pts, domain=[(0, 2 * 10**5)] * 3, epsilon=1, rng=Rng(seed=22))
+    assert s.prune is None and s.final_share == 1.0 and min(s.merge) >= 1
+    assert s.num_nodes == s._potential_nodes()
+    lo, hi = np.array([[0, 0, 0]]), np.array([[10**5, 2 * 10**5, 10**5]])
+    assert abs(s.count_many(lo, hi)[0] - _brute(pts, lo, hi)[0]) < 0.05 * 20000
+
+
+def test_uncounted_intermediate_nodes():
+    """final_share=1: intermediate nodes hold 0 and draw no noise; the final
+    nodes get all of epsilon_tree with scale S_fin / epsilon_tree."""
+    pts = DATA.integers(0, 1000, (500, 2))
+    s = RS.build(pts, domain=[(0, 999)] * 2, epsilon=2, final_share=1, prune=None, fanout=4,
+                 merge=1, threshold_factor=3, rng=Rng(seed=23))
+    s_int, s_fin = s.sensitivity
+    assert s.scales == (0, Fraction(s_fin) / (s.epsilon - s.epsilon_partition))
+    assert s.epsilon_intermediate == 0 and s.epsilon == s.epsilon_partition + s.epsilon_final
+    n = s.num_nodes
+    axis = np.empty(n, np.uint8)
+    level = np.empty(n, np.uint8)
+    index = np.empty(n, np.uint64)
+    pred = np.empty(n, np.int64)
+    check(lib.pds_multitree_describe(ffi.from_buffer("int64_t[]", s._child),
+                                     ffi.from_buffer("int64_t[]", s._succ), n, 2,
+                                     ffi.from_buffer("uint64_t[]", np.array(s._m, np.uint64)),
+                                     ffi.from_buffer("uint32_t[]", np.array(s._k, np.uint32)),
+                                     ffi.from_buffer("uint8_t[]", axis),
+                                     ffi.from_buffer("uint8_t[]", level),
+                                     ffi.from_buffer("uint64_t[]", index),
+                                     ffi.from_buffer("int64_t[]", pred)))
+    assert (s._count[axis == 0] == 0).all() and (s._succ[axis == 0] >= 0).all()
+    assert (s._count[axis == 1] != 0).any()
+
+
+def test_final_node_noise_distribution_uncounted_intermediates():
+    """final_share=1 with one segment per axis: the final node's noise is
+    discrete Laplace(S_fin / epsilon_tree) = Laplace(1 / epsilon_tree)."""
+    pts = np.zeros((5, 2), dtype=np.int64)
+    rng = Rng(seed=24)
+    vals = []
+    for _ in range(1500):
+        s = RS.build(pts, domain=[(0, 0), (0, 0)], epsilon=1, prune=None, final_share=1, rng=rng)
+        assert s._count[0] == 0
+        vals.append(s._count[1] - 5)
+    b = float(s.scales[1])
+    assert b == float(1 / (s.epsilon - s.epsilon_partition))
+    z = np.arange(-15, 16)
+    p = math.tanh(1 / (2 * b)) * np.exp(-np.abs(z) / b)
+    from stattests import assert_gof
+    assert_gof(np.array([(np.array(vals) == v).sum() for v in z]), p)
+
+
+def test_privacy_ratio_default_configuration():
+    """The default (merge auto, uncounted intermediates, factor-1 partitions):
+    neighbouring x, x + one point; event 'full-domain answer >= n + 1'."""
+    base = DATA.integers(0, 16, (20, 2))
+    x1 = np.vstack([base, [[3, 4]]])
+    eps = 1.0
+    runs = 3000
+    rng = Rng(seed=25)
+    lo, hi = np.array([[0, 0]]), np.array([[15, 15]])
+
+    def hits(pts):
+        return sum(RS.build(pts, domain=[(0, 15)] * 2, epsilon=eps, rng=rng).count_many(lo, hi)[0]
+                   >= 21 for _ in range(runs))
+
+    k1, k0 = hits(x1), hits(base)
+    assert 0.02 * runs < k0 < k1 < 0.98 * runs
+    assert_dp_ratio(k1, runs, k0, runs, eps)
