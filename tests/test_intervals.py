@@ -16,75 +16,87 @@ BIG = 10**6  # epsilon at which noise is zero with overwhelming probability
 
 
 # ------------------------------------------------------------------ tree.c
-def _nodes(counts, t=0, s=1, rng=None):
+def _nodes(counts, t=0, s=1, rng=None, f=2):
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     m = counts.size
-    _, n = _tree_shape(m)
+    _, n = _tree_shape(m, f)
     out = np.empty(n, dtype=np.int64)
     if rng is None:
-        check(lib.pds_tree_build(ffi.NULL, ffi.from_buffer("int64_t[]", counts), m, t, s,
+        check(lib.pds_tree_build(ffi.NULL, ffi.from_buffer("int64_t[]", counts), m, f, t, s,
                                  ffi.from_buffer("int64_t[]", out), n))
     else:
         with rng._locked() as p:
-            check(lib.pds_tree_build(p, ffi.from_buffer("int64_t[]", counts), m, t, s,
+            check(lib.pds_tree_build(p, ffi.from_buffer("int64_t[]", counts), m, f, t, s,
                                      ffi.from_buffer("int64_t[]", out), n))
     return out
 
 
-def _layout(m):
-    levels, _ = _tree_shape(m)
-    return [(a, min(a + 2**lv, m)) for lv in range(levels) for a in range(0, m, 2**lv)]
+def _layout(m, f=2):
+    levels, _ = _tree_shape(m, f)
+    return [(a, min(a + f**lv, m)) for lv in range(levels) for a in range(0, m, f**lv)]
 
 
-def _cover_sums(nodes, m, i, j):
+def _cover_sums(nodes, m, i, j, f=2):
     i = np.ascontiguousarray(i, dtype=np.uint64)
     j = np.ascontiguousarray(j, dtype=np.uint64)
     out = np.empty(i.size, dtype=np.int64)
-    check(lib.pds_tree_cover_sums(ffi.from_buffer("int64_t[]", nodes), m, ffi.from_buffer("uint64_t[]", i),
+    check(lib.pds_tree_cover_sums(ffi.from_buffer("int64_t[]", nodes), m, f, ffi.from_buffer("uint64_t[]", i),
                                   ffi.from_buffer("uint64_t[]", j), i.size, ffi.from_buffer("int64_t[]", out)))
     return out
 
 
+def _levels_expected(m, f):
+    levels = 1
+    while f**levels < m:
+        levels += 1
+    return levels
+
+
+@pytest.mark.parametrize("f", [2, 3, 4, 16])
 @pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 100])
-def test_tree_levels_nodes_and_cover_sums_exact(m):
-    levels, n = _tree_shape(m)
-    assert levels == (1 if m <= 2 else math.ceil(math.log2(m)))
+def test_tree_levels_nodes_and_cover_sums_exact(m, f):
+    levels, n = _tree_shape(m, f)
+    assert levels == _levels_expected(m, f)
+    if f == 2:
+        assert levels == (1 if m <= 2 else math.ceil(math.log2(m)))
     gen = np.random.default_rng(m)
     counts = gen.integers(0, 9, m)
-    nodes = _nodes(counts)
-    rows = _layout(m)
+    nodes = _nodes(counts, f=f)
+    rows = _layout(m, f)
     assert len(rows) == n == nodes.size
     assert all(nodes[r] == counts[a:b].sum() for r, (a, b) in enumerate(rows))
     i, j = np.triu_indices(m)
     prefix = np.concatenate(([0], np.cumsum(counts)))
-    assert np.array_equal(_cover_sums(nodes, m, i, j), prefix[j + 1] - prefix[i])
+    assert np.array_equal(_cover_sums(nodes, m, i, j, f), prefix[j + 1] - prefix[i])
 
 
-def test_tree_cover_uses_at_most_two_nodes_per_level():
-    m = 77
-    levels, n = _tree_shape(m)
+@pytest.mark.parametrize("m, f", [(77, 2), (77, 3), (70, 5), (40, 16)])
+def test_tree_cover_is_a_set_of_at_most_the_counted_nodes(m, f):
+    from pydp_synopsis.intervals import _cover_terms, _prefix_terms
+    levels, n = _tree_shape(m, f)
     i, j = np.triu_indices(m)
+    used = np.zeros(i.size, dtype=np.int64)
     for v in range(n):  # a unit at node v: a cover sum counts how often v is used
         nodes = np.zeros(n, dtype=np.int64)
         nodes[v] = 1
-        assert _cover_sums(nodes, m, i, j).max() <= 1
-    used = np.zeros(i.size, dtype=np.int64)
-    for v in range(n):
-        nodes = np.zeros(n, dtype=np.int64)
-        nodes[v] = 1
-        used += _cover_sums(nodes, m, i, j)
-    assert used.max() <= 2 * levels and used.min() >= 1
+        hit = _cover_sums(nodes, m, i, j, f)
+        assert hit.max() <= 1
+        used += hit
+    assert used.max() <= _cover_terms(levels, f) and used.min() >= 1
+    assert used[i == 0].max() <= _prefix_terms(levels, f)
 
 
+@pytest.mark.parametrize("f", [2, 3, 4])
 @pytest.mark.parametrize("m", [1, 2, 3, 5, 6, 11, 16, 23])
-def test_consistency_is_least_squares(m):
-    rows = _layout(m)
+def test_consistency_is_least_squares(m, f):
+    rows = _layout(m, f)
     A = np.zeros((len(rows), m))
     for r, (a, b) in enumerate(rows):
         A[r, a:b] = 1
-    nodes = _nodes(np.arange(m) % 4, t=3, s=1, rng=ps.Rng(seed=m))
+    nodes = _nodes(np.arange(m) % 4, t=3, s=1, rng=ps.Rng(seed=m), f=f)
     leaf = np.empty(m)
-    check(lib.pds_tree_consistent_leaves(ffi.from_buffer("int64_t[]", nodes), m, ffi.from_buffer("double[]", leaf)))
+    check(lib.pds_tree_consistent_leaves(ffi.from_buffer("int64_t[]", nodes), m, f,
+                                         ffi.from_buffer("double[]", leaf)))
     expect = np.linalg.lstsq(A, nodes.astype(float), rcond=None)[0]
     np.testing.assert_allclose(leaf, expect, atol=1e-9)
 
@@ -107,6 +119,8 @@ def test_tree_kernel_rejects_bad_arguments():
         _cover_sums(nodes, 3, [0], [3])
     with pytest.raises(ParameterError):
         _nodes([1, -1, 3])
+    with pytest.raises(ParameterError):
+        _nodes([1, 2, 3], f=1)
 
 
 # --------------------------------------------------------- the synopsis
@@ -131,25 +145,34 @@ def _expected_noiseless(syn, values, lo, hi, estimator):
             if last < a or first > b:
                 continue
             w = sum(first <= x <= last for x in vals)
-            if estimator == "cover" or (a <= first and last <= b):
+            x, y = max(a, first), min(b, last)
+            if estimator == "cover" or (x == first and y == last):
                 total += w
-            else:
-                total += Fraction(min(b, last) - max(a, first) + 1, last - first + 1) * w
+            elif estimator == "uniform":
+                total += Fraction(y - x + 1, last - first + 1) * w
+            elif estimator == "seal":
+                total += w if y == last else 0
+            else:  # seal_uniform: seal point w - iota, interior iota spread uniformly
+                iota = min(w, syn.partition.threshold)
+                inside = max(0, min(y, last - 1) - x + 1)
+                total += (w - iota if y == last else 0) + Fraction(inside, last - first) * iota
         out.append(float(total))
     return np.array(out)
 
 
-@pytest.mark.parametrize("estimator", ["cover", "uniform"])
-@pytest.mark.parametrize("consistency", [True, False])
+@pytest.mark.parametrize("estimator", ["cover", "uniform", "seal", "seal_uniform"])
+@pytest.mark.parametrize("tree, consistency", [("binary", True), ("binary", False),
+                                               ("hierarchical", True), ("hierarchical", False)])
 @pytest.mark.parametrize("domain", [(0, 999), (0, 2**64 - 1), (-(2**63), 2**63 - 1), (5, 5 + 2**40)])
-def test_exact_when_noise_is_negligible(estimator, consistency, domain):
+def test_exact_when_noise_is_negligible(estimator, tree, consistency, domain):
     gen = np.random.default_rng(3)
     lo_d, hi_d = domain
     span = hi_d - lo_d
     vals = [lo_d + int(x) for x in gen.integers(0, min(span, 2**62), 300)]
     vals += [lo_d, lo_d, hi_d, hi_d - 1, lo_d + span // 2] * 3
     syn = IntervalSynopsis.build(np.array(vals, dtype=object), domain=domain, epsilon=BIG,
-                                 rng=ps.Rng(seed=4), estimator=estimator, consistency=consistency)
+                                 rng=ps.Rng(seed=4), estimator=estimator, consistency=consistency,
+                                 tree=tree, fanout=3, threshold_factor=0.5)
     qs = [(lo_d, hi_d), (lo_d, lo_d), (hi_d, hi_d), (lo_d + 1, hi_d - 1)]
     qs += [tuple(sorted((lo_d + int(a), lo_d + int(b)))) for a, b in gen.integers(0, min(span, 2**62), (40, 2))]
     qs += [tuple(sorted(vals[int(x)] for x in gen.integers(0, len(vals), 2))) for _ in range(40)]
