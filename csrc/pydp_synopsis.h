@@ -179,6 +179,13 @@ int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout,
  * estimates implied by all released node counts, written to leaf[m]. */
 int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
                                uint32_t fanout, double *leaf);
+/* *out = max over released nodes v and segment ranges R of |a_v|, where the
+ * consistent estimate of R is sum_v a_v * (noisy count of v): computed
+ * exactly by smoothing a unit observation at every node of the (at most
+ * two distinct) top-level subtrees.  PDS_ERANGE (nothing written) when that
+ * costs more than about max_work node updates. */
+int pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
+                                 uint64_t max_work, double *out);
 /* Interval answers.  ends[m]: segment end offsets (strictly increasing,
  * ends[m-1] = domain size - 1); lo/hi: query offsets (lo <= hi <= ends[m-1]);
  * seg_lo/seg_hi: the segments holding lo and hi.  A segment wholly inside

@@ -208,35 +208,21 @@ int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout,
  * parent's final estimate minus its children's z is shared among the
  * children in proportion to their var.  For complete trees this is Hay et
  * al.'s Theorem 3 recurrence (any fanout); for the ragged edge it is the
- * same minimum-variance estimate (Gaussian smoothing on a tree). */
-int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
-                               uint32_t fanout, double *leaf)
+ * same minimum-variance estimate (Gaussian smoothing on a tree).
+ * `levels` is explicit so that one top-level subtree can be smoothed alone
+ * (its root level then has one node). */
+static void consistent_pass(const double *y, uint64_t m, uint32_t f,
+                            uint32_t levels, const uint64_t *start,
+                            const uint64_t *width, double *z, double *var)
 {
-    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
-    uint32_t levels;
-    uint64_t total;
-    double *z, *var;
-    int st;
-
-    if (nodes == NULL || leaf == NULL)
-        return PDS_EINVAL;
-    st = pds_tree_shape(m, fanout, &levels, &total);
-    if (st != PDS_OK)
-        return st;
-    tree_layout(m, fanout, levels, start, width);
-    z = malloc(2 * total * sizeof *z);
-    if (z == NULL)
-        return PDS_ENOMEM;
-    var = z + total;
-
     for (uint64_t u = 0; u < m; u++) {
-        z[u] = (double)nodes[u];
+        z[u] = y[u];
         var[u] = 1.0;
     }
     for (uint32_t l = 1; l < levels; l++) {
         uint64_t b = start[l - 1], h = start[l];
         for (uint64_t u = 0; u < width[l]; u++) {
-            uint64_t c0 = u * fanout, c1 = c0 + fanout;
+            uint64_t c0 = u * f, c1 = c0 + f;
             double sz = 0.0, sv = 0.0;
             if (c1 > width[l - 1])
                 c1 = width[l - 1];
@@ -246,7 +232,7 @@ int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
             }
             /* inverse-variance average of the node's own count (var 1) and
              * the sum of its children's estimates (var sv) */
-            z[h + u] = ((double)nodes[h + u] * sv + sz) / (sv + 1.0);
+            z[h + u] = (y[h + u] * sv + sz) / (sv + 1.0);
             var[h + u] = sv / (sv + 1.0);
         }
     }
@@ -254,7 +240,7 @@ int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
     for (uint32_t l = levels - 1; l >= 1; l--) {
         uint64_t b = start[l - 1], h = start[l];
         for (uint64_t u = 0; u < width[l]; u++) {
-            uint64_t c0 = u * fanout, c1 = c0 + fanout;
+            uint64_t c0 = u * f, c1 = c0 + f;
             double sz = 0.0, sv = 0.0, r;
             if (c1 > width[l - 1])
                 c1 = width[l - 1];
@@ -267,9 +253,98 @@ int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
                 z[b + c] += var[b + c] / sv * r;
         }
     }
+}
+
+int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
+                               uint32_t fanout, double *leaf)
+{
+    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
+    uint32_t levels;
+    uint64_t total;
+    double *z, *var, *y;
+    int st;
+
+    if (nodes == NULL || leaf == NULL)
+        return PDS_EINVAL;
+    st = pds_tree_shape(m, fanout, &levels, &total);
+    if (st != PDS_OK)
+        return st;
+    tree_layout(m, fanout, levels, start, width);
+    z = malloc(3 * total * sizeof *z);
+    if (z == NULL)
+        return PDS_ENOMEM;
+    var = z + total;
+    y = var + total;
+    for (uint64_t v = 0; v < total; v++)
+        y[v] = (double)nodes[v];
+    consistent_pass(y, m, fanout, levels, start, width, z, var);
     for (uint64_t u = 0; u < m; u++)
         leaf[u] = z[u];
     free(z);
+    return PDS_OK;
+}
+
+/* max over the nodes v of one subtree of (max_p G(p) - min_p G(p)), G the
+ * prefix sums of the leaf response to a unit observation at v. */
+static int subtree_max_coef(uint64_t ms, uint32_t f, uint32_t levels,
+                            double *best)
+{
+    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS], total;
+    double *y, *z, *var;
+    tree_layout(ms, f, levels, start, width);
+    total = start[levels - 1] + width[levels - 1];
+    y = calloc(3 * total, sizeof *y);
+    if (y == NULL)
+        return PDS_ENOMEM;
+    z = y + total;
+    var = z + total;
+    for (uint64_t v = 0; v < total; v++) {
+        double g = 0.0, hi = 0.0, lo = 0.0;
+        y[v] = 1.0;
+        consistent_pass(y, ms, f, levels, start, width, z, var);
+        y[v] = 0.0;
+        for (uint64_t u = 0; u < ms; u++) {
+            g += z[u];
+            hi = g > hi ? g : hi;
+            lo = g < lo ? g : lo;
+        }
+        if (hi - lo > *best)
+            *best = hi - lo;
+    }
+    free(y);
+    return PDS_OK;
+}
+
+int pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
+                                 uint64_t max_work, double *out)
+{
+    uint32_t levels;
+    uint64_t total, span = 1, first, last, sub_nodes;
+    double best = 0.0;
+    int st;
+    if (out == NULL)
+        return PDS_EINVAL;
+    st = pds_tree_shape(m, fanout, &levels, &total);
+    if (st != PDS_OK)
+        return st;
+    /* Top-level nodes have no common parent, so a unit observation moves
+     * only the estimates of its own top-level subtree: every subtree but the
+     * last is the same complete tree of f^(levels-1) leaves. */
+    for (uint32_t l = 1; l < levels; l++)
+        span *= fanout;
+    first = span < m ? span : m;
+    last = m - (m - 1) / span * span;
+    sub_nodes = 0;
+    for (uint64_t w = first, l = 0; l < levels; l++, w = (w - 1) / fanout + 1)
+        sub_nodes += w;
+    if (sub_nodes > max_work / sub_nodes / 2)
+        return PDS_ERANGE;
+    st = subtree_max_coef(first, fanout, levels, &best);
+    if (st == PDS_OK && last != first)
+        st = subtree_max_coef(last, fanout, levels, &best);
+    if (st != PDS_OK)
+        return st;
+    *out = best;
     return PDS_OK;
 }
 

@@ -33,6 +33,9 @@ _TREES = ("binary", "hierarchical", "kary")
 _ESTIMATORS = {"cover": 0, "uniform": 1, "seal": 2, "seal_uniform": 3}
 _KIND = "interval-synopsis"
 _FORMAT = 2
+# node updates allowed for the exact max coefficient of a consistent tree
+# (about 0.1 s per 10^8); beyond it error_bound falls back to sqrt(#cover)
+_MAX_COEF_WORK = 2 * 10**8
 
 
 def _tree_shape(m, fanout=2):
@@ -193,7 +196,7 @@ class IntervalSynopsis:
 
     __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta",
                  "tree", "fanout", "consistency", "estimator", "k", "_released", "_prefix",
-                 "_levels", "_ends", "_tau")
+                 "_levels", "_ends", "_tau", "_coef")
 
     def __init__(self):
         raise TypeError("use IntervalSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -326,6 +329,7 @@ class IntervalSynopsis:
         self._released = released
         self._ends = np.ascontiguousarray(self.partition.end_offsets, dtype=np.uint64)
         self._tau = float(self.partition.threshold)
+        self._coef = None
         if self.tree != "kary":
             self._levels = _tree_shape(m, self.fanout)[0]
             if self.consistency:
@@ -446,15 +450,35 @@ class IntervalSynopsis:
             return _sum_tail(cover, b, delta / (2 * ranges))
         # consistent tree: an answer's noise is a^T Z with a = Pi c, c a range's
         # minimal-cover indicator and Pi the least-squares projection onto
-        # consistent trees; ||a||_2 <= ||c||_2 <= sqrt(#cover), hence every
-        # coefficient is at most s = sqrt(#cover) and
-        # sum_v log M(lam a_v) <= (||a||^2 / s^2) log M(lam s) <= log M(lam s)
-        # (log M(x) / x^2 grows with |x|: log M(x) = sum_j 2 p^j (cosh jx - 1) / j).
-        # So |noise| <= s * (one-term tail).  Corners of "uniform" are ranges too.
-        direct = math.sqrt(cover) * _sum_tail(1, b, delta / (2 * ranges))
-        # or via prefixes: |P(x) - P(y)| <= 2 max_p |P(p)|
-        via_prefix = 2 * math.sqrt(_prefix_terms(L, f)) * _sum_tail(1, b, delta / (2 * m))
+        # consistent trees, so ||a||_2^2 <= ||c||_2^2 = #cover =: V.  With s >= every
+        # |a_v|: sum_v log M(lam a_v) <= (V / s^2) log M(lam s), since
+        # log M(x) / x^2 grows with |x| (log M(x) = sum_j 2 p^j (cosh jx - 1) / j);
+        # so |noise| <= s * (tail of V / s^2 terms at scale b) by Chernoff.  s is
+        # the exact max coefficient (pds_tree_consistent_max_coef, ~0.61 for
+        # f = 2, ~0.94 for f = 16) or, if too costly, sqrt(V) (then the bound is
+        # s times a one-term tail).  Corners of "uniform" are ranges too.
+        s = self._max_coef()
+        direct = s * _sum_tail(cover / s**2, b, delta / (2 * ranges))
+        # or via prefixes: |P(x) - P(y)| <= 2 max_p |P(p)| (prefix coefficients
+        # are G(p) - G(0), also bounded by s)
+        pre = _prefix_terms(L, f)
+        s_p = min(s, math.sqrt(pre))
+        via_prefix = 2 * s_p * _sum_tail(pre / s_p**2, b, delta / (2 * m))
         return min(direct, via_prefix)
+
+    def _max_coef(self):
+        """Max |coefficient| of a node's noise in a consistent range estimate (cached)."""
+        if getattr(self, "_coef", None) is None:
+            out = ffi.new("double *")
+            st = lib.pds_tree_consistent_max_coef(len(self), self.fanout, _MAX_COEF_WORK, out)
+            if st == lib.PDS_ERANGE:
+                self._coef = math.sqrt(_cover_terms(self._levels, self.fanout))
+            else:
+                check(st, "consistent tree coefficients")
+                # absorb the float rounding of the smoothing passes
+                self._coef = min(float(out[0]) * (1 + 1e-9) + 1e-12,
+                                 math.sqrt(_cover_terms(self._levels, self.fanout)))
+        return self._coef
 
     def _kary_shape(self):
         """(max noise terms in one noisy prefix, node noise scale) of the kary counter.
