@@ -57,7 +57,7 @@ TUNE = (
     + [dict(_BASE, tree="binary"), dict(_BASE, tree="binary", consistency=False),
        dict(_BASE, fanout=8), dict(_BASE, fanout=32)]
     + [dict(_BASE, partition_share=s, threshold_factor=c)
-       for s in (0.15, 0.25, 0.35, 0.5) for c in (0.5, 1, 2)]
+       for s in (0.15, 0.25, 0.35, 0.5) for c in (1, 1.5, 2)]
     + [dict(_BASE, partition_share=0.25, threshold_factor=1, fanout=f) for f in (8, 32)]
 )
 

@@ -278,6 +278,10 @@ class IntervalSynopsis:
         if share is None or not 0 < share < 1:
             raise ParameterError(f"partition_share must be in the open interval (0, 1), got {partition_share!r}")
         factor = _check_factor(threshold_factor)
+        if factor < 1:
+            # below 1 the partition seals empty positions at rate ~ D^-c (beta/2)^-c
+            # per position: ~D^(1-c) empty segments, billions at D = 2^64
+            raise ParameterError(f"threshold_factor must be in [1, 1000], got {threshold_factor!r}")
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
         eps_p = exact_epsilon(eps * share, "epsilon * partition_share")

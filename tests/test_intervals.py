@@ -172,7 +172,7 @@ def test_exact_when_noise_is_negligible(estimator, tree, consistency, domain):
     vals += [lo_d, lo_d, hi_d, hi_d - 1, lo_d + span // 2] * 3
     syn = IntervalSynopsis.build(np.array(vals, dtype=object), domain=domain, epsilon=BIG,
                                  rng=ps.Rng(seed=4), estimator=estimator, consistency=consistency,
-                                 tree=tree, fanout=3, threshold_factor=0.5)
+                                 tree=tree, fanout=3, threshold_factor=1)
     qs = [(lo_d, hi_d), (lo_d, lo_d), (hi_d, hi_d), (lo_d + 1, hi_d - 1)]
     qs += [tuple(sorted((lo_d + int(a), lo_d + int(b)))) for a, b in gen.integers(0, min(span, 2**62), (40, 2))]
     qs += [tuple(sorted(vals[int(x)] for x in gen.integers(0, len(vals), 2))) for _ in range(40)]
@@ -384,7 +384,7 @@ def test_interior_weight_bound_holds_and_grows_with_factor():
     gen = np.random.default_rng(15)
     vals = np.sort(gen.integers(0, 2**20, 20000).astype(np.uint64))
     bounds = []
-    for factor in (0.5, 1, 3):
+    for factor in (1, 2, 3):
         syn = IntervalSynopsis.build(vals, domain=(0, 2**20 - 1), epsilon=1.0, rng=ps.Rng(seed=16),
                                      threshold_factor=factor)
         ends = syn.partition.end_offsets
@@ -427,6 +427,7 @@ def test_privacy_neighbouring_databases_defaults():
     (dict(fanout=70000), ParameterError, "fanout"),
     (dict(fanout=2.0), TypeError, "fanout"),
     (dict(threshold_factor=0), ParameterError, "threshold_factor"),
+    (dict(threshold_factor=0.5), ParameterError, "threshold_factor"),
     (dict(threshold_factor=float("nan")), ParameterError, "threshold_factor"),
     (dict(threshold_factor="3"), TypeError, "threshold_factor"),
     (dict(estimator="seal-uniform"), ParameterError, "estimator"),
