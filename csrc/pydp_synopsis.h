@@ -146,7 +146,44 @@ int pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
  * pds_partition_feed call continues from it.  Draws nothing. */
 int pds_partition_resolve(pds_partition *p, int32_t outcome);
 
-/* ----------------------------------------------------------- counters.c -- */
+/* ----------------------------------------------------------- counters.c --
+ * Continual counters (Andersson, Pagh, Torkamani): fanout 2 is the binary
+ * tree mechanism of their section 3.1, odd fanout 3..65535 is Algorithm 2
+ * (k-ary tree with subtraction, offset digits).  The caller owns the struct
+ * and the two arrays (sizes from pds_counter_shape) and keeps them alive.
+ * Release at time t = prefix + noise, noise = sum of the terms in use.
+ */
+typedef struct pds_counter {
+    uint64_t horizon;      /* T: number of updates allowed */
+    uint64_t time;         /* updates done so far */
+    uint64_t fanout;       /* 2 (binary) or odd k >= 3 */
+    uint64_t scale_t;      /* noise scale = scale_t / scale_s = h / epsilon */
+    uint64_t scale_s;
+    int64_t prefix;        /* true prefix sum, 0 <= prefix <= 2^62 */
+    int64_t noise;         /* sum of the noise terms in use */
+    int32_t height;        /* h */
+    int32_t capacity;      /* slots: h * (1 if binary else (k-1)/2) */
+    int32_t failed;        /* 1 after PDS_ERANGE: refuses further updates */
+    int32_t *digits;       /* h digits of time, level 1 first */
+    int64_t *slots;        /* level l (0-based) owns slots[l*m .. l*m+m-1];
+                              the first |digits[l]| are in use, others 0 */
+} pds_counter;
+
+/* Height h and slot count for a fanout and horizon (1 <= T < 2^63). */
+int pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
+                      int32_t *capacity);
+/* Start at time 0; height/capacity must equal pds_counter_shape's. */
+int pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
+                     uint64_t scale_t, uint64_t scale_s, int32_t *digits,
+                     int64_t *slots, int32_t height, int32_t capacity);
+/* Validate a restored state (digits represent time, noise = sum of the
+ * slots in use, unused slots zero): PDS_OK or PDS_ESTATE. */
+int pds_counter_check(const pds_counter *c);
+/* n updates: out[i] = noisy prefix sum after xs[i].  The whole batch is
+ * checked first (PDS_EHORIZON past the horizon, PDS_EINVAL for x < 0,
+ * PDS_ERANGE if the prefix would pass 2^62), so on error nothing changed. */
+int pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
+                            int64_t *out, size_t n);
 
 /* --------------------------------------------------------------- tree.c --
  * DNRR section 3.2: a noisy tree of fanout f (2 <= f <= 65536; f = 2 is
@@ -210,3 +247,75 @@ int pds_interval_answer_prefix(const double *prefix, uint64_t m,
                                const uint64_t *hi, const uint64_t *seg_lo,
                                const uint64_t *seg_hi, size_t count,
                                int estimator, double tau, double *out);
+
+/* ---------------------------------------------------------- multitree.c --
+ * DNRR section 3.3 and Remark 3.4: the c-dimensional multi-tree over the
+ * per-axis segments of c private partitions, built pruned.
+ *
+ * Axis a (0-based) has m[a] segments and a tree of fanout k[a] >= 2 over
+ * them laid out as in tree.c: level 0 = segments, level l has
+ * ceil(m / k^l) nodes, node u covering segments [u k^l, min((u+1) k^l, m));
+ * levels = 1 if m <= k else ceil(log_k m); the root is never materialised.
+ * Every materialised node of an axis-a tree (a < c-1) owns a successor tree
+ * over axis a+1 built from the points in its rectangle.
+ *
+ * Records (struct of arrays, n_records long, DFS preorder): count[r] is the
+ * released noisy count (0 for a pruned node), child[r] the record of the
+ * node's first child (children are contiguous, -1 when pruned or a leaf),
+ * succ[r] the first top-level record of its successor tree (-1 when pruned
+ * or on the last axis).  Record 0 starts the axis-0 tree's top level.
+ * Node classes: "intermediate" (axes < c-1, used only to prune) get discrete
+ * Laplace noise of scale t_int/s_int and survive iff noisy >= thr_int;
+ * "final" (axis c-1) nodes get t_fin/s_fin and survive iff noisy >= thr_fin.
+ * t = 0 disables noise for that class (tests only).  A node that does not
+ * survive is stored with count 0 and neither children nor successor: their
+ * noise is never drawn (post-processing of the full noisy tree).
+ */
+typedef struct pds_multitree {
+    int64_t *count;
+    int64_t *child;
+    int64_t *succ;
+    uint64_t n_records;
+    uint64_t capacity;
+} pds_multitree;
+
+/* Levels of an axis tree of fanout k over m segments (0 on bad input). */
+uint32_t pds_multitree_levels(uint64_t m, uint32_t k);
+/* The minimal cover of the half-open segment range [a, b) of an axis tree:
+ * writes (level, index) pairs, returns how many (<= 2 (k-1) levels), or
+ * -1 if they do not fit in cap or the arguments are invalid. */
+int64_t pds_axis_cover(uint64_t m, uint32_t k, uint64_t a, uint64_t b,
+                       uint32_t *level, uint64_t *index, size_t cap);
+/* Build.  seg: n x c row-major segment indices (seg[i c + a] < m[a]);
+ * max_records bounds the size (PDS_ENOMEM beyond it).  On success *out owns
+ * malloc'ed arrays: release them with pds_multitree_free (also safe after a
+ * failed build, which leaves *out empty). */
+int pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
+                        uint32_t c, const uint64_t *m, const uint32_t *k,
+                        uint64_t t_int, uint64_t s_int, int64_t thr_int,
+                        uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
+                        uint64_t max_records, pds_multitree *out);
+void pds_multitree_free(pds_multitree *tree);
+/* Check that caller-supplied records describe a well-formed multi-tree for
+ * (c, m, k): every block in bounds, every record reached exactly once.
+ * PDS_ESTATE if not.  Query functions assume a checked tree. */
+int pds_multitree_check(const int64_t *count, const int64_t *child,
+                        const int64_t *succ, uint64_t n_records, uint32_t c,
+                        const uint64_t *m, const uint32_t *k);
+/* Answers.  Per query q and axis a (arrays q x c row-major): whole
+ * segments [wa, wb) (wa == wb: none) and up to two partial boundary
+ * segments kl, kr with weights fl, fr in [0, 1] (0 = unused).  out[q] is
+ * the sum over the product of the per-axis weighted covers of the final
+ * nodes' counts times the product of the weights; absent nodes count 0. */
+int pds_multitree_answer(const int64_t *count, const int64_t *child,
+                         const int64_t *succ, uint64_t n_records, uint32_t c,
+                         const uint64_t *m, const uint32_t *k,
+                         const uint64_t *wa, const uint64_t *wb,
+                         const uint64_t *kl, const double *fl,
+                         const uint64_t *kr, const double *fr,
+                         size_t count_q, double *out);
+/* For every record: its axis, level and node index (for tests, Claim 3.3). */
+int pds_multitree_describe(const int64_t *child, const int64_t *succ,
+                           uint64_t n_records, uint32_t c, const uint64_t *m,
+                           const uint32_t *k, uint8_t *axis, uint8_t *level,
+                           uint64_t *index, int64_t *pred);

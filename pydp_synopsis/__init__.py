@@ -3,6 +3,8 @@
 See README.md for the guarantees and examples.  Importing fails if the C
 core is missing (no pure-Python fallback).
 """
+from .budget import Budget
+from .counters import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
 from .errors import (
     BudgetError,
     DomainError,
@@ -13,6 +15,8 @@ from .errors import (
     ParameterError,
     SynopsisError,
 )
+from .intervals import IntervalSynopsis
+from .rectangles import RectangleSynopsis
 from .noise import Rng, discrete_laplace, discrete_laplace_variance, exact_epsilon, exact_scale
 from .partition import OnlinePartition, Partition, private_partition
 from .persist import load, save
@@ -20,6 +24,12 @@ from .persist import load, save
 __version__ = "0.1.0"
 
 __all__ = [
+    "Budget",
+    "BinaryTreeCounter",
+    "KaryTreeCounter",
+    "SparseStreamCounter",
+    "IntervalSynopsis",
+    "RectangleSynopsis",
     "Rng",
     "discrete_laplace",
     "discrete_laplace_variance",

@@ -14,7 +14,7 @@ from fractions import Fraction
 from .errors import BudgetError
 from .noise import exact_epsilon
 
-__all__ = ["Budget"]
+__all__ = ["Budget", "charge"]
 
 
 class Budget:
@@ -95,3 +95,16 @@ class Budget:
 
     def __repr__(self):
         return f"Budget(total={self._total}, spent={self._spent})"
+
+
+def charge(budget, epsilon, what):
+    """Charge ``budget`` (a :class:`Budget` or None) for a release of ``epsilon``.
+
+    The builders call this after validating every argument and before
+    drawing noise.  ``None`` charges nothing.
+    """
+    if budget is None:
+        return
+    if not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a pydp_synopsis.Budget or None, not {type(budget).__name__}")
+    budget.charge(epsilon, what)

@@ -15,6 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import persist
+from .budget import charge
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
 from .noise import check_beta, exact_epsilon, resolve_rng, scale_parts
@@ -205,7 +206,7 @@ class IntervalSynopsis:
     @classmethod
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
               fanout=DEFAULT_FANOUT, consistency=True, estimator=DEFAULT_ESTIMATOR,
-              partition_share=DEFAULT_SHARE, threshold_factor=DEFAULT_FACTOR, k=19):
+              partition_share=DEFAULT_SHARE, threshold_factor=DEFAULT_FACTOR, k=19, budget=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -236,6 +237,8 @@ class IntervalSynopsis:
             uses the weight bound that holds for the ``c`` used.
         k : int
             Fanout of the kary tree (odd, >= 3).
+        budget : Budget, optional
+            Charged ``epsilon`` after validation, before any noise is drawn.
 
         Returns
         -------
@@ -291,6 +294,7 @@ class IntervalSynopsis:
         if tree == "kary":
             from .counters import KaryTreeCounter  # noqa: F401  (fail before any randomness)
         rng = resolve_rng(rng)
+        charge(budget, eps_p + eps_t, f"IntervalSynopsis over {offsets.size} values")
 
         # One sort serves the partition and the segment counts.
         srt = np.sort(offsets)

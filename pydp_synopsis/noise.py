@@ -151,6 +151,53 @@ class Rng:
         return (out.astype(np.int64) + np.int64(low) if span <= 1 << 63 else
                 (out + np.uint64(low % (1 << 64))).view(np.int64)).reshape(shape)
 
+    def _to_state(self):
+        """The exact generator position of a *seeded* Rng (tests/benchmarks only).
+
+        Counter checkpoints store it so a resumed seeded run reproduces an
+        uninterrupted one.  An OS-seeded generator's key is never exported:
+        returns None, and a restored counter draws its future noise from
+        fresh OS entropy.
+        """
+        if not self._seeded:
+            return None
+        with self._locked() as p:
+            return {
+                "key": [int(w) for w in p.key],
+                "block": int(p.block),
+                "buf": [str(int(w)) for w in p.buf],
+                "pos": int(p.pos),
+                "half": int(p.half),
+                "nhalf": int(p.nhalf),
+                "bits": str(int(p.bits)),
+                "nbits": int(p.nbits),
+            }
+
+    @classmethod
+    def _from_state(cls, state):
+        """Rebuild a seeded Rng saved by :meth:`_to_state` (validated)."""
+        try:
+            key = [int(w) for w in state["key"]]
+            buf = [int(w) for w in state["buf"]]
+            fields = {k: int(state[k]) for k in ("block", "pos", "half", "nhalf", "bits", "nbits")}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"bad generator state ({exc})") from None
+        if (len(key) != 8 or len(buf) != 64 or any(not 0 <= w < 2**32 for w in key)
+                or any(not 0 <= w < 2**64 for w in buf) or not 0 <= fields["pos"] <= 64
+                or fields["nhalf"] not in (0, 1) or not 0 <= fields["nbits"] <= 64
+                or not 0 <= fields["half"] < 2**32 or not 0 <= fields["bits"] < 2**64
+                or not 0 <= fields["block"] < 2**64):
+            raise ValueError("bad generator state (field out of range)")
+        rng = cls(seed=0)
+        with rng._locked() as p:
+            for i, w in enumerate(key):
+                p.key[i] = w
+            for i, w in enumerate(buf):
+                p.buf[i] = w
+            for name, value in fields.items():
+                setattr(p, name, value)
+        return rng
+
     def __reduce__(self):
         raise TypeError("an Rng cannot be pickled or copied: the copy would replay the same noise")
 

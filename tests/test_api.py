@@ -3,6 +3,7 @@ import pydp_synopsis as ps
 
 EXPECTED = {
     "Rng", "discrete_laplace", "discrete_laplace_variance", "exact_epsilon", "exact_scale",
+    "Budget", "BinaryTreeCounter", "KaryTreeCounter", "SparseStreamCounter", "IntervalSynopsis", "RectangleSynopsis",
     "save", "load", "private_partition", "OnlinePartition", "Partition",
     "SynopsisError", "ParameterError", "DomainError", "HorizonError", "FormatError",
     "BudgetError", "EntropyError", "NativeError",

@@ -162,7 +162,8 @@ def _expected_noiseless(syn, values, lo, hi, estimator):
 
 @pytest.mark.parametrize("estimator", ["cover", "uniform", "seal", "seal_uniform"])
 @pytest.mark.parametrize("tree, consistency", [("binary", True), ("binary", False),
-                                               ("hierarchical", True), ("hierarchical", False)])
+                                               ("hierarchical", True), ("hierarchical", False),
+                                               ("kary", False)])
 @pytest.mark.parametrize("domain", [(0, 999), (0, 2**64 - 1), (-(2**63), 2**63 - 1), (5, 5 + 2**40)])
 def test_exact_when_noise_is_negligible(estimator, tree, consistency, domain):
     gen = np.random.default_rng(3)
@@ -461,3 +462,53 @@ def test_consistent_max_coefficient_matches_least_squares(m, f):
     check(lib.pds_tree_consistent_max_coef(m, f, 10**8, out))
     assert out[0] == pytest.approx(want, rel=1e-9, abs=1e-12)
     assert lib.pds_tree_consistent_max_coef(m, f, 1, out) == lib.PDS_ERANGE or m == 1
+
+
+# ------------------------------------------------------------- tree="kary"
+def test_kary_prefix_noise_matches_lemma_4_7():
+    # partition noise-free (epsilon_p = 10^6, T = 1): 12 positions holding 2
+    # items each seal, and so does the domain end: m = 13 = (3^3 - 1) / 2.
+    # The tree gets epsilon_t = 1: node scale h / epsilon_t with h = 3.
+    k, h, m = 3, 3, 13
+    vals = np.repeat(np.arange(12), 2)
+    truth = np.concatenate((np.cumsum(np.full(12, 2)), [24]))
+    eps = Fraction(10**6 + 1)
+    share = Fraction(10**6, 10**6 + 1)
+    samples = []
+    for r in range(m * 120):
+        syn = IntervalSynopsis.build(vals, domain=(0, 12), epsilon=eps, partition_share=share, tree="kary",
+                                     k=k, rng=ps.Rng(seed=300 + r))
+        assert len(syn) == m and syn.epsilon_tree == 1
+        p = r % m  # one position per build: independent draws, every position equally often
+        samples.append(float(syn._released[p] - truth[p]))
+    a_t = h * (k * k - 1) / (4 * k * (1 - k ** -h))          # Lemma 4.7, mean over the T prefixes
+    assert_mean_var(np.array(samples), 0.0, a_t * ps.discrete_laplace_variance(Fraction(h)))
+
+
+def test_kary_privacy_neighbouring_databases():
+    eps = 0.5
+    base = [10, 20, 20, 30, 40, 41, 42, 50, 60, 62]
+    neighbour = base + [25]
+    runs = 1500
+    hits = []
+    for vals, off in ((base, 0), (neighbour, 10**6)):
+        answers = np.array([
+            IntervalSynopsis.build(vals, domain=(0, 63), epsilon=eps, rng=ps.Rng(seed=off + r), tree="kary",
+                                   k=3, estimator="seal").count(16, 31)
+            for r in range(runs)])
+        hits.append(int(np.sum(answers >= 3)))
+    assert_dp_ratio(hits[1], runs, hits[0], runs, eps)
+    assert_dp_ratio(runs - hits[1], runs, runs - hits[0], runs, eps)
+
+
+def test_kary_error_bound_covers_max_error():
+    gen = np.random.default_rng(18)
+    vals = _heavy_data(gen, n_single=1500)
+    lo = np.sort(gen.integers(0, 2**32, (300, 2)).astype(np.uint64), axis=1)
+    truth = _true(vals, lo[:, 0], lo[:, 1])
+    conf, runs, fails = 0.9, 6, 0
+    for r in range(runs):
+        syn = IntervalSynopsis.build(vals, domain=(0, 2**32 - 1), epsilon=0.5, rng=ps.Rng(seed=400 + r),
+                                     tree="kary")
+        fails += np.abs(syn.count_many(lo[:, 0], lo[:, 1]) - truth).max() > syn.error_bound(conf)
+    assert_binomial_at_most(fails, runs, 1 - conf)

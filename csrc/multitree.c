@@ -1,0 +1,600 @@
+/* The pruned c-dimensional multi-tree of the rectangle synopsis.
+ *
+ * Dwork, Naor, Reingold, Rothblum, "Pure Differential Privacy for Rectangle
+ * Queries via Private Partitions", section 3.3 ("Multi-Dimensional Tree"),
+ * Claim 3.3 and Remark 3.4 (pruning).  Every axis is reduced to the m[a]
+ * segments of its private partition; a tree over axis-0 segments holds in
+ * each node the noisy count of the points in its slab and a successor tree
+ * over axis 1 built from exactly those points, and so on to the last axis.
+ *
+ * Construction is depth first on one array of point ids: a node's points
+ * are a contiguous range of it; the successor is built first (it may permute
+ * the range freely: membership, not order, matters), then the range is
+ * distributed by a counting pass into the node's children.  Each point is
+ * moved once per node containing it, so the build is O(n sum_a prod_{b<=a}
+ * L_b) = O(n log^c n) plus O(k) per materialised node (Remark 3.4).
+ *
+ * Pruning (Remark 3.4): a node whose noisy count is below the threshold of
+ * its class is stored as "empty" (count 0) and neither its children nor its
+ * successor are materialised -- their noise is never drawn, which is
+ * post-processing of the full noisy multi-tree.
+ *
+ * Queries descend the trees top down: per axis the nodes fully inside the
+ * query's whole-segment range whose parent is not (the minimal cover, the
+ * same node set as tree.c's bottom-up cover up to ragged-edge chains of
+ * nodes with identical segment sets) and the two boundary leaves; for a
+ * non-final axis each such node's successor is searched with the next
+ * axis's cover (the product cover of Claim 3.3).
+ */
+#include <stdint.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pydp_synopsis.h"
+
+enum { MT_MAX_AXES = 8, MT_MAX_LEVELS = 33, MT_MAX_FANOUT = 1 << 24 };
+static const uint64_t MT_MAX_SEGMENTS = (uint64_t)1 << 32;
+
+typedef struct {
+    uint32_t c;
+    uint64_t m[MT_MAX_AXES];
+    uint32_t k[MT_MAX_AXES];
+    uint32_t levels[MT_MAX_AXES];
+    uint64_t span[MT_MAX_AXES][MT_MAX_LEVELS];   /* k^l */
+    uint64_t width[MT_MAX_AXES][MT_MAX_LEVELS];  /* ceil(m / k^l) */
+} mt_shape;
+
+uint32_t pds_multitree_levels(uint64_t m, uint32_t k)
+{
+    uint32_t l = 1;
+    uint64_t p = k;
+    if (m == 0 || k < 2)
+        return 0;
+    while (p < m) {
+        l++;
+        if (p > UINT64_MAX / k)
+            break;
+        p *= k;
+    }
+    return l;
+}
+
+static int shape_init(mt_shape *sh, uint32_t c, const uint64_t *m,
+                      const uint32_t *k)
+{
+    if (c == 0 || c > MT_MAX_AXES || m == NULL || k == NULL)
+        return PDS_EINVAL;
+    sh->c = c;
+    for (uint32_t a = 0; a < c; a++) {
+        uint64_t p = 1;
+        if (m[a] == 0 || m[a] >= MT_MAX_SEGMENTS || k[a] < 2
+            || k[a] > MT_MAX_FANOUT)
+            return PDS_EINVAL;
+        sh->m[a] = m[a];
+        sh->k[a] = k[a];
+        sh->levels[a] = pds_multitree_levels(m[a], k[a]);
+        for (uint32_t l = 0; l < sh->levels[a]; l++) {
+            sh->span[a][l] = p;
+            sh->width[a][l] = (m[a] - 1) / p + 1;
+            p *= k[a];   /* p <= k * m < 2^56: no overflow */
+        }
+    }
+    return PDS_OK;
+}
+
+/* Children of node u at level l >= 1 of axis a: nodes u k .. u k + n - 1. */
+static uint64_t n_children(const mt_shape *sh, uint32_t a, uint32_t l,
+                           uint64_t u)
+{
+    uint64_t first = u * sh->k[a], w = sh->width[a][l - 1];
+    return w - first < sh->k[a] ? w - first : sh->k[a];
+}
+
+int64_t pds_axis_cover(uint64_t m, uint32_t k, uint64_t a, uint64_t b,
+                       uint32_t *level, uint64_t *index, size_t cap)
+{
+    uint32_t levels = pds_multitree_levels(m, k);
+    size_t n = 0;
+    uint32_t l = 0;
+    if (levels == 0 || a >= b || b > m || level == NULL || index == NULL)
+        return -1;
+    /* Bottom up: the partial blocks at each end are taken at this level,
+     * the aligned middle moves up; the top stored level takes the rest. */
+    for (; l + 1 < levels && a < b; l++) {
+        uint64_t na = (a + k - 1) / k * k, nb = b / k * k;
+        if (na >= nb) {
+            na = b;
+            nb = b;
+        }
+        for (uint64_t u = a; u < na; u++) {
+            if (n == cap)
+                return -1;
+            level[n] = l;
+            index[n++] = u;
+        }
+        for (uint64_t u = nb; u < b; u++) {
+            if (n == cap)
+                return -1;
+            level[n] = l;
+            index[n++] = u;
+        }
+        a = na / k;
+        b = nb / k;
+    }
+    for (; a < b; a++) {
+        if (n == cap)
+            return -1;
+        level[n] = l;
+        index[n++] = a;
+    }
+    return (int64_t)n;
+}
+
+/* ------------------------------------------------------------------ build */
+
+typedef struct {
+    mt_shape sh;
+    pds_rng *rng;
+    const uint32_t *seg;
+    uint32_t *idx, *scratch;
+    uint64_t *buckets[MT_MAX_AXES];   /* (levels + 1) x (k + 1) offsets */
+    uint64_t t[2], s[2];
+    int64_t thr[2];
+    uint64_t max_records;
+    pds_multitree *out;
+} mt_build;
+
+static int64_t alloc_block(mt_build *b, uint64_t n)
+{
+    pds_multitree *t = b->out;
+    uint64_t start = t->n_records;
+    if (n > b->max_records - start)
+        return -1;
+    if (start + n > t->capacity) {
+        uint64_t cap = t->capacity ? t->capacity : 1024;
+        int64_t *p;
+        while (cap < start + n)
+            cap *= 2;
+        if (cap > b->max_records)
+            cap = b->max_records;
+        p = realloc(t->count, cap * sizeof *p);
+        if (p == NULL)
+            return -1;
+        t->count = p;
+        p = realloc(t->child, cap * sizeof *p);
+        if (p == NULL)
+            return -1;
+        t->child = p;
+        p = realloc(t->succ, cap * sizeof *p);
+        if (p == NULL)
+            return -1;
+        t->succ = p;
+        t->capacity = cap;
+    }
+    t->n_records = start + n;
+    return (int64_t)start;
+}
+
+/* Counting-sort ids [s, e) by seg_a / div - base into nb buckets; off[j]
+ * receives the start of bucket j (relative to s), off[nb] = e - s. */
+static void distribute(mt_build *b, uint32_t a, uint64_t s, uint64_t e,
+                       uint64_t div, uint64_t base, uint64_t nb,
+                       uint64_t *off)
+{
+    const uint32_t *seg = b->seg;
+    uint32_t c = b->sh.c;
+    memset(off, 0, (nb + 1) * sizeof *off);
+    for (uint64_t i = s; i < e; i++)
+        off[seg[(uint64_t)b->idx[i] * c + a] / div - base + 1]++;
+    for (uint64_t j = 0; j < nb; j++)
+        off[j + 1] += off[j];
+    for (uint64_t i = s; i < e; i++) {
+        uint32_t id = b->idx[i];
+        uint64_t j = seg[(uint64_t)id * c + a] / div - base;
+        b->scratch[s + off[j]++] = id;
+    }
+    /* off[j] now holds the end of bucket j: shift back to starts */
+    for (uint64_t j = nb; j > 0; j--)
+        off[j] = off[j - 1];
+    off[0] = 0;
+    memcpy(b->idx + s, b->scratch + s, (e - s) * sizeof *b->idx);
+}
+
+static int build_tree(mt_build *b, uint32_t a, uint64_t s, uint64_t e,
+                      int64_t *top);
+
+static int build_node(mt_build *b, uint32_t a, uint32_t l, uint64_t u,
+                      uint64_t s, uint64_t e, int64_t rec)
+{
+    int cls = a + 1 == b->sh.c;
+    int64_t noisy = (int64_t)(e - s);
+    pds_multitree *t = b->out;
+    int st;
+
+    if (b->t[cls] != 0) {
+        int64_t z = pds_discrete_laplace_one(b->rng, b->t[cls], b->s[cls]);
+        if (__builtin_add_overflow(noisy, z, &noisy))
+            return PDS_ERANGE;
+    }
+    t->child[rec] = -1;
+    t->succ[rec] = -1;
+    if (noisy < b->thr[cls]) {
+        t->count[rec] = 0;     /* Remark 3.4: marked empty */
+        return PDS_OK;
+    }
+    t->count[rec] = noisy;
+    if (!cls) {
+        int64_t top;
+        st = build_tree(b, a + 1, s, e, &top);
+        if (st != PDS_OK)
+            return st;
+        b->out->succ[rec] = top;
+    }
+    if (l > 0) {
+        uint64_t nb = n_children(&b->sh, a, l, u);
+        uint64_t *off = b->buckets[a] + (uint64_t)l * (b->sh.k[a] + 1);
+        int64_t blk;
+        distribute(b, a, s, e, b->sh.span[a][l - 1], u * b->sh.k[a], nb, off);
+        blk = alloc_block(b, nb);
+        if (blk < 0)
+            return PDS_ENOMEM;
+        b->out->child[rec] = blk;
+        for (uint64_t j = 0; j < nb; j++) {
+            st = build_node(b, a, l - 1, u * b->sh.k[a] + j, s + off[j],
+                            s + off[j + 1], blk + (int64_t)j);
+            if (st != PDS_OK)
+                return st;
+        }
+    }
+    return PDS_OK;
+}
+
+static int build_tree(mt_build *b, uint32_t a, uint64_t s, uint64_t e,
+                      int64_t *top)
+{
+    uint32_t L = b->sh.levels[a];
+    uint64_t nb = b->sh.width[a][L - 1];
+    uint64_t *off = b->buckets[a] + (uint64_t)L * (b->sh.k[a] + 1);
+    int64_t blk;
+    distribute(b, a, s, e, b->sh.span[a][L - 1], 0, nb, off);
+    blk = alloc_block(b, nb);
+    if (blk < 0)
+        return PDS_ENOMEM;
+    *top = blk;
+    for (uint64_t j = 0; j < nb; j++) {
+        int st = build_node(b, a, L - 1, j, s + off[j], s + off[j + 1],
+                            blk + (int64_t)j);
+        if (st != PDS_OK)
+            return st;
+    }
+    return PDS_OK;
+}
+
+void pds_multitree_free(pds_multitree *tree)
+{
+    if (tree == NULL)
+        return;
+    free(tree->count);
+    free(tree->child);
+    free(tree->succ);
+    tree->count = tree->child = tree->succ = NULL;
+    tree->n_records = tree->capacity = 0;
+}
+
+int pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
+                        uint32_t c, const uint64_t *m, const uint32_t *k,
+                        uint64_t t_int, uint64_t s_int, int64_t thr_int,
+                        uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
+                        uint64_t max_records, pds_multitree *out)
+{
+    mt_build b;
+    int64_t top;
+    int st;
+    const uint64_t lim = (uint64_t)1 << 62;
+
+    if (out == NULL)
+        return PDS_EINVAL;
+    memset(out, 0, sizeof *out);
+    memset(&b, 0, sizeof b);
+    st = shape_init(&b.sh, c, m, k);
+    if (st != PDS_OK)
+        return st;
+    if ((n > 0 && seg == NULL) || n >= ((uint64_t)1 << 32) || max_records == 0
+        || max_records > ((uint64_t)1 << 40))
+        return PDS_EINVAL;
+    if ((t_int != 0 && (s_int == 0 || t_int >= lim || s_int >= lim))
+        || (t_fin != 0 && (s_fin == 0 || t_fin >= lim || s_fin >= lim)))
+        return PDS_EINVAL;
+    if ((t_int != 0 || t_fin != 0) && rng == NULL)
+        return PDS_EINVAL;
+    for (uint64_t i = 0; i < n; i++)
+        for (uint32_t a = 0; a < c; a++)
+            if (seg[i * c + a] >= m[a])
+                return PDS_EINVAL;
+    if (t_int != 0 || t_fin != 0) {
+        st = pds_rng_check_fork(rng);
+        if (st != PDS_OK)
+            return st;
+    }
+    b.rng = rng;
+    b.seg = seg;
+    b.t[0] = t_int;
+    b.s[0] = s_int;
+    b.thr[0] = thr_int;
+    b.t[1] = t_fin;
+    b.s[1] = s_fin;
+    b.thr[1] = thr_fin;
+    b.max_records = max_records;
+    b.out = out;
+    st = PDS_ENOMEM;
+    b.idx = malloc((n ? n : 1) * sizeof *b.idx);
+    b.scratch = malloc((n ? n : 1) * sizeof *b.scratch);
+    if (b.idx == NULL || b.scratch == NULL)
+        goto done;
+    for (uint32_t a = 0; a < c; a++) {
+        b.buckets[a] = malloc((uint64_t)(b.sh.levels[a] + 1) * (b.sh.k[a] + 1)
+                              * sizeof *b.buckets[a]);
+        if (b.buckets[a] == NULL)
+            goto done;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        b.idx[i] = (uint32_t)i;
+    st = build_tree(&b, 0, 0, n, &top);
+done:
+    free(b.idx);
+    free(b.scratch);
+    for (uint32_t a = 0; a < c; a++)
+        free(b.buckets[a]);
+    if (st != PDS_OK)
+        pds_multitree_free(out);
+    return st;
+}
+
+/* ------------------------------------------------------------ check/describe */
+
+typedef struct {
+    mt_shape sh;
+    const int64_t *child, *succ;
+    uint64_t n_records;
+    uint8_t *seen;
+    uint8_t *axis, *level;
+    uint64_t *index;
+    int64_t *pred;
+} mt_walk;
+
+static int walk_block(mt_walk *w, uint32_t a, uint32_t l, uint64_t base,
+                      uint64_t nb, int64_t blk, int64_t pred);
+
+static int walk_tree(mt_walk *w, uint32_t a, int64_t top, int64_t pred)
+{
+    uint32_t L = w->sh.levels[a];
+    return walk_block(w, a, L - 1, 0, w->sh.width[a][L - 1], top, pred);
+}
+
+static int walk_block(mt_walk *w, uint32_t a, uint32_t l, uint64_t base,
+                      uint64_t nb, int64_t blk, int64_t pred)
+{
+    if (blk < 0 || (uint64_t)blk > w->n_records
+        || nb > w->n_records - (uint64_t)blk)
+        return PDS_ESTATE;
+    for (uint64_t j = 0; j < nb; j++) {
+        uint64_t r = (uint64_t)blk + j;
+        int st;
+        if (w->seen[r])
+            return PDS_ESTATE;
+        w->seen[r] = 1;
+        if (w->axis != NULL) {
+            w->axis[r] = (uint8_t)a;
+            w->level[r] = (uint8_t)l;
+            w->index[r] = base + j;
+            w->pred[r] = pred;
+        }
+        if (w->succ[r] >= 0) {
+            if (a + 1 == w->sh.c)
+                return PDS_ESTATE;
+            st = walk_tree(w, a + 1, w->succ[r], (int64_t)r);
+            if (st != PDS_OK)
+                return st;
+        } else if (w->succ[r] != -1) {
+            return PDS_ESTATE;
+        }
+        if (w->child[r] >= 0) {
+            if (l == 0)
+                return PDS_ESTATE;
+            st = walk_block(w, a, l - 1, (base + j) * w->sh.k[a],
+                            n_children(&w->sh, a, l, base + j), w->child[r],
+                            pred);
+            if (st != PDS_OK)
+                return st;
+        } else if (w->child[r] != -1) {
+            return PDS_ESTATE;
+        }
+    }
+    return PDS_OK;
+}
+
+static int walk_all(mt_walk *w)
+{
+    int st;
+    if (w->child == NULL || w->succ == NULL || w->n_records == 0)
+        return PDS_ESTATE;
+    w->seen = calloc(w->n_records, 1);
+    if (w->seen == NULL)
+        return PDS_ENOMEM;
+    st = walk_tree(w, 0, 0, -1);
+    for (uint64_t r = 0; st == PDS_OK && r < w->n_records; r++)
+        if (!w->seen[r])
+            st = PDS_ESTATE;
+    free(w->seen);
+    return st;
+}
+
+int pds_multitree_check(const int64_t *count, const int64_t *child,
+                        const int64_t *succ, uint64_t n_records, uint32_t c,
+                        const uint64_t *m, const uint32_t *k)
+{
+    mt_walk w;
+    int st;
+    memset(&w, 0, sizeof w);
+    st = shape_init(&w.sh, c, m, k);
+    if (st != PDS_OK)
+        return st;
+    if (count == NULL)
+        return PDS_ESTATE;
+    w.child = child;
+    w.succ = succ;
+    w.n_records = n_records;
+    return walk_all(&w);
+}
+
+int pds_multitree_describe(const int64_t *child, const int64_t *succ,
+                           uint64_t n_records, uint32_t c, const uint64_t *m,
+                           const uint32_t *k, uint8_t *axis, uint8_t *level,
+                           uint64_t *index, int64_t *pred)
+{
+    mt_walk w;
+    int st;
+    memset(&w, 0, sizeof w);
+    st = shape_init(&w.sh, c, m, k);
+    if (st != PDS_OK)
+        return st;
+    if (axis == NULL || level == NULL || index == NULL || pred == NULL)
+        return PDS_EINVAL;
+    w.child = child;
+    w.succ = succ;
+    w.n_records = n_records;
+    w.axis = axis;
+    w.level = level;
+    w.index = index;
+    w.pred = pred;
+    return walk_all(&w);
+}
+
+/* ----------------------------------------------------------------- answer */
+
+typedef struct {
+    const mt_shape *sh;
+    const int64_t *count, *child, *succ;
+    uint64_t wa[MT_MAX_AXES], wb[MT_MAX_AXES], kl[MT_MAX_AXES], kr[MT_MAX_AXES];
+    double fl[MT_MAX_AXES], fr[MT_MAX_AXES];
+    double acc;
+} mt_query;
+
+static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w);
+
+static void emit(mt_query *q, uint32_t a, int64_t r, double w)
+{
+    if (a + 1 == q->sh->c)
+        q->acc += w * (double)q->count[r];
+    else if (q->succ[r] >= 0)
+        visit_axis(q, a + 1, q->succ[r], w);
+}
+
+/* Nodes base .. base + nb - 1 of level l (records blk ..): take the ones
+ * inside [lo, hi), descend into the partial ones. */
+static void range_visit(mt_query *q, uint32_t a, int64_t blk, uint32_t l,
+                        uint64_t base, uint64_t nb, uint64_t lo, uint64_t hi,
+                        double w)
+{
+    const mt_shape *sh = q->sh;
+    uint64_t span = sh->span[a][l], m = sh->m[a];
+    uint64_t j0 = lo / span, j1 = (hi - 1) / span + 1;   /* overlapping nodes */
+    if (j1 <= base)
+        return;
+    j0 = j0 > base ? j0 - base : 0;
+    j1 = j1 - base < nb ? j1 - base : nb;
+    for (uint64_t j = j0; j < j1; j++) {
+        uint64_t u = base + j, s0 = u * span;
+        uint64_t s1 = s0 + span < m ? s0 + span : m;
+        int64_t r = blk + (int64_t)j;
+        if (lo <= s0 && s1 <= hi)
+            emit(q, a, r, w);
+        else if (q->child[r] >= 0)
+            range_visit(q, a, q->child[r], l - 1, u * sh->k[a],
+                        n_children(sh, a, l, u), lo, hi, w);
+    }
+}
+
+static int64_t leaf_find(const mt_query *q, uint32_t a, int64_t top,
+                         uint64_t seg)
+{
+    const mt_shape *sh = q->sh;
+    int64_t blk = top;
+    uint64_t base = 0;
+    for (uint32_t l = sh->levels[a]; l-- > 0;) {
+        uint64_t u = seg / sh->span[a][l];
+        int64_t r = blk + (int64_t)(u - base);
+        if (l == 0)
+            return r;
+        if (q->child[r] < 0)
+            return -1;
+        blk = q->child[r];
+        base = u * sh->k[a];
+    }
+    return -1;
+}
+
+static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
+{
+    const mt_shape *sh = q->sh;
+    uint32_t L = sh->levels[a];
+    if (q->wa[a] < q->wb[a])
+        range_visit(q, a, top, L - 1, 0, sh->width[a][L - 1], q->wa[a],
+                    q->wb[a], w);
+    if (q->fl[a] > 0.0) {
+        int64_t r = leaf_find(q, a, top, q->kl[a]);
+        if (r >= 0)
+            emit(q, a, r, w * q->fl[a]);
+    }
+    if (q->fr[a] > 0.0) {
+        int64_t r = leaf_find(q, a, top, q->kr[a]);
+        if (r >= 0)
+            emit(q, a, r, w * q->fr[a]);
+    }
+}
+
+int pds_multitree_answer(const int64_t *count, const int64_t *child,
+                         const int64_t *succ, uint64_t n_records, uint32_t c,
+                         const uint64_t *m, const uint32_t *k,
+                         const uint64_t *wa, const uint64_t *wb,
+                         const uint64_t *kl, const double *fl,
+                         const uint64_t *kr, const double *fr,
+                         size_t count_q, double *out)
+{
+    mt_shape sh;
+    mt_query q;
+    int st = shape_init(&sh, c, m, k);
+    if (st != PDS_OK)
+        return st;
+    if (count == NULL || child == NULL || succ == NULL || n_records == 0)
+        return PDS_EINVAL;
+    if (count_q > 0 && (wa == NULL || wb == NULL || kl == NULL || fl == NULL
+                        || kr == NULL || fr == NULL || out == NULL))
+        return PDS_EINVAL;
+    q.sh = &sh;
+    q.count = count;
+    q.child = child;
+    q.succ = succ;
+    for (size_t i = 0; i < count_q; i++) {
+        for (uint32_t a = 0; a < c; a++) {
+            size_t x = i * c + a;
+            if (wa[x] > wb[x] || wb[x] > m[a]
+                || (fl[x] > 0.0 && kl[x] >= m[a])
+                || (fr[x] > 0.0 && kr[x] >= m[a])
+                || !(fl[x] >= 0.0 && fl[x] <= 1.0)
+                || !(fr[x] >= 0.0 && fr[x] <= 1.0))
+                return PDS_EINVAL;
+            q.wa[a] = wa[x];
+            q.wb[a] = wb[x];
+            q.kl[a] = kl[x];
+            q.kr[a] = kr[x];
+            q.fl[a] = fl[x];
+            q.fr[a] = fr[x];
+        }
+        q.acc = 0.0;
+        visit_axis(&q, 0, 0, 1.0);
+        out[i] = q.acc;
+    }
+    return PDS_OK;
+}

@@ -1,0 +1,1037 @@
+"""Private counters under continual observation.
+
+A counter reads a stream ``x_1, x_2, ...`` of non-negative integers one item
+at a time and after each item releases a noisy prefix sum ``x_1 + ... + x_t``.
+All noise is discrete Laplace drawn lazily from the C CSPRNG; releases are
+integers.
+
+Neighbouring streams
+--------------------
+Two streams are neighbours when they differ in one position by one unit
+(one item added or removed there: a bit flipped, or a count changed by 1).
+Each item lies in exactly ``h`` tree nodes that the counter uses, so the
+sensitivity of the noisy node sums is ``h`` and noise of scale ``h/epsilon``
+per node gives ``epsilon``-DP for the whole sequence of releases, whatever
+the stream length up to the horizon.  Items may be any integers in
+``[0, 2**62]`` (a count of items per time step); the bound only keeps the
+prefix sums inside int64.  A stream whose items differ by more than one
+unit at one position (for example a count changed by 5) is protected with
+``5*epsilon``, not ``epsilon``.
+
+References
+----------
+.. [APT] J. D. Andersson, R. Pagh, S. Torkamani, "Improved Counting under
+   Continual Observation with Pure Differential Privacy":
+   section 3.1 (binary tree mechanism), Algorithm 2 (k-ary tree with
+   subtraction), Lemma 4.7 (its mean squared error), Lemmas 4.12 and 4.14
+   (space and time).
+"""
+
+from fractions import Fraction
+import math
+import operator
+
+import numpy as np
+
+from . import persist
+from ._core import check, ffi, lib
+from .errors import DomainError, FormatError, HorizonError, ParameterError
+from .budget import charge
+from .noise import Rng, check_beta, discrete_laplace_variance, exact_epsilon, resolve_rng, scale_parts
+
+__all__ = ["BinaryTreeCounter", "KaryTreeCounter", "SparseStreamCounter"]
+
+_MAX_HORIZON = 2**63 - 1
+_MAX_ITEM = 2**62
+_MAX_FANOUT = 65535
+# A noise scale above 2^40 would let a sum of noise terms approach int64's
+# range with non-negligible probability; such an epsilon is useless anyway.
+_MAX_SCALE = 2**40
+_STATE_VERSION = 1
+
+
+def _check_int(value, name, lo, hi, error=ParameterError):
+    """Return ``value`` as an int in [lo, hi]; TypeError for a non-integer."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    if not lo <= value <= hi:
+        raise error(f"{name} must be in [{lo}, {hi}], got {value}")
+    return value
+
+
+def _offset_digits(t, k):
+    """Offset base-k digits of ``t`` (level 1 first), digits in [-(k-1)/2, (k-1)/2]."""
+    m = (k - 1) // 2
+    digits = []
+    while t:
+        d = (t + m) % k - m
+        digits.append(d)
+        t = (t - d) // k
+    return digits
+
+
+def _offset_weight_sum(n, k):
+    """Exact ``sum_{t=1..n} ||rep^_k(t)||_1`` in O(log_k(n)^2) integer steps.
+
+    Group t by q = round(t / k): each full group has low digits -m..m
+    (weight m(m+1)) and k copies of the weight of q.
+    """
+    m = (k - 1) // 2
+    if n <= m:
+        return n * (n + 1) // 2
+    q = (n + m) // k
+    r = n - k * q
+    tri = m * (m + 1) // 2
+    last = tri + (r * (r + 1) // 2 if r >= 0 else -((-r - 1) * -r // 2))
+    weight_q = sum(abs(d) for d in _offset_digits(q, k))
+    return tri + (q - 1) * m * (m + 1) + k * _offset_weight_sum(q - 1, k) + last + (r + m + 1) * weight_q
+
+
+def _binary_weight_sum(n):
+    """Exact ``sum_{t=1..n} popcount(t)`` in O(log n) integer steps."""
+    if n <= 0:
+        return 0
+    q, r = divmod(n, 2)
+    return 2 * _binary_weight_sum(q - 1) + q + (r + 1) * q.bit_count() + r
+
+
+def _laplace_sum_log_tail(scale, terms, a):
+    """log of min_s e^{-s a} M(s)^terms for a sum of discrete Laplace(scale) terms.
+
+    The exponent is convex in s on (0, 1/scale); a golden-section search
+    finds its minimum to far more precision than the integer ``a`` needs.
+    """
+    q = math.exp(-1.0 / scale)
+    log_norm = 2.0 * math.log1p(-q)
+
+    def exponent(s):
+        return -s * a + terms * (log_norm - math.log1p(-q * math.exp(s)) - math.log1p(-q * math.exp(-s)))
+
+    lo, hi = 0.0, (1.0 / scale) * (1 - 1e-12)
+    g = (math.sqrt(5) - 1) / 2
+    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+    f1, f2 = exponent(x1), exponent(x2)
+    for _ in range(200):
+        if f1 < f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - g * (hi - lo)
+            f1 = exponent(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + g * (hi - lo)
+            f2 = exponent(x2)
+    return min(f1, f2, 0.0)
+
+
+def _laplace_sum_bound(scale, terms, releases, beta):
+    """Smallest integer a with 2 * releases * Chernoff(a) <= beta (see error_bound)."""
+    target = math.log(beta) - math.log(2.0 * releases)
+    hi = 1
+    while _laplace_sum_log_tail(scale, terms, hi) > target:
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _laplace_sum_log_tail(scale, terms, mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+class _TreeCounter:
+    """Shared machinery: the C state machine, batching, checkpoints."""
+
+    _fanout = 0
+    _kind = ""
+
+    def _setup(self, horizon, epsilon, fanout, rng, budget=None):
+        # Everything is validated before the C state exists or rng is touched.
+        horizon = _check_int(horizon, "horizon", 1, _MAX_HORIZON)
+        eps = exact_epsilon(epsilon, "epsilon")
+        height = ffi.new("int32_t *")
+        capacity = ffi.new("int32_t *")
+        check(lib.pds_counter_shape(fanout, horizon, height, capacity))
+        scale = Fraction(height[0]) / eps
+        if scale > _MAX_SCALE:
+            raise ParameterError(
+                f"epsilon must be at least {Fraction(height[0], _MAX_SCALE)} for this horizon "
+                f"(noise scale height/epsilon at most 2**40), got {epsilon!r}"
+            )
+        scale_t, scale_s = scale_parts(scale)
+        rng = resolve_rng(rng, "rng")
+        charge(budget, eps, f"{type(self).__name__}(horizon={horizon})")  # before any noise
+        self._epsilon = eps
+        self._scale = scale
+        self._rng = rng
+        self._state = ffi.new("pds_counter *")
+        self._digits = ffi.new("int32_t[]", max(height[0], 1))
+        self._slots = ffi.new("int64_t[]", max(capacity[0], 1))
+        check(lib.pds_counter_init(self._state, fanout, horizon, scale_t, scale_s,
+                                   self._digits, self._slots, height[0], capacity[0]))
+
+    # ------------------------------------------------------------ properties
+    @property
+    def horizon(self):
+        """Number of updates the counter accepts (T)."""
+        return int(self._state.horizon)
+
+    @property
+    def time(self):
+        """Number of updates done so far (the index of the last release)."""
+        return int(self._state.time)
+
+    @property
+    def epsilon(self):
+        """The exact privacy parameter used (a Fraction, never above the one asked for)."""
+        return self._epsilon
+
+    @property
+    def k(self):
+        """Fanout of the tree (2 for the binary tree counter)."""
+        return int(self._state.fanout)
+
+    @property
+    def height(self):
+        """Tree height h; each item lies in h used nodes (the sensitivity)."""
+        return int(self._state.height)
+
+    @property
+    def noise_scale(self):
+        """Scale h/epsilon of the discrete Laplace noise of every node (a Fraction)."""
+        return self._scale
+
+    # --------------------------------------------------------------- updates
+    def update(self, x):
+        """Feed one item and return the noisy prefix sum including it.
+
+        Parameters
+        ----------
+        x : int
+            Non-negative integer item (a bit, or a count of items) at most 2**62.
+
+        Returns
+        -------
+        int
+            Noisy ``x_1 + ... + x_t`` at the new time t.
+
+        Notes
+        -----
+        O(1) amortised noise draws and O(k) worst case per level touched.
+
+        Examples
+        --------
+        >>> from pydp_synopsis.noise import Rng
+        >>> c = KaryTreeCounter(horizon=10, epsilon=1e9, k=3, rng=Rng(1))
+        >>> c.update(1), c.update(0), c.update(1)
+        (1, 1, 2)
+        """
+        x = _check_int(x, "x", 0, _MAX_ITEM, DomainError)
+        return int(self.update_many(np.array([x], dtype=np.int64))[0])
+
+    def update_many(self, xs):
+        """Feed a batch of items in one C call; return the releases.
+
+        Parameters
+        ----------
+        xs : array_like of int
+            One-dimensional non-negative integers (bool accepted), each at most 2**62.
+
+        Returns
+        -------
+        numpy.ndarray of int64
+            The noisy prefix sums after each item.
+
+        Raises
+        ------
+        HorizonError
+            If the batch would go past the horizon (nothing is consumed).
+        DomainError
+            For a negative item or a prefix sum above 2**62 (nothing is consumed).
+
+        Notes
+        -----
+        O(len(xs)) time, O(1) amortised noise draws per item (Lemma 4.14).
+        """
+        xs = np.asarray(xs)
+        if xs.size == 0 and xs.ndim == 1:
+            xs = xs.astype(np.int64)  # [] is float64 to numpy
+        if xs.dtype.kind not in "biu":
+            raise TypeError(f"xs must hold integers, got dtype {xs.dtype}")
+        if xs.ndim != 1:
+            raise DomainError(f"xs must be one-dimensional, got shape {xs.shape}")
+        n = xs.shape[0]
+        if n > self.horizon - self.time:
+            raise HorizonError(
+                f"xs has {n} items but only {self.horizon - self.time} remain before the "
+                f"horizon {self.horizon}"
+            )
+        if n and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > _MAX_ITEM):
+            raise DomainError(f"xs must be integers in [0, 2**62], got values in [{xs.min()}, {xs.max()}]")
+        xs = np.ascontiguousarray(xs, dtype=np.int64)
+        out = np.empty(n, dtype=np.int64)
+        with self._rng._locked() as p:
+            st = lib.pds_counter_update_many(self._state, p, ffi.from_buffer("int64_t[]", xs),
+                                             ffi.from_buffer("int64_t[]", out), n)
+        if st == lib.PDS_ERANGE and not self._state.failed:
+            raise DomainError("xs would make the prefix sum exceed 2**62")
+        check(st)
+        return out
+
+    # ------------------------------------------------------------- analysis
+    def mean_squared_error(self, steps=None):
+        """Exact expected MSE (mean variance) of the releases 1..steps.
+
+        The release at t carries one noise term per node on t's path, so the
+        MSE is the mean path length times the discrete Laplace variance at
+        scale h/epsilon.  For the k-ary counter and ``steps = (k**h - 1)/2``
+        this is Lemma 4.7 with ``Var = 2 h^2/eps^2`` replaced by the discrete
+        Laplace variance.
+
+        Parameters
+        ----------
+        steps : int, optional
+            Number of releases averaged; default the horizon.
+
+        Returns
+        -------
+        float
+
+        Notes
+        -----
+        O(log(steps)^2) integer operations.
+        """
+        steps = self.horizon if steps is None else _check_int(steps, "steps", 1, self.horizon)
+        return float(Fraction(self._path_weight_sum(steps), steps)) * discrete_laplace_variance(self._scale)
+
+    def error_bound(self, beta, releases=None):
+        """An integer bound on the error of all releases, holding with probability >= 1 - beta.
+
+        Each release's error is a sum of at most ``L`` independent discrete
+        Laplace terms of scale b = h/epsilon (``L = h`` for the binary tree,
+        ``h (k-1)/2`` for Algorithm 2).  A Chernoff bound on that sum, with
+        the exact moment generating function
+        ``M(s) = (1-q)^2 / ((1-q e^s)(1-q e^-s))``, ``q = e^{-1/b}``, and a union
+        bound over ``releases`` releases and both signs gives the smallest
+        integer ``a`` with ``2 * releases * min_s e^{-s a} M(s)^L <= beta``.
+
+        Parameters
+        ----------
+        beta : float
+            Failure probability, 0 < beta < 1.
+        releases : int, optional
+            Number of releases covered (default: the horizon).
+
+        Returns
+        -------
+        int
+            ``a`` such that ``P(max_t |release_t - prefix_t| > a) <= beta``.
+
+        Notes
+        -----
+        O(log(a)) evaluations of a one-dimensional minimisation (floats: the
+        bound describes accuracy, it decides nothing that is released).
+        """
+        beta = check_beta(beta, "beta")
+        releases = self.horizon if releases is None else _check_int(releases, "releases", 1, self.horizon)
+        return _laplace_sum_bound(float(self._scale), self._max_path_length(), releases, beta)
+
+    def _max_path_length(self):
+        m = 1 if self.k == 2 else (self.k - 1) // 2
+        return self.height * m
+
+    def _path_weight_sum(self, steps):
+        raise NotImplementedError
+
+    # ----------------------------------------------------------- checkpoints
+    def _check(self):
+        """Assert the C invariants (digits represent time, noise sum matches)."""
+        check(lib.pds_counter_check(self._state))
+
+    def to_state(self):
+        """Checkpoint: every number needed to continue the same release.
+
+        The state holds the noise terms currently in use, which are secret:
+        store it like a private key.  Restoring with :meth:`from_state` never
+        redraws them.
+
+        Returns
+        -------
+        dict
+            JSON-able ints and lists.
+
+        Notes
+        -----
+        O(k log_k T) (the size of the state, Lemma 4.12).
+        """
+        s = self._state
+        return {
+            "kind": self._kind,
+            "version": _STATE_VERSION,
+            "horizon": int(s.horizon),
+            "k": int(s.fanout),
+            "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
+            "time": int(s.time),
+            "prefix": int(s.prefix),
+            "noise": int(s.noise),
+            "digits": [int(self._digits[i]) for i in range(s.height)],
+            "slots": [int(self._slots[i]) for i in range(s.capacity)],
+            # A seeded generator's position (tests only), so a resumed seeded
+            # run equals an uninterrupted one; None for OS-seeded generators.
+            "rng": self._rng._to_state(),
+        }
+
+    @classmethod
+    def from_state(cls, state, *, rng=None):
+        """Restore a counter from :meth:`to_state` without redrawing any noise.
+
+        Parameters
+        ----------
+        state : dict
+            As returned by :meth:`to_state`.
+        rng : Rng, optional
+            Source for FUTURE noise draws only; default a fresh OS-seeded Rng.
+
+        Raises
+        ------
+        FormatError
+            If the state is not a consistent state of this class.
+
+        Notes
+        -----
+        O(k log_k T).
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict, got {type(state).__name__}")
+        if state.get("kind") != cls._kind or state.get("version") != _STATE_VERSION:
+            raise FormatError(
+                f"state is not a version {_STATE_VERSION} {cls._kind} state "
+                f"(kind={state.get('kind')!r}, version={state.get('version')!r})"
+            )
+        try:
+            eps = Fraction(*(operator.index(v) for v in state["epsilon"]))
+            if rng is None and state.get("rng") is not None:
+                rng = Rng._from_state(state["rng"])
+            kwargs = {"horizon": state["horizon"], "epsilon": eps, "rng": rng}
+            if cls._fanout == 0:
+                kwargs["k"] = state["k"]
+            obj = cls(**kwargs)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            raise FormatError(f"state has bad parameters: {exc}") from None
+        if obj._epsilon != eps or obj.k != state["k"]:
+            raise FormatError("state epsilon or k is not one this class produces")
+        s = obj._state
+        try:
+            digits = [operator.index(v) for v in state["digits"]]
+            slots = [operator.index(v) for v in state["slots"]]
+            if len(digits) != s.height or len(slots) != s.capacity:
+                raise ValueError("digits/slots have the wrong length")
+            for i, d in enumerate(digits):
+                obj._digits[i] = d
+            for i, z in enumerate(slots):
+                obj._slots[i] = z
+            s.time = operator.index(state["time"])
+            s.prefix = operator.index(state["prefix"])
+            s.noise = operator.index(state["noise"])
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise FormatError(f"state has bad fields: {exc}") from None
+        if lib.pds_counter_check(s) != lib.PDS_OK:
+            raise FormatError("state is inconsistent (digits, time, noise terms or prefix)")
+        return obj
+
+    def _to_record(self):
+        """(kind, meta, arrays, mode) for persist.save; mode 0o600 (secret noise)."""
+        state = self.to_state()
+        arrays = {"digits": np.array(state.pop("digits"), dtype=np.int64),
+                  "slots": np.array(state.pop("slots"), dtype=np.int64)}
+        return self._record_kind, state, arrays, 0o600
+
+    @classmethod
+    def _from_record(cls, meta, arrays):
+        state = dict(meta)
+        state["digits"] = [int(v) for v in arrays["digits"]]
+        state["slots"] = [int(v) for v in arrays["slots"]]
+        return cls.from_state(state)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(horizon={self.horizon}, epsilon={self._epsilon}, "
+                f"k={self.k}, time={self.time})")
+
+
+class BinaryTreeCounter(_TreeCounter):
+    """Binary tree mechanism for continual counting (pure epsilon-DP).
+
+    Height ``h = ceil(log2(T + 1))``; only left subtrees are used and never
+    the root, so each item is in h used nodes and every node gets discrete
+    Laplace noise of scale h/epsilon.  The release at t sums the noise of one
+    node per 1-bit of t: its mean variance over t is ``mean popcount(t) * Var``.
+
+    Parameters
+    ----------
+    horizon : int
+        Maximum number of updates T, 1 <= T < 2**63.
+    epsilon : float or Fraction
+        Privacy parameter (> 0); the exact rational used is
+        :attr:`epsilon` (rounded down).
+    rng : Rng, optional
+        Randomness; default a fresh OS-seeded Rng.  Seeds are for tests and
+        benchmarks only.
+    budget : Budget, optional
+        Charged ``epsilon`` after the arguments are validated and before any
+        noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
+
+    Notes
+    -----
+    State O(log T); one noise draw per update.  See the module docstring for
+    the neighbouring relation.
+
+    References
+    ----------
+    .. [APT] Andersson, Pagh, Torkamani, section 3.1 (Algorithm 1 with k = 2).
+
+    Examples
+    --------
+    >>> from pydp_synopsis.noise import Rng
+    >>> c = BinaryTreeCounter(horizon=1000, epsilon=1.0, rng=Rng(7))
+    >>> out = c.update_many([1, 0, 1, 1])
+    >>> c.time, c.height
+    (4, 10)
+    """
+
+    _fanout = 2
+    _kind = "BinaryTreeCounter"
+    _record_kind = "binary_tree_counter"
+
+    def __init__(self, *, horizon, epsilon, rng=None, budget=None):
+        self._setup(horizon, epsilon, 2, rng, budget)
+
+    def _path_weight_sum(self, steps):
+        return _binary_weight_sum(steps)
+
+
+class KaryTreeCounter(_TreeCounter):
+    """k-ary tree mechanism with subtraction (Algorithm 2 of [APT]), pure epsilon-DP.
+
+    The time t is written with offset base-k digits in [-(k-1)/2, (k-1)/2]
+    on ``h = ceil(log_k(2T))`` levels; the release at t is the true prefix
+    sum plus one noise term per unit of digit (Algorithm 2 lines 8-13), each
+    discrete Laplace of scale h/epsilon, drawn lazily and kept only while in
+    use.  For T = (k^h - 1)/2 the mean variance is
+    ``a_T * Var`` with ``a_T = h (k^2 - 1) / (4k (1 - k^-h))`` (Lemma 4.7).
+
+    Parameters
+    ----------
+    horizon : int
+        Maximum number of updates T, 1 <= T < 2**63.
+    epsilon : float or Fraction
+        Privacy parameter (> 0); the exact rational used is :attr:`epsilon`.
+    k : int
+        Odd fanout, 3 <= k <= 65535 (19 minimises the asymptotic error,
+        Corollary 4.9).  Even k (Appendix A.3) is not implemented.
+    rng : Rng, optional
+        Randomness; default a fresh OS-seeded Rng.  Seeds are for tests and
+        benchmarks only.
+    budget : Budget, optional
+        Charged ``epsilon`` after the arguments are validated and before any
+        noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
+
+    Notes
+    -----
+    State O(k log_k T) (Lemma 4.12); O(1) amortised noise draws and time per
+    update, the noise sum being updated incrementally (Lemma 4.14).
+
+    References
+    ----------
+    .. [APT] Andersson, Pagh, Torkamani, Algorithm 2, Lemmas 4.5, 4.7, 4.12, 4.14.
+
+    Examples
+    --------
+    >>> from pydp_synopsis.noise import Rng
+    >>> c = KaryTreeCounter(horizon=1000, epsilon=1.0, k=19, rng=Rng(7))
+    >>> c.height, c.k
+    (3, 19)
+    """
+
+    _kind = "KaryTreeCounter"
+    _record_kind = "kary_tree_counter"
+
+    def __init__(self, *, horizon, epsilon, k=19, rng=None, budget=None):
+        if isinstance(k, bool):
+            raise TypeError("k must be an integer, got bool")
+        try:
+            k = operator.index(k)
+        except TypeError:
+            raise TypeError(f"k must be an integer, got {type(k).__name__}") from None
+        if k % 2 == 0:
+            raise ParameterError(
+                f"k must be odd (offset digits need a symmetric range; even k, Appendix A.3, "
+                f"is not implemented), got {k}"
+            )
+        _check_int(k, "k", 3, _MAX_FANOUT)
+        self._setup(horizon, epsilon, k, rng, budget)
+
+    def _path_weight_sum(self, steps):
+        return _offset_weight_sum(steps, self.k)
+
+
+persist.register(BinaryTreeCounter._record_kind)(BinaryTreeCounter._from_record)
+persist.register(KaryTreeCounter._record_kind)(KaryTreeCounter._from_record)
+
+
+_COUNTERS = {"kary": KaryTreeCounter, "binary": BinaryTreeCounter}
+# Runs of positions closer than this are fed to the partition as one dense
+# batch (numpy work per position is far cheaper than a Python call).
+_DENSE_GAP = 4096
+# The online partition keeps segment counts below 2**61.
+_SPARSE_MAX_TOTAL = 2**61 - 1
+
+
+def _exact_share(value, name):
+    """A budget share as an exact Fraction in (0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number in (0, 1), got {type(value).__name__}")
+    share = Fraction(value) if isinstance(value, Fraction) else (
+        Fraction(repr(float(value))) if math.isfinite(float(value)) else None)
+    if share is None or not 0 < share < 1:
+        raise ParameterError(f"{name} must be in (0, 1), got {value!r}")
+    return share
+
+
+class SparseStreamCounter:
+    """Counter for sparse streams: an online partition feeding a tree counter.
+
+    The online partition (DNRR Fig. 1, budget ``epsilon * partition_share``,
+    failure probability ``beta/2``) decides after each item whether to seal
+    the current segment; each sealed segment's true count is fed to an inner
+    tree counter (the rest of the budget) as one item.  The release between
+    two seals is the inner counter's last release (0 before the first
+    seal).  The error is at most the weight of the open segment plus the
+    inner counter's error, so it grows like ``log D + polylog(n)`` for a
+    stream of weight n rather than ``polylog(D)``.
+
+    Parameters
+    ----------
+    horizon : int
+        Stream length D, 1 <= D < 2**63.
+    epsilon : float or Fraction
+        Total privacy parameter; partition and counter budgets are exact
+        rationals summing to at most epsilon (:attr:`epsilon_partition`,
+        :attr:`epsilon_counter`).
+    beta : float
+        Failure probability of :meth:`error_bound`, in (0, 1).
+    counter : {"kary", "binary"}
+        Inner counter: KaryTreeCounter (k = 19) or BinaryTreeCounter.
+    partition_share : float or Fraction
+        Fraction of epsilon given to the partition, in (0, 1); default 1/2
+        as in the proof of Theorem 3.1.
+    rng : Rng, optional
+        Randomness (default a fresh OS-seeded Rng); seeds for tests only.
+    budget : Budget, optional
+        Charged ``epsilon`` after the arguments are validated and before any
+        noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
+
+    Notes
+    -----
+    Neighbouring streams differ by one unit at one position.  The
+    partition is epsilon_partition-DP (Theorem 2.1); given the partition,
+    one unit changes one segment count by one, so the inner counter is
+    epsilon_counter-DP; by composition the releases are epsilon-DP.  The
+    inner counter's horizon is D (a segment can end at every position).
+
+    References
+    ----------
+    .. [DNRR15] Dwork, Naor, Reingold, Rothblum, section 3.1, Theorem 3.1;
+       Fig. 1 and Theorem 2.1 (the online partition).
+
+    Examples
+    --------
+    >>> from pydp_synopsis.noise import Rng
+    >>> c = SparseStreamCounter(horizon=2**62, epsilon=1.0, rng=Rng(3))
+    >>> times, values = c.update_sparse([10, 2**40, 2**61], until=2**62)
+    >>> c.time == 2**62 and int(times[-1]) == 2**62
+    True
+    """
+
+    _kind = "SparseStreamCounter"
+    _record_kind = "sparse_stream_counter"
+
+    def __init__(self, *, horizon, epsilon, beta=0.05, counter="kary", partition_share=0.5, rng=None,
+                 budget=None):
+        from .partition import OnlinePartition
+
+        horizon, eps, beta, counter, share, eps_p, eps_c = self._parameters(
+            horizon, epsilon, beta, counter, partition_share)
+        rng = resolve_rng(rng, "rng")
+        charge(budget, eps, f"SparseStreamCounter(horizon={horizon})")  # before any noise
+        # Build both before keeping either: no half-built object on error.
+        inner = _COUNTERS[counter](horizon=horizon, epsilon=eps_c, rng=rng)
+        partition = OnlinePartition(size=horizon, epsilon=eps_p, beta=beta / 2, rng=rng)
+        self._init(horizon, eps, beta, counter, share, eps_p, eps_c, rng, inner, partition)
+
+    @staticmethod
+    def _parameters(horizon, epsilon, beta, counter, partition_share):
+        horizon = _check_int(horizon, "horizon", 1, _MAX_HORIZON)
+        eps = exact_epsilon(epsilon, "epsilon")
+        beta = check_beta(beta, "beta")
+        if not isinstance(counter, str) or counter not in _COUNTERS:
+            raise ParameterError(f"counter must be one of {sorted(_COUNTERS)}, got {counter!r}")
+        share = _exact_share(partition_share, "partition_share")
+        # Each part is rounded down to a bounded rational: they sum to <= eps.
+        eps_p = exact_epsilon(eps * share, "epsilon * partition_share")
+        eps_c = exact_epsilon(eps - eps_p, "epsilon * (1 - partition_share)")
+        return horizon, eps, beta, counter, share, eps_p, eps_c
+
+    def _init(self, horizon, eps, beta, counter, share, eps_p, eps_c, rng, inner, partition):
+        self._horizon = horizon
+        self._epsilon = eps
+        self._beta = beta
+        self._counter_name = counter
+        self._share = share
+        self._eps_p = eps_p
+        self._eps_c = eps_c
+        self._rng = rng
+        self._inner = inner
+        self._partition = partition
+        self._total = 0          # true prefix sum so far
+        self._sealed_total = 0   # true prefix sum at the last seal
+        self._release = 0        # current released value
+
+    # ------------------------------------------------------------ properties
+    @property
+    def horizon(self):
+        """Stream length D."""
+        return self._horizon
+
+    @property
+    def time(self):
+        """Number of items processed so far."""
+        return self._partition.position
+
+    @property
+    def epsilon(self):
+        """Total exact privacy parameter (Fraction)."""
+        return self._epsilon
+
+    @property
+    def epsilon_partition(self):
+        """Budget of the online partition (Fraction)."""
+        return self._eps_p
+
+    @property
+    def epsilon_counter(self):
+        """Budget of the inner counter (Fraction); the two sum to at most epsilon."""
+        return self._eps_c
+
+    @property
+    def beta(self):
+        """Failure probability of :meth:`error_bound`."""
+        return self._beta
+
+    @property
+    def release(self):
+        """The value currently released (the last seal's noisy prefix sum, 0 before any)."""
+        return self._release
+
+    @property
+    def segments(self):
+        """Number of sealed segments (items fed to the inner counter)."""
+        return self._inner.time
+
+    # --------------------------------------------------------------- updates
+    def _seal(self, seal_times, item_times, item_cum):
+        """Feed the sealed segments' true counts to the inner counter.
+
+        ``item_cum[i]`` is the true prefix sum after the item at
+        ``item_times[i]`` (both increasing, covering the batch), so the
+        prefix at a seal is the last entry at or before it.
+        """
+        idx = np.searchsorted(item_times, seal_times, side="right") - 1
+        prefix_at = np.where(idx >= 0, item_cum[np.maximum(idx, 0)], self._total)
+        counts = np.diff(prefix_at, prepend=self._sealed_total)
+        releases = self._inner.update_many(counts)
+        if len(seal_times):
+            self._sealed_total = int(prefix_at[-1])
+            self._release = int(releases[-1])
+        return releases
+
+    def _check_items(self, xs, name):
+        if xs.dtype.kind not in "biu":
+            raise TypeError(f"{name} must hold integers, got dtype {xs.dtype}")
+        if xs.ndim != 1:
+            raise DomainError(f"{name} must be one-dimensional, got shape {xs.shape}")
+        if xs.size and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > _MAX_ITEM):
+            raise DomainError(f"{name} must be integers in [0, 2**62], got values in [{xs.min()}, {xs.max()}]")
+        xs = xs.astype(np.int64)
+        self._check_total(xs, name)
+        return xs
+
+    def _check_total(self, xs, name):
+        # The partition keeps a segment's count below 2**61; the whole prefix
+        # staying below it keeps every segment below it.  The float sum is a
+        # fast filter; near the limit the sum is redone exactly.
+        if xs.size and float(xs.sum(dtype=np.float64)) + self._total > _SPARSE_MAX_TOTAL * 0.999:
+            if sum(int(v) for v in xs) + self._total > _SPARSE_MAX_TOTAL:
+                raise DomainError(f"{name} would make the prefix sum exceed 2**61 - 1")
+
+    def update(self, x):
+        """Feed one item; return the release (changes only when a segment seals).
+
+        Notes
+        -----
+        O(1) amortised.
+        """
+        x = _check_int(x, "x", 0, _MAX_ITEM, DomainError)
+        return int(self.update_many(np.array([x], dtype=np.int64))[0])
+
+    def update_many(self, xs):
+        """Feed a dense batch of items; return the release after each one.
+
+        Parameters
+        ----------
+        xs : array_like of int
+            One-dimensional non-negative integers (bool accepted).
+
+        Returns
+        -------
+        numpy.ndarray of int64
+
+        Notes
+        -----
+        O(len(xs)) numpy work, one partition call and one counter call.
+        """
+        xs = np.asarray(xs)
+        if xs.size == 0 and xs.ndim == 1:
+            xs = xs.astype(np.int64)
+        if xs.ndim == 1 and len(xs) > self._horizon - self.time:
+            raise HorizonError(f"xs has {len(xs)} items but only {self._horizon - self.time} remain "
+                               f"before the horizon {self._horizon}")
+        xs = self._check_items(xs, "xs")
+        start = self.time
+        before = self._release
+        seals = self._partition.feed(xs).astype(np.int64) + 1  # 1-based times
+        times = np.arange(start + 1, start + len(xs) + 1, dtype=np.int64)
+        cum = self._total + np.cumsum(xs)
+        releases = self._seal(seals, times, cum)
+        if len(xs):
+            self._total = int(cum[-1])
+        idx = np.searchsorted(seals, times, side="right") - 1
+        return np.where(idx >= 0, releases[np.maximum(idx, 0)] if len(seals) else before, before)
+
+    def update_sparse(self, positions, weights=None, until=None):
+        """Feed a stream given by its non-zero items; return the release as a step function.
+
+        Parameters
+        ----------
+        positions : array_like of int
+            Times (1-based) of the non-zero items, non-decreasing, all after
+            :attr:`time` and at most ``until``.
+        weights : array_like of int, optional
+            Item counts (default 1 each), non-negative.
+        until : int, optional
+            Advance the stream to this time (default: the last position, or
+            no advance when there are no positions), at most the horizon.
+
+        Returns
+        -------
+        times, values : numpy.ndarray of int64
+            The seal times in ``(old time, until]`` and the releases made
+            there; between them the release stays constant (:attr:`release`
+            before the first).
+
+        Notes
+        -----
+        O(#items + #seals), independent of the horizon: long runs of zeros
+        use the partition's exact skip.
+        """
+        pos = np.asarray(positions)
+        if pos.size == 0 and pos.ndim == 1:
+            pos = pos.astype(np.int64)
+        if pos.dtype.kind not in "iu":
+            raise TypeError(f"positions must hold integers, got dtype {pos.dtype}")
+        if pos.ndim != 1:
+            raise DomainError(f"positions must be one-dimensional, got shape {pos.shape}")
+        if weights is None:
+            w = np.ones(len(pos), dtype=np.int64)
+        else:
+            w = np.asarray(weights)
+            if w.size == 0 and w.ndim == 1:
+                w = w.astype(np.int64)
+            w = self._check_items(w, "weights")
+            if w.shape != pos.shape:
+                raise DomainError(f"weights must have the shape of positions {pos.shape}, got {w.shape}")
+        start = self.time
+        if pos.size:
+            if int(pos.min()) <= start or int(pos.max()) > self._horizon:
+                raise DomainError(f"positions must be in [{start + 1}, {self._horizon}] (after time "
+                                  f"{start}, within the horizon), got [{pos.min()}, {pos.max()}]")
+            pos = pos.astype(np.int64)
+            if np.any(pos[1:] < pos[:-1]):
+                raise DomainError("positions must be non-decreasing")
+        last = int(pos[-1]) if pos.size else start
+        if until is None:
+            until = last
+        else:
+            until = _check_int(until, "until", 0, _MAX_HORIZON, DomainError)
+            if until > self._horizon:
+                raise HorizonError(f"until must be at most the horizon {self._horizon}, got {until}")
+            if until < last:
+                raise DomainError(f"until must be at least the last position {last} (and the time "
+                                  f"{start}), got {until}")
+        if weights is None:
+            self._check_total(w, "weights")
+        cum = self._total + np.cumsum(w)
+        seals = [np.empty(0, dtype=np.int64)]
+        # Split at gaps of _DENSE_GAP or more: a chunk is fed densely, a gap
+        # is skipped exactly, so the work is O(#items + #seals).
+        cuts = np.flatnonzero(np.diff(pos) >= _DENSE_GAP) + 1 if pos.size else np.empty(0, np.int64)
+        bounds = np.concatenate([[0], cuts, [len(pos)]]).astype(np.int64)
+        now = start
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            if a == b:
+                continue
+            lo = int(pos[a])
+            seals.append(self._partition.skip(lo - 1 - now).astype(np.int64) + 1)
+            dense = np.zeros(int(pos[b - 1]) - lo + 1, dtype=np.int64)
+            np.add.at(dense, pos[a:b] - lo, w[a:b])
+            seals.append(self._partition.feed(dense).astype(np.int64) + 1)
+            now = int(pos[b - 1])
+        seals.append(self._partition.skip(until - now).astype(np.int64) + 1)
+        seal_times = np.concatenate(seals)
+        releases = self._seal(seal_times, pos, cum)
+        if pos.size:
+            self._total = int(cum[-1])
+        return seal_times, releases
+
+    # ------------------------------------------------------------- analysis
+    def error_bound(self, weight=None):
+        """Bound on the error of every release, holding with probability >= 1 - beta.
+
+        Theorem 3.1 made explicit: with probability >= 1 - beta/2 every
+        segment holds at most ``5 (ln D + ln(2/beta)) / epsilon_partition``
+        items (Theorem 2.1), and with probability >= 1 - beta/2 the inner
+        counter's releases are within its :meth:`~KaryTreeCounter.error_bound`;
+        a release's error is at most the sum.
+
+        Parameters
+        ----------
+        weight : int, optional
+            An upper bound n on the stream's total weight; then at most
+            n + 1 segments are sealed (Theorem 2.1) and the union bound runs
+            over n + 1 releases instead of D.
+
+        Returns
+        -------
+        int
+
+        Notes
+        -----
+        O(log of the bound).
+        """
+        releases = self._horizon
+        if weight is not None:
+            releases = min(self._horizon, _check_int(weight, "weight", 0, _MAX_HORIZON) + 1)
+        segment = 5 * (math.log(self._horizon) + math.log(2 / self._beta)) / float(self._eps_p)
+        return math.floor(segment) + self._inner.error_bound(self._beta / 2, releases)
+
+    # ----------------------------------------------------------- checkpoints
+    def to_state(self):
+        """Checkpoint with the partition's and inner counter's states (secret noise).
+
+        Returns
+        -------
+        dict
+            JSON-able.  O(#segments + k log D).
+        """
+        part = self._partition.to_state()
+        part["ends"] = [int(v) for v in part["ends"]]
+        return {
+            "kind": self._kind,
+            "version": _STATE_VERSION,
+            "horizon": self._horizon,
+            "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
+            "beta": self._beta,
+            "counter": self._counter_name,
+            "partition_share": [self._share.numerator, self._share.denominator],
+            "total": self._total,
+            "sealed_total": self._sealed_total,
+            "release": self._release,
+            "partition": part,
+            "inner": self._inner.to_state(),
+            "rng": self._rng._to_state(),
+        }
+
+    @classmethod
+    def from_state(cls, state, *, rng=None):
+        """Restore from :meth:`to_state`; no noise is redrawn, rng is for future draws.
+
+        Raises
+        ------
+        FormatError
+            If the state is not a consistent state of this class.
+
+        Notes
+        -----
+        O(#segments + k log D).
+        """
+        from .partition import OnlinePartition
+
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict, got {type(state).__name__}")
+        if state.get("kind") != cls._kind or state.get("version") != _STATE_VERSION:
+            raise FormatError(f"state is not a version {_STATE_VERSION} {cls._kind} state")
+        try:
+            eps = Fraction(*(operator.index(v) for v in state["epsilon"]))
+            share = Fraction(*(operator.index(v) for v in state["partition_share"]))
+            horizon, eps2, beta, counter, share2, eps_p, eps_c = cls._parameters(
+                state["horizon"], eps, state["beta"], state["counter"], share)
+            if rng is None and state.get("rng") is not None:
+                rng = Rng._from_state(state["rng"])
+            rng = resolve_rng(rng, "rng")
+            total, sealed, release = (operator.index(state[k]) for k in ("total", "sealed_total", "release"))
+            part_state = dict(state["partition"])
+            inner = _COUNTERS[counter].from_state(state["inner"], rng=rng)
+            partition = OnlinePartition.from_state(part_state, rng=rng)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            raise FormatError(f"state has bad fields: {exc}") from None
+        if (eps2 != eps or share2 != share or inner.horizon != horizon
+                or inner.epsilon != eps_c or partition.size != horizon
+                or partition.epsilon != eps_p or partition.beta != beta / 2
+                or len(partition.segments) != inner.time or inner.time > partition.position
+                or not 0 <= sealed <= total <= _SPARSE_MAX_TOTAL or sealed != inner.to_state()["prefix"]
+                or release != (inner.to_state()["prefix"] + inner.to_state()["noise"] if inner.time else 0)):
+            raise FormatError("state is inconsistent (budgets, partition, inner counter or totals)")
+        obj = cls.__new__(cls)
+        obj._init(horizon, eps, beta, counter, share, eps_p, eps_c, rng, inner, partition)
+        obj._total, obj._sealed_total, obj._release = total, sealed, release
+        return obj
+
+    def _to_record(self):
+        """(kind, meta, arrays, mode) for persist.save; mode 0o600 (secret noise)."""
+        state = self.to_state()
+        arrays = {"ends": np.array(state["partition"].pop("ends"), dtype=np.int64),
+                  "digits": np.array(state["inner"].pop("digits"), dtype=np.int64),
+                  "slots": np.array(state["inner"].pop("slots"), dtype=np.int64)}
+        return self._record_kind, state, arrays, 0o600
+
+    @classmethod
+    def _from_record(cls, meta, arrays):
+        state = _state_copy(meta)
+        state["partition"]["ends"] = [int(v) for v in arrays["ends"]]
+        state["inner"]["digits"] = [int(v) for v in arrays["digits"]]
+        state["inner"]["slots"] = [int(v) for v in arrays["slots"]]
+        return cls.from_state(state)
+
+    def __repr__(self):
+        return (f"SparseStreamCounter(horizon={self._horizon}, epsilon={self._epsilon}, "
+                f"counter={self._counter_name!r}, time={self.time}, segments={self.segments})")
+
+
+def _state_copy(meta):
+    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in meta.items()}
+
+
+persist.register(SparseStreamCounter._record_kind)(SparseStreamCounter._from_record)

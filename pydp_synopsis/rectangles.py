@@ -1,0 +1,717 @@
+"""The rectangle synopsis: c private partitions plus a pruned multi-dimensional tree.
+
+Dwork, Naor, Reingold, Rothblum (DNRR), section 3.3, Claim 3.3, Theorem 3.3
+and Remark 3.4: every axis is cut into segments by its own private
+partition, each point becomes a tuple of segment indices, and a
+c-dimensional tree of noisy counts over those segments (a tree over axis 1
+whose every node holds a successor tree over axis 2, ... to axis c) answers
+every axis-parallel rectangle from the product of per-axis covers.  The tree
+is pruned while it is built (Remark 3.4), which keeps it at O(n log^c n)
+nodes; the release holds only private quantities (segment ends, noisy
+counts and the shape they imply).
+"""
+import math
+import numbers
+from fractions import Fraction
+
+import numpy as np
+
+from . import persist
+from .budget import charge
+from ._core import check, ffi, lib
+from .errors import DomainError, FormatError, ParameterError
+from .intervals import _log_mgf
+from .noise import check_beta, exact_epsilon, resolve_rng, scale_parts
+from .partition import Partition, as_offsets, check_domain, private_partition
+
+__all__ = ["RectangleSynopsis"]
+
+_KIND = "rectangle-synopsis"
+_FORMAT = 1
+_MAX_AXES = 8
+_ESTIMATORS = {"cover": 0, "uniform": 1}
+_CONFIGS = ("default", "dnrr")
+#: prune="auto" builds the unpruned tree up to this many nodes (~100 MB).
+_AUTO_PRUNE_NODES = 4_000_000
+#: Defaults chosen by measured RMSE in benchmarks/bench_rectangles.py (docs/rectangles.md).
+_DEFAULTS = {"fanout": 1024, "estimator": "uniform", "final_share": 0.9, "prune": "auto",
+             "partition_share": 0.5}
+#: DNRR as written: binary trees, outer covers, one noise scale for every node,
+#: Remark 3.4's threshold (no empty node survives w.h.p.).
+_DNRR = {"fanout": 2, "estimator": "cover", "final_share": None, "prune": "dnrr",
+         "partition_share": 0.5}
+
+
+def _u64(a):
+    return ffi.from_buffer("uint64_t[]", a)
+
+
+def _i64(a):
+    return ffi.from_buffer("int64_t[]", a)
+
+
+def _levels(m, k):
+    return int(lib.pds_multitree_levels(m, k))
+
+
+def _tree_nodes(m, k):
+    """Nodes of one axis tree (all stored levels, no root)."""
+    total, span = 0, 1
+    for _ in range(_levels(m, k)):
+        total += -(-m // span)
+        span *= k
+    return total
+
+
+def _tail(terms, b, log_inv):
+    """t with P(Z_1 + ... + Z_terms >= t) <= exp(-log_inv), Z_i i.i.d. discrete Laplace(b).
+
+    The Chernoff bound of intervals._sum_tail taken in the log domain (the
+    union bounds here reach 2^500 events); any lambda in (0, 1/b) is
+    rigorous, the search only tightens.  Also valid for weights in [-1, 1].
+    """
+    if terms <= 0:
+        return 0.0
+    g = 1.0 / b
+
+    def t_of(x):
+        lam = x * g
+        return (terms * _log_mgf(lam, b) + log_inv) / lam
+
+    grid = [i / 512 for i in range(1, 512)]
+    best = min(grid, key=t_of)
+    lo, hi = max(best - 1 / 512, 1e-9), min(best + 1 / 512, 1 - 1e-9)
+    phi = (math.sqrt(5) - 1) / 2
+    for _ in range(60):
+        a = hi - phi * (hi - lo)
+        c = lo + phi * (hi - lo)
+        if t_of(a) < t_of(c):
+            hi = c
+        else:
+            lo = a
+    return min(t_of(best), t_of((lo + hi) / 2)) * (1 + 1e-9)
+
+
+def _check_choice(value, name, choices):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if value not in choices:
+        raise ParameterError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def _check_share(value, name, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number{' or None' if allow_none else ''}, "
+                        f"not {type(value).__name__}")
+    if not (math.isfinite(value) and 0 < value < 1):
+        raise ParameterError(f"{name} must be in the open interval (0, 1), got {value!r}")
+    # a float's shortest decimal form (0.9 -> 9/10) keeps the budget fractions small
+    return Fraction(repr(float(value))) if isinstance(value, (float, np.floating)) else Fraction(value)
+
+
+def _check_fanout(fanout, c):
+    items = [fanout] * c if not isinstance(fanout, (list, tuple, np.ndarray)) else list(fanout)
+    if len(items) != c:
+        raise ParameterError(f"fanout must be an int or one int per axis ({c}), got {len(items)}")
+    out = []
+    for k in items:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
+            raise TypeError(f"fanout must be an int or a sequence of ints, not {type(k).__name__}")
+        if not 2 <= int(k) <= 1 << 24:
+            raise ParameterError(f"fanout must be in [2, 2**24], got {int(k)}")
+        out.append(int(k))
+    return out
+
+
+def _as_int_array(v):
+    """``np.asarray``, except that Python ints beyond int64 (mixed with negatives)
+    stay exact (object dtype) instead of becoming float64."""
+    arr = np.asarray(v)
+    if arr.dtype.kind == "f" and not isinstance(v, np.ndarray):
+        obj = np.array(v, dtype=object)
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in obj.ravel().tolist()):
+            return obj
+    return arr
+
+
+def _check_points(points, domain):
+    """(n, c) uint64 offsets and the c validated (lo, hi) pairs."""
+    if isinstance(domain, (str, bytes)) or not hasattr(domain, "__len__"):
+        raise TypeError(f"domain must be a sequence of (lo, hi) pairs, got {domain!r}")
+    c = len(domain)
+    if not 1 <= c <= _MAX_AXES:
+        raise ParameterError(f"domain must have between 1 and {_MAX_AXES} (lo, hi) pairs, got {c}")
+    axes = [check_domain(d, f"domain[{a}]") for a, d in enumerate(domain)]
+    arr = _as_int_array(points)
+    if arr.dtype.kind == "f" or arr.dtype.kind == "c":
+        raise TypeError(f"points must be integers, got dtype {arr.dtype} (NaN and floats are refused)")
+    if arr.ndim != 2 or arr.shape[1] != c:
+        raise ParameterError(f"points must be an (n, {c}) array for a {c}-axis domain, "
+                             f"got shape {arr.shape}")
+    if arr.shape[0] >= 1 << 32:
+        raise ParameterError(f"points must have fewer than 2**32 rows, got {arr.shape[0]}")
+    offs = np.empty(arr.shape, dtype=np.uint64)
+    for a in range(c):
+        offs[:, a] = as_offsets(arr[:, a], axes[a], f"points[:, {a}]")
+    return offs, axes
+
+
+class RectangleSynopsis:
+    """An epsilon-DP synopsis answering every rectangle count in up to 8 dimensions.
+
+    Build it with :meth:`build`; query with :meth:`count` / :meth:`count_many`.
+
+    The mechanism (DNRR section 3.3):
+
+    1. One ``private_partition`` per axis with ``epsilon * partition_share / c``
+       and failure probability ``beta / (2c)`` each (Theorem 3.3's proof).
+    2. The multi-dimensional tree over the segments with the remaining
+       ``epsilon_tree``: per axis a tree of fanout ``k_a`` with ``L_a``
+       stored levels (the root is never stored, as in the interval
+       synopsis).  One point lies in exactly
+       ``S = sum_a prod_{b<=a} L_b`` nodes (Claim 3.3; ``<= 2 log^c n`` for
+       binary trees), split into ``S_int = S - S_fin`` intermediate nodes
+       (axes < c, only used to prune) and ``S_fin = prod_b L_b`` final ones.
+       ``final_share=None`` (DNRR) gives every node discrete Laplace noise
+       of scale ``S / epsilon_tree``; a share ``f`` gives final nodes
+       ``S_fin / (f epsilon_tree)`` and intermediate ones
+       ``S_int / ((1 - f) epsilon_tree)`` (sequential composition).
+    3. Pruning (Remark 3.4): a node whose noisy count is below
+       ``ceil(prune * b)`` (``b`` its noise scale) is empty: count 0, no
+       children, no successor, their noise never drawn.  ``prune="dnrr"``
+       uses ``ln(N / beta)`` with ``N`` the unpruned node count, so that
+       w.h.p. no empty rectangle survives; ``prune=None`` builds the whole
+       tree (size ~ prod_a 2 m_a).
+    4. A query: per axis, the segments strictly inside are covered by the
+       minimal cover of the axis tree, boundary segments by ``estimator``
+       (``"cover"``: whole, DNRR; ``"uniform"``: times the fraction of the
+       segment's span inside the query, as in the interval synopsis); the
+       answer sums the final nodes of the product of the per-axis covers
+       weighted by the product of the weights (absent nodes count 0).
+
+    ``config="dnrr"`` selects DNRR as written (binary, ``"cover"``, one
+    scale, Remark 3.4's threshold); ``config="default"`` the measured best
+    (fanout 1024, ``"uniform"``, ``final_share=0.9``, ``prune="auto"``; see
+    docs/rectangles.md: wide, shallow trees won every 2-D data set and
+    pruning only adds bias, so "auto" builds the full tree when it has at
+    most 4e6 nodes and otherwise prunes at 2 noise scales, which keeps
+    the growth subcritical: an empty node survives with probability
+    < e^-2 / 2).  Explicit options override either.
+
+    Attributes
+    ----------
+    partitions : tuple of Partition
+        One released partition per axis.
+    epsilon : Fraction
+        Total privacy loss (partitions + intermediate + final nodes).
+    dims : int
+        Number of axes c.
+
+    References
+    ----------
+    .. [DNRR] Dwork, Naor, Reingold, Rothblum, "Pure Differential Privacy for
+       Rectangle Queries via Private Partitions", ASIACRYPT 2015, section 3.3,
+       Claim 3.3, Theorem 3.3, Remark 3.4.
+    """
+
+    __slots__ = ("partitions", "epsilon", "epsilon_partition", "epsilon_intermediate",
+                 "epsilon_final", "beta", "fanout", "estimator", "config", "final_share",
+                 "prune", "thresholds", "scales", "_levels", "_m", "_k", "_count", "_child",
+                 "_succ", "_ends")
+
+    def __init__(self):
+        raise TypeError("use RectangleSynopsis.build(...) or pydp_synopsis.load(path)")
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
+              fanout=None, estimator=None, final_share=..., prune=..., threshold=None,
+              partition_share=None, max_nodes=50_000_000, budget=None):
+        """Release an epsilon-DP rectangle synopsis of ``points``.
+
+        Parameters
+        ----------
+        points : array_like of int, shape (n, c)
+            One row per data item, every coordinate inside its axis's domain.
+        domain : sequence of c (int, int)
+            Inclusive bounds per axis; each may hold up to ``2**64`` values.
+            ``1 <= c <= 8``.
+        epsilon : float or Fraction
+            Total privacy loss (rounded down to an exact rational).
+        beta : float
+            Failure probability of the partitions' weight bound (``beta / (2c)``
+            per axis).
+        rng : Rng, optional
+            Randomness (OS-seeded by default; seeds are for tests/benchmarks only).
+        config : {"default", "dnrr"}
+            Base option set; any option given explicitly overrides it.
+        fanout : int or sequence of c ints
+            Tree fanout per axis (>= 2).
+        estimator : {"uniform", "cover"}
+            Partial boundary segments (see the class docstring).
+        final_share : float in (0, 1) or None
+            Share of ``epsilon_tree`` for the final-axis nodes; None: one scale
+            for all nodes (DNRR).  Ignored when c = 1.
+        prune : float >= 0, "auto", "dnrr" or None
+            Pruning threshold in units of each node's noise scale.
+        threshold : int, optional
+            Absolute pruning threshold for every node (overrides ``prune``).
+        partition_share : float in (0, 1)
+            Share of ``epsilon`` for the c partitions.
+        max_nodes : int
+            Refuse (MemoryError) to materialise more nodes than this
+            (24 bytes each).
+        budget : Budget, optional
+            Charged ``epsilon`` after validation, before any noise is drawn.
+
+        Returns
+        -------
+        RectangleSynopsis
+
+        Notes
+        -----
+        O(c n log n) for the partitions plus O(n S + k N) for the tree, S as
+        above (O(n log^c n), Remark 3.4) and N the materialised node count;
+        one C call.  Memory O(n + N).
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> pts = [[1, 2], [3, 4], [3, 5]]
+        >>> s = RectangleSynopsis.build(pts, domain=[(0, 7), (0, 7)], epsilon=1e6,
+        ...                             threshold=0, rng=ps.Rng(seed=1))  # seed: tests only
+        >>> round(s.count([0, 0], [7, 7]))
+        3
+        """
+        _check_choice(config, "config", _CONFIGS)
+        base = _DNRR if config == "dnrr" else _DEFAULTS
+        eps = exact_epsilon(epsilon)
+        beta = check_beta(beta)
+        offs, axes = _check_points(points, domain)
+        c = len(axes)
+        fanout = _check_fanout(base["fanout"] if fanout is None else fanout, c)
+        estimator = _check_choice(base["estimator"] if estimator is None else estimator,
+                                  "estimator", _ESTIMATORS)
+        final_share = _check_share(base["final_share"] if final_share is ... else final_share,
+                                   "final_share", allow_none=True)
+        prune = base["prune"] if prune is ... else prune
+        auto_prune = prune == "auto"
+        if auto_prune:
+            prune = None
+        if prune is not None and prune != "dnrr" and not auto_prune:
+            if isinstance(prune, (bool, np.bool_)) or not isinstance(prune, numbers.Real):
+                raise TypeError(f"prune must be a real number, 'dnrr' or None, not {type(prune).__name__}")
+            if not (math.isfinite(prune) and prune >= 0):
+                raise ParameterError(f"prune must be a finite number >= 0, got {prune!r}")
+            prune = float(prune)
+        if threshold is not None:
+            if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Integral):
+                raise TypeError(f"threshold must be an int or None, not {type(threshold).__name__}")
+            if not -(1 << 62) <= int(threshold) <= 1 << 62:
+                raise ParameterError(f"threshold must be in [-2**62, 2**62], got {threshold}")
+            threshold = int(threshold)
+        share = _check_share(base["partition_share"] if partition_share is None else partition_share,
+                             "partition_share")
+        if isinstance(max_nodes, (bool, np.bool_)) or not isinstance(max_nodes, numbers.Integral):
+            raise TypeError(f"max_nodes must be an int, not {type(max_nodes).__name__}")
+        if not 1 <= int(max_nodes) <= 1 << 40:
+            raise ParameterError(f"max_nodes must be in [1, 2**40], got {max_nodes}")
+        eps_axis = exact_epsilon(eps * share / c, "epsilon * partition_share / c")
+        eps_tree = exact_epsilon(eps - c * eps_axis, "epsilon * (1 - partition_share)")
+        if c == 1 or final_share is None:
+            eps_fin, eps_int = eps_tree, eps_tree   # one budget for all nodes
+        else:
+            eps_fin = exact_epsilon(eps_tree * final_share, "epsilon_tree * final_share")
+            eps_int = exact_epsilon(eps_tree - eps_fin, "epsilon_tree * (1 - final_share)")
+        rng = resolve_rng(rng)
+        charge(budget, c * eps_axis + eps_tree, f"RectangleSynopsis over {len(offs)} points")
+
+        parts, segs = [], np.empty(offs.shape, dtype=np.uint32)
+        for a in range(c):
+            p = private_partition(offs[:, a], domain=(0, axes[a][1] - axes[a][0]),
+                                  epsilon=eps_axis, beta=beta / (2 * c), rng=rng)
+            parts.append(Partition(p.end_offsets, domain=axes[a], epsilon=eps_axis,
+                                   beta=beta / (2 * c)))
+            segs[:, a] = p.segment_of(offs[:, a])
+
+        self = object.__new__(cls)
+        self.partitions = tuple(parts)
+        self.epsilon_partition = c * eps_axis
+        self.beta = beta
+        self.fanout = tuple(fanout)
+        self.estimator = estimator
+        self.config = config
+        self.final_share = None if (c == 1 or final_share is None) else float(final_share)
+        self._set_shape()
+        s_all = sum(math.prod(self._levels[:a + 1]) for a in range(c))
+        s_fin = math.prod(self._levels)
+        s_int = s_all - s_fin
+        if c == 1 or final_share is None:
+            b_fin = b_int = Fraction(s_all) / eps_tree
+            self.epsilon_final, self.epsilon_intermediate = eps_tree, Fraction(0)
+            self.epsilon = self.epsilon_partition + eps_tree
+        else:
+            b_fin = Fraction(s_fin) / eps_fin
+            b_int = Fraction(s_int) / eps_int
+            self.epsilon_final, self.epsilon_intermediate = eps_fin, eps_int
+            self.epsilon = self.epsilon_partition + eps_fin + eps_int
+        self.scales = (b_int, b_fin)
+        if threshold is not None:
+            thr = (threshold, threshold)
+            self.prune = ("threshold", threshold)
+        elif auto_prune and self._potential_nodes() > _AUTO_PRUNE_NODES:
+            # "auto": the full tree when it is small (pruning only adds bias),
+            # else 2 noise scales (subcritical growth, small bias)
+            thr = tuple(int(math.ceil(2.0 * float(b))) for b in (b_int, b_fin))
+            self.prune = 2.0
+        elif prune is None:
+            thr = (-(1 << 63), -(1 << 63))
+            self.prune = None
+        else:
+            tau = math.log(self._potential_nodes()) - math.log(beta) if prune == "dnrr" else prune
+            thr = tuple(int(math.ceil(tau * float(b))) for b in (b_int, b_fin))
+            self.prune = prune
+        self.thresholds = thr
+        (t_i, s_i), (t_f, s_f) = scale_parts(b_int), scale_parts(b_fin)
+
+        tree = ffi.new("pds_multitree *")
+        m_arr = np.array(self._m, dtype=np.uint64)
+        k_arr = np.array(self._k, dtype=np.uint32)
+        segs = np.ascontiguousarray(segs)
+        try:
+            with rng._locked() as p:
+                st = lib.pds_multitree_build(
+                    p, ffi.from_buffer("uint32_t[]", segs), segs.shape[0], c, _u64(m_arr),
+                    ffi.from_buffer("uint32_t[]", k_arr), t_i, s_i, thr[0], t_f, s_f, thr[1],
+                    int(max_nodes), tree)
+            if st == lib.PDS_ENOMEM:
+                raise MemoryError(f"the multi-tree needs more than max_nodes={max_nodes} nodes "
+                                  "(or memory ran out): raise prune or max_nodes")
+            check(st, "multi-tree")
+            n_rec = int(tree.n_records)
+            self._count = np.frombuffer(ffi.buffer(tree.count, 8 * n_rec), dtype=np.int64).copy()
+            self._child = np.frombuffer(ffi.buffer(tree.child, 8 * n_rec), dtype=np.int64).copy()
+            self._succ = np.frombuffer(ffi.buffer(tree.succ, 8 * n_rec), dtype=np.int64).copy()
+        finally:
+            lib.pds_multitree_free(tree)
+        return self
+
+    def _set_shape(self):
+        self._m = tuple(len(p) for p in self.partitions)
+        self._k = tuple(self.fanout)
+        self._levels = tuple(_levels(m, k) for m, k in zip(self._m, self._k))
+        self._ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64)
+                           for p in self.partitions)
+
+    def _potential_nodes(self):
+        """Node count of the unpruned multi-tree: sum_a prod_{b<=a} (nodes of axis b)."""
+        per = [_tree_nodes(m, k) for m, k in zip(self._m, self._k)]
+        return sum(math.prod(per[:a + 1]) for a in range(len(per)))
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def dims(self):
+        """Number of axes c."""
+        return len(self.partitions)
+
+    @property
+    def domain(self):
+        """The c inclusive ``(lo, hi)`` pairs."""
+        return tuple(p.domain for p in self.partitions)
+
+    @property
+    def num_nodes(self):
+        """Materialised nodes of the (pruned) multi-tree."""
+        return int(self._count.size)
+
+    @property
+    def sensitivity(self):
+        """``(S_int, S_fin)``: nodes one point lies in (Claim 3.3), by class."""
+        s_all = sum(math.prod(self._levels[:a + 1]) for a in range(self.dims))
+        s_fin = math.prod(self._levels)
+        return s_all - s_fin, s_fin
+
+    def _plan(self, lo, hi):
+        """Per-axis whole-segment ranges and weighted boundary segments ((q, c) arrays)."""
+        q, c = lo.shape
+        plan = {k: np.zeros((q, c), dtype=np.uint64) for k in ("wa", "wb", "kl", "kr")}
+        plan["fl"] = np.zeros((q, c))
+        plan["fr"] = np.zeros((q, c))
+        for a in range(c):
+            ends = self._ends[a]
+            lo_a, hi_a = lo[:, a], hi[:, a]
+            k = np.searchsorted(ends, lo_a, side="left")
+            r = np.searchsorted(ends, hi_a, side="left")
+            if self.estimator == "cover":
+                plan["wa"][:, a], plan["wb"][:, a] = k, r + 1
+                continue
+            one = np.uint64(1)
+            kfirst = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + one)
+            rfirst = np.where(r == 0, np.uint64(0), ends[np.maximum(r, 1) - 1] + one)
+            kspan = (ends[k] - kfirst).astype(np.float64) + 1.0
+            rspan = (ends[r] - rfirst).astype(np.float64) + 1.0
+            lo_whole, hi_whole = lo_a == kfirst, hi_a == ends[r]
+            same = k == r
+            # distinct boundary segments: a fully covered one joins the whole range
+            wa = np.where(lo_whole, k, k + 1)
+            wb = np.where(hi_whole, r + 1, r)
+            fl = np.where(lo_whole, 0.0, ((ends[k] - lo_a).astype(np.float64) + 1.0) / kspan)
+            fr = np.where(hi_whole, 0.0, ((hi_a - rfirst).astype(np.float64) + 1.0) / rspan)
+            # one segment: whole, or the fraction of it inside [lo, hi]
+            whole1 = same & lo_whole & hi_whole
+            part1 = same & ~whole1
+            wa = np.where(part1, 0, np.where(whole1, k, wa))
+            wb = np.where(part1, 0, np.where(whole1, k + 1, wb))
+            fl = np.where(part1, ((hi_a - lo_a).astype(np.float64) + 1.0) / kspan,
+                          np.where(whole1, 0.0, fl))
+            fr = np.where(same, 0.0, fr)
+            plan["wa"][:, a], plan["wb"][:, a] = wa, wb
+            plan["kl"][:, a], plan["kr"][:, a] = k, r
+            plan["fl"][:, a], plan["fr"][:, a] = fl, fr
+        return plan
+
+    def count_many(self, lo, hi):
+        """Noisy counts of the inclusive rectangles ``[lo[q], hi[q]]``.
+
+        Parameters
+        ----------
+        lo, hi : array_like of int, shape (q, c)
+            Corners, every coordinate inside its axis's domain, ``lo <= hi``.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (q,)
+            Post-processing of the release: no privacy cost.
+
+        Raises
+        ------
+        DomainError
+            A corner outside the domain or ``lo > hi`` on some axis.
+        ParameterError
+            Wrong shapes.
+
+        Notes
+        -----
+        O(q c log m) for the searches plus one C call visiting at most
+        ``prod_a (2 (k_a - 1) L_a + 2)`` nodes per rectangle (Claim 3.3's
+        product cover; far fewer where the tree is pruned).
+        """
+        c = self.dims
+        los, his = [], []
+        for name, v, out in (("lo", lo, los), ("hi", hi, his)):
+            arr = _as_int_array(v)
+            if arr.dtype.kind in "fc":
+                raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
+            if arr.ndim != 2 or arr.shape[1] != c:
+                raise ParameterError(f"{name} must be a (q, {c}) array, got shape {arr.shape}")
+            o = np.empty(arr.shape, dtype=np.uint64)
+            for a in range(c):
+                o[:, a] = as_offsets(arr[:, a], self.partitions[a].domain, f"{name}[:, {a}]")
+            out.append(o)
+        lo_o, hi_o = los[0], his[0]
+        if lo_o.shape != hi_o.shape:
+            raise ParameterError(f"lo and hi must have the same shape, got {lo_o.shape} and {hi_o.shape}")
+        bad = lo_o > hi_o
+        if bad.any():
+            q, a = np.argwhere(bad)[0]
+            raise DomainError(f"lo must be <= hi, got lo > hi at row {q}, axis {a}")
+        plan = self._plan(lo_o, hi_o)
+        out = np.empty(lo_o.shape[0], dtype=np.float64)
+        m_arr = np.array(self._m, dtype=np.uint64)
+        k_arr = np.array(self._k, dtype=np.uint32)
+        dbl = lambda x: ffi.from_buffer("double[]", x)  # noqa: E731
+        check(lib.pds_multitree_answer(
+            _i64(self._count), _i64(self._child), _i64(self._succ), self._count.size, c,
+            _u64(m_arr), ffi.from_buffer("uint32_t[]", k_arr), _u64(plan["wa"]), _u64(plan["wb"]),
+            _u64(plan["kl"]), dbl(plan["fl"]), _u64(plan["kr"]), dbl(plan["fr"]), out.size,
+            dbl(out)), "rectangle answers")
+        return out
+
+    def count(self, lo, hi):
+        """Noisy count of the inclusive rectangle ``[lo, hi]`` (length-c corners; a float).
+
+        Same rules as :meth:`count_many`; O(prod_a k_a L_a) node reads.
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> s = RectangleSynopsis.build([[1, 1], [2, 6]], domain=[(0, 7), (0, 7)],
+        ...                             epsilon=1e6, threshold=0, rng=ps.Rng(seed=3))
+        >>> round(s.count([0, 0], [7, 7]))
+        2
+        """
+        lo, hi = _as_int_array(lo), _as_int_array(hi)
+        for name, v in (("lo", lo), ("hi", hi)):
+            if v.ndim != 1 or v.shape[0] != self.dims:
+                raise ParameterError(f"{name} must have length {self.dims}, got shape {v.shape}")
+        return float(self.count_many(lo[None, :], hi[None, :])[0])
+
+    # ------------------------------------------------------------ error bound
+    def error_bound(self, confidence=0.95, *, max_multiplicity=1):
+        """A bound on the error of *all* rectangle answers at once (Theorem 3.3).
+
+        With probability at least ``confidence`` over the mechanism's coins,
+        ``|count(lo, hi) - true count| <= error_bound(confidence)`` for every
+        rectangle simultaneously.  ``delta = 1 - confidence`` is split:
+        ``beta / 2`` (fixed at build) for the c partitions' weight bounds
+        ``W_a``, the rest between the answer noise and (if pruned) the
+        pruning loss.  The bound is
+
+            noise + 2 sum_a W_a + P (thr + 2 z)
+
+        * ``2 sum_a W_a``: every item counted wrongly lies in one of the 2c
+          boundary segments (Claim 3.3, part 2);
+        * ``noise``: a Chernoff bound (exact discrete Laplace MGF) on a
+          weighted sum of at most ``P = prod_a (2 (k_a - 1)(L_a - 1) + k_a
+          [+ 2])`` final-node noises, union-bounded over the
+          ``prod_a (#segment ranges x fraction corners)`` distinct answers
+          (the noise is multi-affine in the boundary fractions);
+        * pruning (Remark 3.4): an absent cover node lies under a pruned
+          "blocking" node whose true count is below ``thr + z`` (``z``
+          bounds every node's noise, union over the N unpruned nodes); at
+          most P blockers, and the absent nodes' own noise is at most
+          ``P z`` more.
+
+        Parameters
+        ----------
+        confidence : float
+            In ``(0, 1 - beta / 2)``.
+        max_multiplicity : int
+            A public bound on how many points share one coordinate value on
+            one axis.  DNRR's weight bound (Theorem 2.1) is for sets: a
+            segment's weight before its last position is bounded, but the
+            items *at* its last position can be as many as share that value
+            (e.g. flights departing in the same minute).  The boundary term
+            uses ``W_a + max_multiplicity - 1``.  The default 1 is DNRR's
+            setting (distinct values per axis).
+
+        Returns
+        -------
+        float
+
+        Notes
+        -----
+        O(c) plus a short numeric minimisation.
+        """
+        conf = check_beta(confidence, "confidence")
+        if (isinstance(max_multiplicity, (bool, np.bool_))
+                or not isinstance(max_multiplicity, numbers.Integral)):
+            raise TypeError(f"max_multiplicity must be an int, not {type(max_multiplicity).__name__}")
+        if max_multiplicity < 1:
+            raise ParameterError(f"max_multiplicity must be >= 1, got {max_multiplicity}")
+        delta = 1.0 - conf
+        part_fail = self.beta / 2
+        if delta <= part_fail:
+            raise ParameterError(
+                f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partitions' "
+                f"failure probability fixed at build), got {confidence!r}")
+        rest = delta - part_fail
+        pruned = self.prune is not None
+        d_noise = rest / 2 if pruned else rest
+        extra = 2 if self.estimator == "uniform" else 0
+        terms, log_combos = 1, 0.0
+        for m, k, L in zip(self._m, self._k, self._levels):
+            terms *= 2 * (k - 1) * (L - 1) + min(k, m) + extra
+            ranges = m * (m + 1) // 2
+            log_combos += math.log(4 * ranges + m if extra else ranges)
+        b_fin = float(self.scales[1])
+        noise = _tail(terms, b_fin, log_combos + math.log(2.0 / d_noise))
+        bound = noise + 2.0 * sum(float(p.max_weight_bound()) + int(max_multiplicity) - 1
+                                  for p in self.partitions)
+        if pruned:
+            log_n = math.log(self._potential_nodes()) + math.log(2.0 / rest)
+            worst = max(thr + 2.0 * float(b) * log_n
+                        for thr, b in zip(self.thresholds, self.scales))
+            bound += terms * max(worst, 0.0)
+        return bound
+
+    # ----------------------------------------------------------- persistence
+    def save(self, path, *, mode=0o644):
+        """Write the synopsis to ``path`` (atomic, checksummed; only released numbers).
+
+        O(N + sum_a m_a).  Load with :func:`pydp_synopsis.load`.
+        """
+        kind, meta, arrays, _ = self._to_record()
+        persist.write_record(path, kind, meta, arrays, mode=mode)
+
+    def _to_record(self):
+        frac = lambda f: [f.numerator, f.denominator]  # noqa: E731
+        meta = {
+            "format": _FORMAT,
+            "domain": [[int(lo), int(hi)] for lo, hi in self.domain],
+            "epsilon_axis": frac(self.partitions[0].epsilon),
+            "epsilon_intermediate": frac(self.epsilon_intermediate),
+            "epsilon_final": frac(self.epsilon_final),
+            "scales": [frac(b) for b in self.scales],
+            "thresholds": [int(t) for t in self.thresholds],
+            "beta": self.beta,
+            "fanout": list(self.fanout),
+            "estimator": self.estimator,
+            "config": self.config,
+            "final_share": self.final_share,
+            "prune": list(self.prune) if isinstance(self.prune, tuple) else self.prune,
+        }
+        arrays = {f"ends_{a}": e for a, e in enumerate(self._ends)}
+        arrays.update(count=self._count, child=self._child, succ=self._succ)
+        return _KIND, meta, arrays, 0o644
+
+
+@persist.register(_KIND)
+def _load(meta, arrays):
+    """Rebuild a saved synopsis from its released numbers (no data, no code)."""
+    try:
+        if meta.get("format") != _FORMAT:
+            raise FormatError(f"unknown rectangle-synopsis format {meta.get('format')!r}")
+        domain = [(int(lo), int(hi)) for lo, hi in meta["domain"]]
+        c = len(domain)
+        if not 1 <= c <= _MAX_AXES:
+            raise FormatError("rectangle synopsis record: bad number of axes")
+        eps_axis = Fraction(*meta["epsilon_axis"])
+        eps_int = Fraction(*meta["epsilon_intermediate"])
+        eps_fin = Fraction(*meta["epsilon_final"])
+        scales = tuple(Fraction(*s) for s in meta["scales"])
+        beta = float(meta["beta"])
+        fanout = _check_fanout([int(k) for k in meta["fanout"]], c)
+        estimator = meta["estimator"]
+        if estimator not in _ESTIMATORS or meta["config"] not in _CONFIGS:
+            raise FormatError("rectangle synopsis record has an invalid estimator or config")
+        if eps_axis <= 0 or eps_fin <= 0 or eps_int < 0 or min(scales) <= 0 or not 0 < beta < 1:
+            raise FormatError("rectangle synopsis record has an invalid epsilon, scale or beta")
+        parts = tuple(Partition(np.asarray(arrays[f"ends_{a}"], dtype=np.uint64), domain=domain[a],
+                                epsilon=eps_axis, beta=beta / (2 * c)) for a in range(c))
+        rec = {k: np.ascontiguousarray(arrays[k], dtype=np.int64) for k in ("count", "child", "succ")}
+        n = rec["count"].size
+        if any(v.shape != (n,) for v in rec.values()):
+            raise FormatError("rectangle synopsis record: node arrays differ in length")
+        thresholds = tuple(int(t) for t in meta["thresholds"])
+        prune = meta["prune"]
+    except FormatError:
+        raise
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+        raise FormatError(f"invalid rectangle synopsis record: {exc}") from exc
+    self = object.__new__(RectangleSynopsis)
+    self.partitions = parts
+    self.epsilon_partition = c * eps_axis
+    self.epsilon_intermediate = eps_int
+    self.epsilon_final = eps_fin
+    self.epsilon = self.epsilon_partition + eps_fin + eps_int   # eps_int = 0: one budget
+    self.beta = beta
+    self.fanout = tuple(fanout)
+    self.estimator = estimator
+    self.config = meta["config"]
+    self.final_share = meta["final_share"]
+    self.prune = tuple(prune) if isinstance(prune, list) else prune
+    self.thresholds = thresholds
+    self.scales = scales
+    self._set_shape()
+    self._count, self._child, self._succ = rec["count"], rec["child"], rec["succ"]
+    m_arr = np.array(self._m, dtype=np.uint64)
+    k_arr = np.array(self._k, dtype=np.uint32)
+    st = lib.pds_multitree_check(_i64(self._count), _i64(self._child), _i64(self._succ), n, c,
+                                 _u64(m_arr), ffi.from_buffer("uint32_t[]", k_arr))
+    if st != lib.PDS_OK:
+        raise FormatError("rectangle synopsis record: the node arrays are not a well-formed multi-tree")
+    return self

@@ -1,0 +1,209 @@
+"""End-to-end tests of the ``pydp-synopsis`` command, through subprocesses."""
+import csv
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pydp_synopsis as ps
+from pydp_synopsis.cli import parse_domain
+from pydp_synopsis.inputs import to_fixed_point
+
+
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__)))
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "pydp-synopsis")
+
+
+def run(*args, stdin=None):
+    """Run the command as a user would: the installed entry point when there is one.
+
+    Otherwise (a development build in place) ``python -m`` on the package this
+    test process imported, from a neutral directory so the source tree cannot
+    shadow it.
+    """
+    if os.path.exists(SCRIPT):
+        cmd = [SCRIPT]
+    else:
+        cmd = [sys.executable, "-m", "pydp_synopsis.cli"]
+    env = dict(os.environ, PYTHONPATH=PACKAGE_PARENT)
+    return subprocess.run(cmd + [str(a) for a in args], input=stdin, capture_output=True, text=True,
+                          cwd=os.path.dirname(PACKAGE_PARENT), env=env, timeout=300)
+
+
+def one_line_error(proc, *fragments):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def table(tmp_path):
+    rng = ps.Rng(seed=4)
+    x = rng.integers(0, 1000, size=3000)
+    y = rng.integers(-500, 500, size=3000)
+    csv_path = tmp_path / "data.csv"
+    with open(csv_path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["x", "y", "label"])
+        for a, b in zip(x.tolist(), y.tolist()):
+            w.writerow([a, b, "row"])
+    npz_path = tmp_path / "data.npz"
+    np.savez(npz_path, x=x, y=y)
+    db_path = tmp_path / "data.db"
+    con = sqlite3.connect(db_path)
+    con.execute("CREATE TABLE t (x INTEGER, y INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", zip(x.tolist(), y.tolist()))
+    con.commit()
+    con.close()
+    return {"x": x, "y": y, "csv": csv_path, "npz": npz_path, "db": db_path}
+
+
+def test_demo_prints_the_table():
+    proc = run("demo", "--seed", 1, "--queries", 200)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "ZIP code" in out and "New York City area" in out and "RMSE" in out
+    assert "total privacy loss 2" in out
+
+
+@pytest.mark.parametrize("source", ["csv", "npz", "sqlite"])
+def test_build_info_query_round_trip(tmp_path, table, source):
+    syn = tmp_path / f"{source}.pds"
+    if source == "sqlite":
+        inp = ["--sql", "SELECT x FROM t", "--database", f"sqlite:///{table['db']}"]
+    else:
+        inp = ["--input", table[source]]
+    proc = run("build", *inp, "--columns", "x", "--domain=0:999", "--epsilon", 1000, "--seed", 3,
+               "--output", syn)
+    assert proc.returncode == 0, proc.stderr
+    assert "interval synopsis" in proc.stdout
+    info = run("info", syn)
+    assert info.returncode == 0 and "interval-synopsis" in info.stdout and "segments" in info.stdout
+    q = run("query", syn, "--lo", 100, "--hi", 599)
+    assert q.returncode == 0, q.stderr
+    answer, bound = float(q.stdout.split()[0]), float(q.stdout.split()[2])
+    true = int(np.count_nonzero((table["x"] >= 100) & (table["x"] <= 599)))
+    assert abs(answer - true) <= bound
+
+
+def test_rectangle_build_and_query_file(tmp_path, table):
+    syn = tmp_path / "r.pds"
+    proc = run("build", "--input", table["npz"], "--columns", "x,y", "--domain=0:999,-500:499",
+               "--epsilon", 1000, "--seed", 5, "--output", syn)
+    assert proc.returncode == 0, proc.stderr
+    assert "rectangle synopsis" in proc.stdout
+    queries = tmp_path / "q.csv"
+    queries.write_text("lo_0,lo_1,hi_0,hi_1\n0,-500,999,499\n10,0,500,200\n")
+    out = tmp_path / "answers.csv"
+    q = run("query", syn, "--queries", queries, "--output", out)
+    assert q.returncode == 0, q.stderr
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == 2 and {"answer", "error_bound"} <= set(rows[0])
+    for r in rows:
+        lo0, lo1, hi0, hi1 = (int(r[k]) for k in ("lo_0", "lo_1", "hi_0", "hi_1"))
+        true = np.count_nonzero((table["x"] >= lo0) & (table["x"] <= hi0) & (table["y"] >= lo1) & (table["y"] <= hi1))
+        assert abs(float(r["answer"]) - true) <= float(r["error_bound"])
+
+
+@pytest.mark.parametrize("args,fragments", [
+    (["--columns", "nope", "--domain=0:9", "--epsilon", 1], ["no column 'nope'"]),
+    (["--columns", "label", "--domain=0:9", "--epsilon", 1], ["not a number"]),
+    (["--columns", "x", "--domain=0:9", "--epsilon", 1], ["must lie in the domain [0, 9]", "999"]),
+    (["--columns", "x", "--domain=0:999", "--epsilon", 0], ["epsilon"]),
+    (["--columns", "x", "--domain=0:999", "--epsilon", -1], ["epsilon"]),
+    (["--columns", "x", "--epsilon", 1], ["--domain is required", "leak"]),
+])
+def test_build_bad_inputs_exit_2_and_write_nothing(tmp_path, table, args, fragments):
+    out = tmp_path / "out.pds"
+    proc = run("build", "--input", table["csv"], *args, "--output", out)
+    one_line_error(proc, *fragments)
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".pdsyn")] == []
+
+
+def test_unreadable_input_and_corrupted_synopsis(tmp_path, table):
+    out = tmp_path / "out.pds"
+    one_line_error(run("build", "--input", tmp_path / "missing.csv", "--columns", "x", "--domain=0:9",
+                       "--epsilon", 1, "--output", out), "does not exist")
+    assert not out.exists()
+    bad = tmp_path / "bad.pds"
+    bad.write_bytes(b"garbage" * 10)
+    one_line_error(run("query", bad, "--lo", 1, "--hi", 2), "not a pydp_synopsis file")
+    one_line_error(run("info", bad), "not a pydp_synopsis file")
+
+
+def test_usage_error_is_one_line_exit_2():
+    proc = run("build")
+    one_line_error(proc, "--output")
+    proc = run("frobnicate")
+    one_line_error(proc, "invalid choice")
+
+
+def test_debug_shows_traceback(tmp_path):
+    bad = tmp_path / "bad.pds"
+    bad.write_bytes(b"garbage" * 10)
+    proc = run("--debug", "info", bad)
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+def stream_bits(n, seed=9):
+    bits = (ps.Rng(seed=seed).integers(0, 100, size=n) < 10).astype(int)
+    return bits, "\n".join(map(str, bits.tolist())) + "\n"
+
+
+@pytest.mark.parametrize("counter", ["kary", "binary", "sparse"])
+def test_count_stream_checkpoint_resume_matches_uninterrupted(tmp_path, counter):
+    bits, text = stream_bits(400)
+    common = ["--horizon", 1000, "--epsilon", 1, "--counter", counter, "--seed", 17]
+    full = run("count-stream", *common, stdin=text)
+    assert full.returncode == 0, full.stderr
+    assert len(full.stdout.split()) == 400
+    ck = tmp_path / "state.pds"
+    first_text = "\n".join(map(str, bits[:150].tolist())) + "\n"
+    rest_text = "\n".join(map(str, bits[150:].tolist())) + "\n"
+    a = run("count-stream", *common, "--checkpoint", ck, stdin=first_text)
+    assert a.returncode == 0, a.stderr
+    assert stat.S_IMODE(os.stat(ck).st_mode) == 0o600
+    b = run("count-stream", "--checkpoint", ck, stdin=rest_text)
+    assert b.returncode == 0, b.stderr
+    assert a.stdout.split() + b.stdout.split() == full.stdout.split()
+
+
+def test_count_stream_bad_input():
+    one_line_error(run("count-stream", "--horizon", 10, "--epsilon", 1, stdin="0\n1\nx\n"), "not an integer")
+    one_line_error(run("count-stream", "--horizon", 2, "--epsilon", 1, stdin="0\n1\n1\n"), "horizon")
+    one_line_error(run("count-stream", "--epsilon", 1, stdin="0\n"), "--horizon")
+
+
+def test_parse_domain_and_fixed_point():
+    assert parse_domain("0:9,-5:5", 2) == [(0, 9), (-5, 5)]
+    assert parse_domain("int8", 2) == [(-128, 127), (-128, 127)]
+    with pytest.raises(ValueError, match="lo:hi"):
+        parse_domain("5", 1)
+    assert to_fixed_point(["0.0000005", "0.0000015", "-1.25"], "1e6").tolist() == [0, 2, -1250000]
+    assert to_fixed_point(np.array([0.1, 2.675, -3.5]), "1e2").tolist() == [10, 267, -350]  # 2.675 is 2.67499.. in binary
+    with pytest.raises(ValueError, match="--scale"):
+        to_fixed_point(["1.5"])
+    with pytest.raises(ValueError, match="power of ten"):
+        to_fixed_point(["1.5"], "3")
+
+
+def test_build_with_scale_from_decimal_csv(tmp_path):
+    path = tmp_path / "dec.csv"
+    path.write_text("lat\n" + "\n".join(f"{40 + i / 1000:.6f}" for i in range(500)) + "\n")
+    out = tmp_path / "s.pds"
+    proc = run("build", "--input", path, "--columns", "lat", "--domain=-90:90", "--scale", "1e6",
+               "--epsilon", 1000, "--seed", 2, "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    q = run("query", out, "--lo", "40.1", "--hi", "40.2", "--scale", "1e6")
+    assert q.returncode == 0, q.stderr
+    answer, bound = float(q.stdout.split()[0]), float(q.stdout.split()[2])
+    assert abs(answer - 101) <= bound

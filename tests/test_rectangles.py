@@ -1,0 +1,358 @@
+"""Tests of the rectangle synopsis (DNRR section 3.3, Claim 3.3, Theorem 3.3, Remark 3.4)."""
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import pydp_synopsis.persist as persist
+from pydp_synopsis._core import ffi, lib
+from pydp_synopsis.errors import DomainError, FormatError, ParameterError
+from pydp_synopsis.intervals import IntervalSynopsis
+from pydp_synopsis.noise import Rng
+from pydp_synopsis.rectangles import RectangleSynopsis as RS
+from stattests import ALPHA, assert_dp_ratio
+
+# numpy's generator only makes test data; every release draws from Rng
+DATA = np.random.default_rng(20240601)
+
+
+def _rects(q, c, hi, gen=DATA):
+    a = gen.integers(0, hi + 1, (q, c))
+    b = gen.integers(0, hi + 1, (q, c))
+    return np.minimum(a, b), np.maximum(a, b)
+
+
+def _expected(s, pts, lo, hi):
+    """Noise-free answer of the estimator: sum over points of prod_a w_a(segment of point)."""
+    out = np.zeros(lo.shape[0])
+    c = pts.shape[1]
+    for q in range(lo.shape[0]):
+        w = np.ones(len(pts))
+        for a in range(c):
+            e = s._ends[a]
+            seg = np.searchsorted(e, pts[:, a].astype(np.uint64))
+            first = np.concatenate(([0], e[:-1] + 1)).astype(np.float64)
+            last = e.astype(np.float64)
+            k = np.searchsorted(e, np.uint64(lo[q, a]))
+            r = np.searchsorted(e, np.uint64(hi[q, a]))
+            inside = (seg >= k) & (seg <= r)
+            if s.estimator == "uniform":
+                # fraction of each segment's span inside [lo, hi]
+                ov = np.minimum(last, hi[q, a]) - np.maximum(first, lo[q, a]) + 1
+                frac = np.clip(ov / (last - first + 1), 0, 1)[seg]
+                w *= np.where(inside, frac, 0.0)
+            else:
+                w *= inside
+        out[q] = w.sum()
+    return out
+
+
+# ------------------------------------------------------------------ exactness
+@pytest.mark.parametrize("c,hi,n", [(1, 999, 400), (2, 999, 300), (3, 31, 200), (4, 7, 150)])
+@pytest.mark.parametrize("estimator", ["cover", "uniform"])
+@pytest.mark.parametrize("fanout", [2, 3, 8])
+def test_exact_with_negligible_noise(c, hi, n, estimator, fanout):
+    pts = DATA.integers(0, hi + 1, (n, c))
+    s = RS.build(pts, domain=[(0, hi)] * c, epsilon=10**6, threshold=0, estimator=estimator,
+                 fanout=fanout, rng=Rng(seed=c))
+    lo, hq = _rects(150, c, hi)
+    got = s.count_many(lo, hq)
+    np.testing.assert_allclose(got, _expected(s, pts, lo, hq), atol=1e-6)
+    # aligned rectangles (whole segments) are exact for both estimators
+    if estimator == "cover":
+        true = np.array([np.all((pts >= l) & (pts <= h), axis=1).sum() for l, h in zip(lo, hq)])
+        assert np.all(got >= true)
+
+
+@pytest.mark.parametrize("c,hi", [(2, 999), (3, 63)])
+def test_pruning_threshold_one_keeps_exactness(c, hi):
+    """Remark 3.4 with t = 1 and no noise: only empty rectangles are pruned."""
+    pts = DATA.integers(0, hi + 1, (300, c))
+    kw = dict(domain=[(0, hi)] * c, epsilon=10**6, fanout=2, rng=Rng(seed=1))
+    full = RS.build(pts, threshold=0, **kw)
+    kw["rng"] = Rng(seed=1)
+    pruned = RS.build(pts, threshold=1, **kw)
+    lo, hq = _rects(200, c, hi)
+    np.testing.assert_allclose(pruned.count_many(lo, hq), full.count_many(lo, hq), atol=1e-9)
+    assert pruned.num_nodes < full.num_nodes / 3
+
+
+def test_domain_offsets_and_2_64():
+    big = (-(2**63), 2**63 - 1)
+    pts = np.array([[-(2**63), 5], [2**63 - 1, 7], [0, 6]], dtype=np.int64)
+    s = RS.build(pts, domain=[big, (0, 2**64 - 1)], epsilon=10**6, threshold=0, estimator="cover",
+                 rng=Rng(seed=2))
+    assert round(s.count([-(2**63), 0], [2**63 - 1, 2**64 - 1])) == 3
+    # outer cover: a point counts iff its segment lies between the corners' segments
+    lo, hi = [0, 6], [2**63 - 1, 2**64 - 1]
+    inside = np.ones(3, bool)
+    for a, p in enumerate(s.partitions):
+        seg = p.segment_of(pts[:, a].astype(object) if a else pts[:, a])
+        inside &= (seg >= p.segment_of([lo[a]])[0]) & (seg <= p.segment_of([hi[a]])[0])
+    assert round(s.count(lo, hi)) == inside.sum() >= 2
+    assert s.dims == 2 and s.domain == (big, (0, 2**64 - 1))
+
+
+# ------------------------------------------------------------------ Claim 3.3
+def _node_rectangles(s):
+    """Per record, the inclusive segment range on every axis (others: all segments)."""
+    n = s.num_nodes
+    axis, level = np.empty(n, np.uint8), np.empty(n, np.uint8)
+    index, pred = np.empty(n, np.uint64), np.empty(n, np.int64)
+    m = np.array(s._m, dtype=np.uint64)
+    k = np.array(s._k, dtype=np.uint32)
+    st = lib.pds_multitree_describe(
+        ffi.from_buffer("int64_t[]", s._child), ffi.from_buffer("int64_t[]", s._succ), n, s.dims,
+        ffi.from_buffer("uint64_t[]", m), ffi.from_buffer("uint32_t[]", k),
+        ffi.from_buffer("uint8_t[]", axis), ffi.from_buffer("uint8_t[]", level),
+        ffi.from_buffer("uint64_t[]", index), ffi.from_buffer("int64_t[]", pred))
+    assert st == 0
+    lo = np.zeros((n, s.dims), dtype=np.int64)
+    hi = np.tile(np.array(s._m, dtype=np.int64) - 1, (n, 1))
+    for r in range(n):          # preorder: a predecessor precedes its successors
+        a, span = int(axis[r]), s._k[int(axis[r])] ** int(level[r])
+        if pred[r] >= 0:
+            lo[r], hi[r] = lo[pred[r]], hi[pred[r]]
+        lo[r, a] = int(index[r]) * span
+        hi[r, a] = min((int(index[r]) + 1) * span, s._m[a]) - 1
+    return axis, lo, hi
+
+
+@pytest.mark.parametrize("c,fanout", [(1, 2), (2, 2), (2, 3), (3, 2), (3, [2, 4, 3])])
+def test_claim_3_3_nodes_containing_a_point(c, fanout):
+    hi = 40 if c < 3 else 12
+    pts = DATA.integers(0, hi + 1, (120, c))
+    s = RS.build(pts, domain=[(0, hi)] * c, epsilon=10**6, prune=None, fanout=fanout,
+                 final_share=0.5, rng=Rng(seed=3))
+    assert s.num_nodes == s._potential_nodes()      # unpruned: the full multi-tree
+    axis, lo, hi_ = _node_rectangles(s)
+    L = s._levels
+    s_fin = math.prod(L)
+    s_all = sum(math.prod(L[:a + 1]) for a in range(c))
+    assert s.sensitivity == (s_all - s_fin, s_fin)
+    for _ in range(25):
+        cell = np.array([DATA.integers(0, m) for m in s._m])
+        inside = np.all((lo <= cell) & (cell <= hi_), axis=1)
+        assert inside.sum() == s_all
+        assert (inside & (axis == c - 1)).sum() == s_fin
+    if all(k == 2 for k in s._k):
+        assert s_all <= 2 * max(1, math.ceil(math.log2(max(s._m)))) ** c
+
+
+def test_noise_scales_follow_the_sensitivity():
+    pts = DATA.integers(0, 1000, (500, 2))
+    s = RS.build(pts, domain=[(0, 999)] * 2, epsilon=2, config="dnrr", rng=Rng(seed=4))
+    s_int, s_fin = s.sensitivity
+    eps_tree = s.epsilon - s.epsilon_partition
+    assert s.scales == (Fraction(s_int + s_fin) / eps_tree,) * 2
+    assert s.epsilon <= 2
+    t = RS.build(pts, domain=[(0, 999)] * 2, epsilon=2, final_share=0.75, rng=Rng(seed=4))
+    s_int, s_fin = t.sensitivity
+    assert t.scales == (s_int / t.epsilon_intermediate, s_fin / t.epsilon_final)
+    assert t.epsilon_final == (t.epsilon - t.epsilon_partition) * Fraction(3, 4)
+    assert t.epsilon_partition + t.epsilon_final + t.epsilon_intermediate == t.epsilon <= 2
+
+
+def test_final_node_noise_distribution():
+    """With one segment per axis every node holds n: its noise must be discrete Laplace(b)."""
+    pts = np.zeros((5, 2), dtype=np.int64)
+    rng = Rng(seed=5)
+    vals = []
+    for _ in range(1500):
+        s = RS.build(pts, domain=[(0, 0), (0, 0)], epsilon=1, prune=None, final_share=0.5, rng=rng)
+        assert s.num_nodes == 2
+        vals.append(s._count[1] - 5)
+    b = float(s.scales[1])
+    z = np.arange(-15, 16)
+    p = math.tanh(1 / (2 * b)) * np.exp(-np.abs(z) / b)
+    from stattests import assert_gof
+    assert_gof(np.array([(np.array(vals) == v).sum() for v in z]), p)
+
+
+# ------------------------------------------------------------------ pruning size
+@pytest.mark.parametrize("c", [2, 3])
+def test_pruned_size(c):
+    n, eps = (50000, 8) if c == 2 else (5000, 1)
+    pts = (DATA.normal(0, 1, (n, c)) * 2e4 + 1e5).astype(np.int64).clip(0, 2 * 10**5)
+    s = RS.build(pts, domain=[(0, 2 * 10**5)] * c, epsilon=eps, prune=2.0, fanout=8, rng=Rng(seed=6))
+    s_all = sum(s.sensitivity)
+    assert s.num_nodes <= 2 * max(s._k) * n * s_all           # O(n log^c n)
+    assert s.num_nodes < s._potential_nodes() / 5             # far below unpruned
+    d = RS.build(pts, domain=[(0, 2 * 10**5)] * c, epsilon=eps, config="dnrr", rng=Rng(seed=6))
+    assert d.num_nodes <= 2 * n * sum(d.sensitivity)
+    assert d.num_nodes < d._potential_nodes() / 5
+
+
+def test_max_nodes_refused_cleanly():
+    pts = DATA.integers(0, 100, (200, 2))
+    with pytest.raises(MemoryError, match="max_nodes"):
+        RS.build(pts, domain=[(0, 99)] * 2, epsilon=10**6, prune=None, max_nodes=10, rng=Rng(seed=7))
+
+
+# ------------------------------------------------------------------ privacy
+def test_privacy_ratio_neighbouring_databases():
+    """x and x + one point; the event 'full-domain answer >= n + 1' is where the
+    final node's noise carries almost all of epsilon (final_share 0.99)."""
+    base = DATA.integers(0, 16, (20, 2))
+    x1 = np.vstack([base, [[3, 4]]])
+    eps = 1.0
+    runs = 3000
+    kw = dict(domain=[(0, 15)] * 2, epsilon=eps, final_share=0.99, partition_share=0.01,
+              prune=None, estimator="cover")
+    rng = Rng(seed=8)
+    lo, hi = np.array([[0, 0]]), np.array([[15, 15]])
+
+    def hits(pts):
+        return sum(RS.build(pts, rng=rng, **kw).count_many(lo, hi)[0] >= 21 for _ in range(runs))
+
+    k1, k0 = hits(x1), hits(base)
+    assert 0.05 * runs < k0 < k1 < 0.95 * runs      # the event has decent probability
+    assert_dp_ratio(k1, runs, k0, runs, eps)
+
+
+# ------------------------------------------------------------------ c = 1 vs intervals
+def test_one_axis_agrees_with_interval_synopsis():
+    vals = DATA.integers(0, 100, 300)
+    rng = Rng(seed=9)
+    a = [RS.build(vals[:, None], domain=[(0, 99)], epsilon=2, prune=None, fanout=2,
+                  estimator="uniform", rng=rng).count([10], [60]) for _ in range(1200)]
+    b = [IntervalSynopsis.build(vals, domain=(0, 99), epsilon=2, tree="binary", consistency=False,
+                                estimator="uniform", rng=rng).count(10, 60) for _ in range(1200)]
+    a, b = np.round(a), np.round(b)
+    edges = np.quantile(np.concatenate([a, b]), np.linspace(0, 1, 12))
+    edges = np.unique(edges)
+    ca, _ = np.histogram(a, bins=edges)
+    cb, _ = np.histogram(b, bins=edges)
+    keep = (ca + cb) > 0
+    p = stats.chi2_contingency(np.vstack([ca[keep], cb[keep]]))[1]
+    assert p > ALPHA
+    assert stats.ks_2samp(a, b).pvalue > ALPHA
+
+
+# ------------------------------------------------------------------ error bound
+def test_error_bound_holds():
+    pts = np.unique(DATA.integers(0, 10**6, (3000, 2)), axis=0)
+    # distinct coordinates per axis: DNRR's setting (max_multiplicity = 1)
+    pts = pts[np.unique(pts[:, 0], return_index=True)[1]]
+    pts = pts[np.unique(pts[:, 1], return_index=True)[1]]
+    lo, hi = _rects(2000, 2, 10**6 - 1)
+    true = np.array([np.all((pts >= l) & (pts <= h), axis=1).sum() for l, h in zip(lo, hi)])
+    for cfg in ("default", "dnrr"):
+        s = RS.build(pts, domain=[(0, 10**6 - 1)] * 2, epsilon=1, config=cfg, rng=Rng(seed=10))
+        err = np.abs(s.count_many(lo, hi) - true).max()
+        assert err <= s.error_bound(0.9)
+        assert s.error_bound(0.9) < s.error_bound(0.97)
+        assert s.error_bound(0.9, max_multiplicity=3) > s.error_bound(0.9)
+    with pytest.raises(ParameterError, match="confidence"):
+        s.error_bound(0.99)          # 1 - beta/2 = 0.975
+    with pytest.raises(ParameterError, match="max_multiplicity"):
+        s.error_bound(0.9, max_multiplicity=0)
+
+
+# ------------------------------------------------------------------ persistence
+def test_save_load_roundtrip_and_tamper(tmp_path):
+    pts = DATA.integers(-500, 500, (2000, 3))
+    s = RS.build(pts, domain=[(-500, 499)] * 3, epsilon=1, rng=Rng(seed=11))
+    path = tmp_path / "r.pds"
+    s.save(path)
+    t = persist.load(path)
+    lo, hi = _rects(300, 3, 999)
+    lo, hi = lo - 500, hi - 500
+    np.testing.assert_array_equal(t.count_many(lo, hi), s.count_many(lo, hi))
+    assert (t.epsilon, t.scales, t.thresholds, t.fanout, t.num_nodes) == \
+        (s.epsilon, s.scales, s.thresholds, s.fanout, s.num_nodes)
+    assert t.error_bound() == s.error_bound()
+    kind, meta, arrays, _ = persist.read_record(path)
+    assert kind == "rectangle-synopsis"
+    assert set(arrays) == {"ends_0", "ends_1", "ends_2", "count", "child", "succ"}
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    path.write_bytes(bytes(raw))
+    with pytest.raises(FormatError):
+        persist.load(path)
+    # a re-checksummed record whose structure is corrupt is refused by the C check
+    bad = dict(arrays)
+    bad["child"] = arrays["child"].copy()
+    bad["child"][np.argmax(bad["child"] >= 0)] = len(bad["child"]) + 5
+    persist.write_record(tmp_path / "b.pds", kind, meta, bad)
+    with pytest.raises(FormatError, match="well-formed"):
+        persist.load(tmp_path / "b.pds")
+    cyc = dict(arrays)
+    cyc["succ"] = arrays["succ"].copy()
+    cyc["succ"][np.argmax(cyc["succ"] >= 0)] = 0
+    persist.write_record(tmp_path / "c.pds", kind, meta, cyc)
+    with pytest.raises(FormatError):
+        persist.load(tmp_path / "c.pds")
+    meta2 = dict(meta, estimator="nope")
+    persist.write_record(tmp_path / "d.pds", kind, meta2, arrays)
+    with pytest.raises(FormatError):
+        persist.load(tmp_path / "d.pds")
+
+
+# ------------------------------------------------------------------ bad inputs
+def _untouched(seed):
+    """An Rng plus a check that nothing was drawn from it."""
+    rng = Rng(seed=seed)
+    ref = Rng(seed=seed).random_uint64(4)
+    return rng, lambda: np.array_equal(rng.random_uint64(4), ref)
+
+
+@pytest.mark.parametrize("points,domain,kw,exc,match", [
+    (np.zeros((3, 2), np.int64), [(0, 9)] * 3, {}, ParameterError, "points"),
+    (np.zeros(3, np.int64), [(0, 9)], {}, ParameterError, "points"),
+    (np.zeros((3, 2)), [(0, 9)] * 2, {}, TypeError, "points"),
+    (np.array([[0, np.nan]]), [(0, 9)] * 2, {}, TypeError, "NaN"),
+    (np.array([[0, 10]]), [(0, 9)] * 2, {}, DomainError, r"points\[:, 1\]"),
+    (np.array([[-1, 0]]), [(0, 9)] * 2, {}, DomainError, r"points\[:, 0\]"),
+    (np.zeros((1, 9), np.int64), [(0, 9)] * 9, {}, ParameterError, "domain"),
+    (np.zeros((1, 2), np.int64), [(0, 9), (5, 1)], {}, DomainError, r"domain\[1\]"),
+    (np.zeros((1, 2), np.int64), [(0, 9), 3], {}, TypeError, r"domain\[1\]"),
+    (np.zeros((1, 2), np.int64), "ab", {}, TypeError, "domain"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"epsilon": 0}, ParameterError, "epsilon"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"beta": 1.5}, ParameterError, "beta"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"fanout": 1}, ParameterError, "fanout"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"fanout": [2, 2, 2]}, ParameterError, "fanout"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"fanout": 2.0}, TypeError, "fanout"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"estimator": "x"}, ParameterError, "estimator"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"config": "x"}, ParameterError, "config"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"final_share": 1.0}, ParameterError, "final_share"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"prune": -1}, ParameterError, "prune"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"prune": "x"}, TypeError, "prune"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"threshold": 1.5}, TypeError, "threshold"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"partition_share": 0}, ParameterError,
+     "partition_share"),
+    (np.zeros((1, 2), np.int64), [(0, 9)] * 2, {"max_nodes": 0}, ParameterError, "max_nodes"),
+])
+def test_bad_build_inputs(points, domain, kw, exc, match):
+    rng, untouched = _untouched(12)
+    args = dict(domain=domain, epsilon=1, rng=rng)
+    args.update(kw)
+    with pytest.raises(exc, match=match):
+        RS.build(points, **args)
+    assert untouched()
+
+
+def test_bad_query_inputs():
+    s = RS.build(DATA.integers(0, 10, (50, 2)), domain=[(0, 9)] * 2, epsilon=1, rng=Rng(seed=13))
+    with pytest.raises(DomainError, match="lo must be <= hi"):
+        s.count([5, 0], [4, 9])
+    with pytest.raises(DomainError, match=r"hi\[:, 1\]"):
+        s.count([0, 0], [9, 10])
+    with pytest.raises(ParameterError, match="length 2"):
+        s.count([0, 0, 0], [9, 9, 9])
+    with pytest.raises(ParameterError, match=r"\(q, 2\)"):
+        s.count_many(np.zeros((3, 3), np.int64), np.zeros((3, 3), np.int64))
+    with pytest.raises(ParameterError, match="same shape"):
+        s.count_many(np.zeros((3, 2), np.int64), np.zeros((2, 2), np.int64))
+    with pytest.raises(TypeError, match="lo"):
+        s.count_many(np.zeros((3, 2)), np.zeros((3, 2)))
+    with pytest.raises(TypeError):
+        RS()
+    assert s.count_many(np.zeros((0, 2), np.int64), np.zeros((0, 2), np.int64)).shape == (0,)
+
+
+def test_empty_database():
+    s = RS.build(np.zeros((0, 3), np.int64), domain=[(0, 9)] * 3, epsilon=10**6, rng=Rng(seed=14))
+    assert s.count([0, 0, 0], [9, 9, 9]) == 0

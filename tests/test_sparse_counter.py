@@ -1,0 +1,188 @@
+"""Tests of SparseStreamCounter (DNRR section 3.1: online partition + tree counter)."""
+
+import json
+import os
+import stat
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from pydp_synopsis import persist
+from pydp_synopsis.counters import KaryTreeCounter, SparseStreamCounter
+from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
+from pydp_synopsis.noise import Rng
+from stattests import assert_dp_ratio, clopper_pearson
+
+NOISELESS = 10**12  # every noise term is 0 with probability 1 - e^(-10^11)
+
+
+def random_stream(horizon, items, seed):
+    gen = np.random.default_rng(seed)
+    xs = np.zeros(horizon, dtype=np.int64)
+    np.add.at(xs, gen.integers(0, horizon, items), gen.integers(1, 4, items))
+    return xs
+
+
+@pytest.mark.parametrize("counter", ["kary", "binary"])
+def test_noiseless_release_is_prefix_at_last_seal(counter):
+    xs = random_stream(3000, 300, 1)
+    c = SparseStreamCounter(horizon=3000, epsilon=NOISELESS, counter=counter, rng=Rng(1))
+    out = np.concatenate([c.update_many(xs[:1000]), [c.update(int(xs[1000]))], c.update_many(xs[1001:])])
+    truth = np.cumsum(xs)
+    seals = np.asarray(c._partition.segments, dtype=np.int64) + 1
+    assert seals[-1] == 3000 and c.segments == len(seals)
+    # Noiseless partition: threshold 1, a segment seals once it holds >= 2 items.
+    weights = truth[seals - 1] - np.concatenate([[0], truth[seals[:-1] - 1]])
+    assert np.all(weights[:-1] >= 2)
+    last_seal = np.searchsorted(seals, np.arange(1, 3001), side="right") - 1
+    expected = np.where(last_seal >= 0, truth[seals[np.maximum(last_seal, 0)] - 1], 0)
+    np.testing.assert_array_equal(out, expected)
+    assert c.release == truth[-1]
+
+
+def test_sparse_and_dense_agree_when_noiseless():
+    xs = random_stream(50000, 400, 2)
+    dense = SparseStreamCounter(horizon=50000, epsilon=NOISELESS, rng=Rng(2))
+    sparse = SparseStreamCounter(horizon=50000, epsilon=NOISELESS, rng=Rng(3))
+    out = dense.update_many(xs)
+    pos = np.flatnonzero(xs) + 1
+    t1, v1 = sparse.update_sparse(pos[:100], xs[pos[:100] - 1])
+    t2, v2 = sparse.update_sparse(pos[100:], xs[pos[100:] - 1], until=50000)
+    times, values = np.concatenate([t1, t2]), np.concatenate([v1, v2])
+    np.testing.assert_array_equal(times, np.asarray(dense._partition.segments, dtype=np.int64) + 1)
+    np.testing.assert_array_equal(values, out[times - 1])
+    assert sparse.time == dense.time == 50000 and sparse.release == dense.release
+
+
+def test_huge_horizon_costs_items_plus_seals():
+    horizon = 2**62
+    gen = np.random.default_rng(4)
+    pos = np.unique(gen.integers(1, horizon, 10**4))
+    c = SparseStreamCounter(horizon=horizon, epsilon=1.0, rng=Rng(4))
+    times, values = c.update_sparse(pos[:5000])
+    assert c.time == pos[4999]
+    times2, values2 = c.update_sparse(pos[5000:], until=horizon)
+    assert c.time == horizon and times2[-1] == horizon
+    assert c.segments == len(times) + len(times2) <= 2 * 10**4
+    assert np.all(np.diff(np.concatenate([times, times2])) > 0)
+    assert abs(c.release - len(pos)) <= c.error_bound()
+    with pytest.raises(HorizonError):
+        c.update(1)
+
+
+def test_error_bound_holds_in_1_minus_beta_of_runs():
+    beta, runs, horizon = 0.1, 400, 20000
+    fails = 0
+    rng = Rng(5)
+    for r in range(runs):
+        xs = random_stream(horizon, 60, 100 + r)
+        c = SparseStreamCounter(horizon=horizon, epsilon=1.0, beta=beta, rng=rng)
+        worst = np.abs(c.update_many(xs) - np.cumsum(xs)).max()
+        fails += worst > c.error_bound(weight=int(xs.sum()))
+    lo, _ = clopper_pearson(fails, runs)
+    assert lo <= beta
+
+
+def test_neighbouring_streams_clopper_pearson():
+    """One item at position 1 or not.  The last position always seals, so the
+    final release is x1 + inner noise: the event {final release >= 1}."""
+    eps, n = 1.0, 15000
+    rng = Rng(6)
+    hits = []
+    for x1 in (0, 1):
+        xs = np.zeros(4, dtype=np.int64)
+        xs[0] = x1
+        count = 0
+        for _ in range(n):
+            out = SparseStreamCounter(horizon=4, epsilon=eps, rng=rng).update_many(xs)
+            count += bool(out[-1] >= 1)
+        hits.append(count)
+    assert hits[1] > hits[0]
+    assert_dp_ratio(hits[1], n, hits[0], n, eps)
+
+
+def test_checkpoint_continues_the_same_release(tmp_path):
+    xs = random_stream(20000, 500, 7)
+    a = SparseStreamCounter(horizon=20000, epsilon=1.0, rng=Rng(7))
+    a.update_many(xs[:8000])
+    state = json.loads(json.dumps(a.to_state()))
+    b = SparseStreamCounter.from_state(state, rng=Rng(70))
+    assert without_rng(b.to_state()) == without_rng(a.to_state())  # b draws from its own rng
+    persist.save(a, tmp_path / "sparse")
+    assert stat.S_IMODE(os.stat(tmp_path / "sparse").st_mode) == 0o600
+    assert persist.load(tmp_path / "sparse").to_state() == a.to_state()
+    a._rng = a._partition._rng = a._inner._rng = Rng(70)
+    np.testing.assert_array_equal(a.update_many(xs[8000:]), b.update_many(xs[8000:]))
+
+
+def test_from_state_rejects_inconsistent_states():
+    a = SparseStreamCounter(horizon=5000, epsilon=1.0, rng=Rng(8))
+    a.update_many(random_stream(2000, 200, 8))
+    s = a.to_state()
+    assert a.segments > 0
+    bad = [dict(s, total=s["total"] + 10**20), dict(s, sealed_total=s["sealed_total"] + 1),
+           dict(s, release=s["release"] + 1), dict(s, horizon=4000), dict(s, counter="binary"),
+           dict(s, partition_share=[1, 3]), dict(s, kind="KaryTreeCounter"), dict(s, version=2),
+           dict(s, inner=dict(s["inner"], noise=s["inner"]["noise"] + 1))]
+    for state in bad:
+        with pytest.raises(FormatError):
+            SparseStreamCounter.from_state(json.loads(json.dumps(state)))
+
+
+def test_budget_split_is_exact_and_recorded():
+    c = SparseStreamCounter(horizon=100, epsilon=Fraction(3, 10), partition_share=0.25, rng=Rng(0))
+    assert c.epsilon == Fraction(3, 10)
+    assert c.epsilon_partition == Fraction(3, 40) and c.epsilon_counter == Fraction(9, 40)
+    assert c.epsilon_partition + c.epsilon_counter <= c.epsilon
+    assert c._inner.epsilon == c.epsilon_counter and c._partition.epsilon == c.epsilon_partition
+    assert isinstance(c._inner, KaryTreeCounter) and c._inner.horizon == 100
+
+
+def test_bad_parameters():
+    ok = dict(horizon=100, epsilon=1.0)
+    for kw, err, msg in [(dict(counter="tree"), ParameterError, "counter"),
+                         (dict(counter=None), ParameterError, "counter"),
+                         (dict(partition_share=0), ParameterError, "partition_share"),
+                         (dict(partition_share=1.0), ParameterError, "partition_share"),
+                         (dict(partition_share=float("nan")), ParameterError, "partition_share"),
+                         (dict(partition_share="half"), TypeError, "partition_share"),
+                         (dict(beta=0), ParameterError, "beta"), (dict(beta=1.5), ParameterError, "beta"),
+                         (dict(horizon=0), ParameterError, "horizon"), (dict(horizon=2**63), ParameterError, "horizon"),
+                         (dict(epsilon=-1), ParameterError, "epsilon"), (dict(rng=5), TypeError, "rng")]:
+        with pytest.raises(err, match=msg):
+            SparseStreamCounter(**{**ok, **kw})
+
+
+def test_bad_sparse_input_consumes_nothing():
+    c = SparseStreamCounter(horizon=1000, epsilon=1.0, rng=Rng(9))
+    c.update_sparse([3, 5], until=10)
+    state = c.to_state()
+    for kw, err, msg in [(dict(positions=[10]), DomainError, "positions"),
+                         (dict(positions=[12, 11]), DomainError, "non-decreasing"),
+                         (dict(positions=[1001]), DomainError, "positions"),
+                         (dict(positions=[11.5]), TypeError, "positions"),
+                         (dict(positions=[[11]]), DomainError, "one-dimensional"),
+                         (dict(positions=[11, 12], weights=[1]), DomainError, "weights"),
+                         (dict(positions=[11], weights=[-1]), DomainError, "weights"),
+                         (dict(positions=[11], weights=[2**61]), DomainError, "weights"),
+                         (dict(positions=[20], until=19), DomainError, "until"),
+                         (dict(positions=[], until=5), DomainError, "until"),
+                         (dict(positions=[20], until=1001), HorizonError, "horizon")]:
+        with pytest.raises(err, match=msg):
+            c.update_sparse(**kw)
+    with pytest.raises(HorizonError):
+        c.update_many(np.zeros(991, dtype=np.int64))
+    with pytest.raises(DomainError):
+        c.update(-1)
+    assert c.to_state() == state
+    times, values = c.update_sparse([], until=10)
+    assert len(times) == len(values) == 0
+
+
+def without_rng(state):
+    """A checkpoint minus the generator positions (which differ when another rng is given)."""
+    out = {k: v for k, v in state.items() if k != "rng"}
+    if "inner" in out:
+        out["inner"] = without_rng(out["inner"])
+    return out
