@@ -551,11 +551,20 @@ class IntervalSynopsis:
         Returns
         -------
         float
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> s = IntervalSynopsis.build([5] * 1000, domain=(0, 2**32 - 1), epsilon=1.0,
+        ...                            rng=ps.Rng(seed=3))   # seed: tests only
+        >>> s.interior_weight_bound() < 1000 <= s.count(5, 5) + s.error_bound(0.9)
+        True
         """
         part = self.partition
         lo, hi = part.domain
         e = float(part.epsilon)
-        x = (math.log(hi - lo + 1) + math.log(4.0 / (self.beta / 2))
+        # D a^k / (1 + a) <= beta/4 for each of the two unions (total beta/2)
+        x = (math.log(hi - lo + 1) + math.log(4.0 / self.beta)
              - math.log1p(math.exp(-e))) / e
         k = math.ceil(x * (1 + 1e-12))
         return float(part.threshold + 2 * (k - 1))
@@ -603,7 +612,17 @@ class IntervalSynopsis:
 
         Notes
         -----
-        O(1) (a short numeric minimisation).
+        O(1) (a short numeric minimisation) for raw trees and kary; the first
+        call on a consistent tree also computes the exact max coefficient,
+        O(s^2) for top-level subtrees of s nodes (capped, then O(1)).
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> s = IntervalSynopsis.build(list(range(0, 4000, 3)), domain=(0, 3999),
+        ...                            epsilon=1.0, rng=ps.Rng(seed=4))   # seed: tests only
+        >>> abs(s.count(100, 2000) - 633) <= s.error_bound(0.9)
+        True
         """
         conf = check_beta(confidence, "confidence")
         if isinstance(multiplicity, (bool, np.bool_)) or not isinstance(multiplicity, numbers.Integral):

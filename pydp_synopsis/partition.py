@@ -379,6 +379,8 @@ class Partition:
         The privacy parameter the partition was built with.
     beta : float
         The failure probability the threshold was set for.
+    threshold_factor : float
+        The threshold's constant ``c`` (3 in Fig. 1), see :func:`private_partition`.
 
     Notes
     -----
