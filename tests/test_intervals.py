@@ -512,3 +512,15 @@ def test_kary_error_bound_covers_max_error():
                                      tree="kary")
         fails += np.abs(syn.count_many(lo[:, 0], lo[:, 1]) - truth).max() > syn.error_bound(conf)
     assert_binomial_at_most(fails, runs, 1 - conf)
+
+
+def test_consistent_bound_falls_back_when_coefficients_are_too_costly(monkeypatch):
+    import pydp_synopsis.intervals as iv
+    vals = np.random.default_rng(19).integers(0, 2**30, 3000).astype(np.uint64)
+    syn = IntervalSynopsis.build(vals, domain=(0, 2**30), epsilon=1.0, rng=ps.Rng(seed=20), tree="binary")
+    exact = syn.error_bound(0.9)
+    assert syn._max_coef() < 0.7
+    monkeypatch.setattr(iv, "_MAX_COEF_WORK", 1)
+    syn._coef = None
+    assert syn._max_coef() == pytest.approx(math.sqrt(iv._cover_terms(syn._levels, 2)))
+    assert syn.error_bound(0.9) > exact
