@@ -186,50 +186,67 @@ int pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
                             int64_t *out, size_t n);
 
 /* --------------------------------------------------------------- tree.c --
- * DNRR section 3.2: a noisy binary tree over the m segments of a private
- * partition.  Level 0 holds the m segments (leaves); level l holds
- * ceil(m / 2^l) nodes, node u covering segments [u 2^l, min((u+1) 2^l, m)).
- * Levels 0 .. levels-1 are materialised and noised, where levels = 1 for
- * m = 1 and ceil(log2 m) otherwise: the root (level ceil(log2 m)) is never
- * part of a minimal cover -- the whole range is its two children -- so it is
+ * DNRR section 3.2: a noisy tree of fanout f (2 <= f <= 65536; f = 2 is
+ * DNRR's binary tree) over the m segments of a private partition.  Level 0
+ * holds the m segments (leaves); level l holds ceil(m / f^l) nodes, node u
+ * covering segments [u f^l, min((u+1) f^l, m)).  Levels 0 .. levels-1 are
+ * materialised and noised, levels = max(1, ceil(log_f m)): the root is never
+ * part of a minimal cover -- the whole range is its children -- so it is
  * neither stored nor noised, and one item changes exactly `levels` released
  * counts (L1 sensitivity = levels).  Nodes are stored level by level, leaves
  * first, in one int64 array of pds_tree_shape()'s `nodes` entries.
  * Segment ranges [i, j] are 0-based and inclusive.
  */
 /* levels and node count of the tree over m >= 1 segments (m < 2^62). */
-int pds_tree_shape(uint64_t m, uint32_t *levels, uint64_t *nodes);
+int pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels, uint64_t *nodes);
 /* nodes[] = true node counts from the m segment counts (all >= 0) plus
  * independent discrete Laplace noise of scale t/s on every node
  * (t/s = levels / epsilon_t for epsilon_t-DP).  t = 0 adds no noise (tests).
  * PDS_ERANGE if a count or noisy count leaves int64. */
 int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
-                   uint64_t t, uint64_t s, int64_t *nodes, uint64_t n_nodes);
+                   uint32_t fanout, uint64_t t, uint64_t s, int64_t *nodes,
+                   uint64_t n_nodes);
 /* out[q] = sum of the noisy counts of the minimal cover of segments
- * [i[q], j[q]] (<= 2 levels nodes); PDS_EINVAL if i > j or j >= m. */
-int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, const uint64_t *i,
-                        const uint64_t *j, size_t count, int64_t *out);
+ * [i[q], j[q]] (<= 2 (f - 1) nodes per level below the top, <= f on the top
+ * level); PDS_EINVAL if i > j or j >= m. */
+int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout,
+                        const uint64_t *i, const uint64_t *j, size_t count,
+                        int64_t *out);
 /* Hay et al. 2010 consistency: the least-squares (equal-variance) leaf
  * estimates implied by all released node counts, written to leaf[m]. */
-int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m, double *leaf);
+int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
+                               uint32_t fanout, double *leaf);
+/* *out = max over released nodes v and segment ranges R of |a_v|, where the
+ * consistent estimate of R is sum_v a_v * (noisy count of v): computed
+ * exactly by smoothing a unit observation at every node of the (at most
+ * two distinct) top-level subtrees.  PDS_ERANGE (nothing written) when that
+ * costs more than about max_work node updates. */
+int pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
+                                 uint64_t max_work, double *out);
 /* Interval answers.  ends[m]: segment end offsets (strictly increasing,
  * ends[m-1] = domain size - 1); lo/hi: query offsets (lo <= hi <= ends[m-1]);
- * seg_lo/seg_hi: the segments holding lo and hi.  estimator 0 = "cover"
- * (every segment meeting [lo, hi] counted whole), 1 = "uniform" (a boundary
- * segment contributes its estimate times the fraction of its span inside
- * [lo, hi]).  The _tree variant reads the raw noisy tree (minimal covers);
+ * seg_lo/seg_hi: the segments holding lo and hi.  A segment wholly inside
+ * [lo, hi] is always counted whole.  A boundary segment S = [first, end]
+ * that [lo, hi] meets only in part, by estimator:
+ *   0 "cover": counted whole (DNRR's minimal cover);
+ *   1 "uniform": its estimate times the fraction of its span inside;
+ *   2 "seal": counted whole iff its end (where it sealed) is inside, else 0;
+ *   3 "seal_uniform": its end holds est - iota and its interior
+ *     [first, end - 1] holds iota = clip(est, 0, tau) spread uniformly.
+ * The _tree variant reads the raw noisy tree of fanout f (minimal covers);
  * the _prefix variant reads prefix[m + 1] (prefix[0] = 0) of segment
  * estimates.  PDS_EINVAL on inconsistent indices. */
 int pds_interval_answer_tree(const int64_t *nodes, uint64_t m,
-                             const uint64_t *ends, const uint64_t *lo,
-                             const uint64_t *hi, const uint64_t *seg_lo,
-                             const uint64_t *seg_hi, size_t count,
-                             int estimator, double *out);
+                             uint32_t fanout, const uint64_t *ends,
+                             const uint64_t *lo, const uint64_t *hi,
+                             const uint64_t *seg_lo, const uint64_t *seg_hi,
+                             size_t count, int estimator, double tau,
+                             double *out);
 int pds_interval_answer_prefix(const double *prefix, uint64_t m,
                                const uint64_t *ends, const uint64_t *lo,
                                const uint64_t *hi, const uint64_t *seg_lo,
                                const uint64_t *seg_hi, size_t count,
-                               int estimator, double *out);
+                               int estimator, double tau, double *out);
 
 /* ---------------------------------------------------------- multitree.c --
  * DNRR section 3.3 and Remark 3.4: the c-dimensional multi-tree over the

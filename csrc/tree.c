@@ -10,11 +10,13 @@
  * Differentially Private Histograms Through Consistency", VLDB 2010,
  * section 4 (the two-pass least-squares estimate).
  *
- * Layout (see the header): level l has ceil(m / 2^l) nodes; node u of level
- * l covers segments [u 2^l, min((u + 1) 2^l, m)); levels are stored leaves
- * first.  The root is never materialised: a minimal cover only needs it for
- * the full range, which its two children cover as well, so leaving it out
- * lowers the sensitivity from ceil(log2 m) + 1 to ceil(log2 m).
+ * Fanout f >= 2 (f = 2 is DNRR's binary tree; larger f is Hay et al.'s H_b,
+ * with Qardaji, Yang, Li 2013 on choosing b).  Layout (see the header):
+ * level l has ceil(m / f^l) nodes; node u of level l covers segments
+ * [u f^l, min((u + 1) f^l, m)); levels are stored leaves first.  The root is
+ * never materialised: a minimal cover only needs it for the full range,
+ * which its children cover as well, so leaving it out lowers the
+ * sensitivity from ceil(log_f m) + 1 to ceil(log_f m).
  */
 #include <stdint.h>
 #include <stddef.h>
@@ -24,43 +26,56 @@
 
 enum { TREE_MAX_LEVELS = 64 };
 
-static uint32_t tree_levels(uint64_t m)
+static int fanout_ok(uint32_t f)
 {
-    uint32_t l = 0;
-    if (m <= 2)
-        return 1;
-    while (l < 63 && ((uint64_t)1 << l) < m)
+    return f >= 2 && f <= 65536;
+}
+
+/* max(1, ceil(log_f m)): the least L >= 1 with f^L >= m. */
+static uint32_t tree_levels(uint64_t m, uint32_t f)
+{
+    uint32_t l = 1;
+    uint64_t span = f;
+    while (span < m) {
         l++;
+        if (span > UINT64_MAX / f)
+            break;              /* f^l > 2^64 > m */
+        span *= f;
+    }
     return l;
 }
 
 /* Start of each level in the flat node array and its node count. */
-static void tree_layout(uint64_t m, uint32_t levels, uint64_t *start,
-                        uint64_t *width)
+static void tree_layout(uint64_t m, uint32_t f, uint32_t levels,
+                        uint64_t *start, uint64_t *width)
 {
-    uint64_t off = 0;
+    uint64_t off = 0, w = m;
     for (uint32_t l = 0; l < levels; l++) {
         start[l] = off;
-        width[l] = ((m - 1) >> l) + 1;     /* ceil(m / 2^l) */
-        off += width[l];
+        width[l] = w;
+        off += w;
+        w = (w - 1) / f + 1;          /* ceil(w / f) */
     }
 }
 
-int pds_tree_shape(uint64_t m, uint32_t *levels, uint64_t *nodes)
+int pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels,
+                   uint64_t *nodes)
 {
     uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
     uint32_t l;
-    if (levels == NULL || nodes == NULL || m == 0 || m >= ((uint64_t)1 << 62))
+    if (levels == NULL || nodes == NULL || m == 0 || m >= ((uint64_t)1 << 62)
+        || !fanout_ok(fanout))
         return PDS_EINVAL;
-    l = tree_levels(m);
-    tree_layout(m, l, start, width);
+    l = tree_levels(m, fanout);
+    tree_layout(m, fanout, l, start, width);
     *levels = l;
     *nodes = start[l - 1] + width[l - 1];
     return PDS_OK;
 }
 
 int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
-                   uint64_t t, uint64_t s, int64_t *nodes, uint64_t n_nodes)
+                   uint32_t fanout, uint64_t t, uint64_t s, int64_t *nodes,
+                   uint64_t n_nodes)
 {
     uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
     uint32_t levels;
@@ -69,7 +84,7 @@ int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
 
     if (counts == NULL || nodes == NULL)
         return PDS_EINVAL;
-    st = pds_tree_shape(m, &levels, &total);
+    st = pds_tree_shape(m, fanout, &levels, &total);
     if (st != PDS_OK)
         return st;
     if (n_nodes != total)
@@ -77,7 +92,7 @@ int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
     if (t != 0 && (rng == NULL || s == 0 || t >= ((uint64_t)1 << 62)
                    || s >= ((uint64_t)1 << 62)))
         return PDS_EINVAL;
-    tree_layout(m, levels, start, width);
+    tree_layout(m, fanout, levels, start, width);
 
     for (uint64_t u = 0; u < m; u++) {
         if (counts[u] < 0)
@@ -90,10 +105,13 @@ int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
         const int64_t *below = nodes + start[l - 1];
         int64_t *here = nodes + start[l];
         for (uint64_t u = 0; u < width[l]; u++) {
-            int64_t c = below[2 * u];
-            if (2 * u + 1 < width[l - 1]
-                && __builtin_add_overflow(c, below[2 * u + 1], &c))
-                return PDS_ERANGE;
+            uint64_t c0 = u * fanout, c1 = c0 + fanout;
+            int64_t c = 0;
+            if (c1 > width[l - 1])
+                c1 = width[l - 1];
+            for (uint64_t c_ = c0; c_ < c1; c_++)
+                if (__builtin_add_overflow(c, below[c_], &c))
+                    return PDS_ERANGE;
             here[u] = c;
         }
     }
@@ -110,39 +128,56 @@ int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
     return PDS_OK;
 }
 
+static int add_run(const int64_t *here, uint64_t a, uint64_t b, int64_t *acc)
+{
+    for (; a < b; a++)
+        if (__builtin_add_overflow(*acc, here[a], acc))
+            return PDS_ERANGE;
+    return PDS_OK;
+}
+
 /* Sum over the minimal cover of the half-open segment range [a, b), a < b.
- * Below the top level a range takes at most one node at each end per level
- * (the usual canonical decomposition); the top stored level has at most two
- * nodes, taken directly.  Returns PDS_ERANGE on int64 overflow. */
-static int cover_sum(const int64_t *nodes, const uint64_t *start,
+ * At each level below the top, the nodes left of the first full parent and
+ * right of the last full parent are taken (< f at each end); when no full
+ * parent lies inside, the whole remaining run is taken at this level.  The
+ * top stored level has at most f nodes, taken directly.  Returns PDS_ERANGE
+ * on int64 overflow. */
+static int cover_sum(const int64_t *nodes, const uint64_t *start, uint32_t f,
                      uint32_t levels, uint64_t a, uint64_t b, int64_t *sum)
 {
     int64_t acc = 0;
     uint32_t l = 0;
+    int st;
     for (; l + 1 < levels && a < b; l++) {
         const int64_t *here = nodes + start[l];
-        if (a & 1) {
-            if (__builtin_add_overflow(acc, here[a], &acc))
-                return PDS_ERANGE;
-            a++;
+        uint64_t a_up = (a + f - 1) / f * f, b_dn = b / f * f;
+        if (a_up >= b_dn) {
+            st = add_run(here, a, b, &acc);
+            if (st != PDS_OK)
+                return st;
+            a = b;
+            break;
         }
-        if (b & 1) {
-            b--;
-            if (__builtin_add_overflow(acc, here[b], &acc))
-                return PDS_ERANGE;
-        }
-        a >>= 1;
-        b >>= 1;
+        st = add_run(here, a, a_up, &acc);
+        if (st == PDS_OK)
+            st = add_run(here, b_dn, b, &acc);
+        if (st != PDS_OK)
+            return st;
+        a = a_up / f;
+        b = b_dn / f;
     }
-    for (; a < b; a++)
-        if (__builtin_add_overflow(acc, nodes[start[l] + a], &acc))
-            return PDS_ERANGE;
+    if (a < b) {
+        st = add_run(nodes + start[l], a, b, &acc);
+        if (st != PDS_OK)
+            return st;
+    }
     *sum = acc;
     return PDS_OK;
 }
 
-int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, const uint64_t *i,
-                        const uint64_t *j, size_t count, int64_t *out)
+int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout,
+                        const uint64_t *i, const uint64_t *j, size_t count,
+                        int64_t *out)
 {
     uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
     uint32_t levels;
@@ -151,14 +186,14 @@ int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, const uint64_t *i,
 
     if (nodes == NULL || (count > 0 && (i == NULL || j == NULL || out == NULL)))
         return PDS_EINVAL;
-    st = pds_tree_shape(m, &levels, &total);
+    st = pds_tree_shape(m, fanout, &levels, &total);
     if (st != PDS_OK)
         return st;
-    tree_layout(m, levels, start, width);
+    tree_layout(m, fanout, levels, start, width);
     for (size_t q = 0; q < count; q++) {
         if (i[q] > j[q] || j[q] >= m)
             return PDS_EINVAL;
-        st = cover_sum(nodes, start, levels, i[q], j[q] + 1, &out[q]);
+        st = cover_sum(nodes, start, fanout, levels, i[q], j[q] + 1, &out[q]);
         if (st != PDS_OK)
             return st;
     }
@@ -168,46 +203,36 @@ int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, const uint64_t *i,
 /* Least squares with every released node of unit variance and no
  * observation of the (unreleased) root.  Bottom-up, z[v] is the best
  * estimate of node v from its own subtree and var[v] its variance (in units
- * of one node's variance); a missing right child is a padded segment whose
- * count is known to be 0 (z = 0, var = 0).  Top-down, a parent's final
- * estimate minus its children's z is shared among the children in
- * proportion to their var.  For complete trees this is exactly Hay et al.'s
- * Theorem 3 recurrence; for the ragged right edge it is the same
- * minimum-variance estimate (generalised least squares on a tree). */
-int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m, double *leaf)
+ * of one node's variance); a missing child of the ragged right edge is a
+ * padded segment whose count is known to be 0 (z = 0, var = 0).  Top-down, a
+ * parent's final estimate minus its children's z is shared among the
+ * children in proportion to their var.  For complete trees this is Hay et
+ * al.'s Theorem 3 recurrence (any fanout); for the ragged edge it is the
+ * same minimum-variance estimate (Gaussian smoothing on a tree).
+ * `levels` is explicit so that one top-level subtree can be smoothed alone
+ * (its root level then has one node). */
+static void consistent_pass(const double *y, uint64_t m, uint32_t f,
+                            uint32_t levels, const uint64_t *start,
+                            const uint64_t *width, double *z, double *var)
 {
-    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
-    uint32_t levels;
-    uint64_t total;
-    double *z, *var;
-    int st;
-
-    if (nodes == NULL || leaf == NULL)
-        return PDS_EINVAL;
-    st = pds_tree_shape(m, &levels, &total);
-    if (st != PDS_OK)
-        return st;
-    tree_layout(m, levels, start, width);
-    z = malloc(2 * total * sizeof *z);
-    if (z == NULL)
-        return PDS_ENOMEM;
-    var = z + total;
-
     for (uint64_t u = 0; u < m; u++) {
-        z[u] = (double)nodes[u];
+        z[u] = y[u];
         var[u] = 1.0;
     }
     for (uint32_t l = 1; l < levels; l++) {
         uint64_t b = start[l - 1], h = start[l];
         for (uint64_t u = 0; u < width[l]; u++) {
-            double sz = z[b + 2 * u], sv = var[b + 2 * u];
-            if (2 * u + 1 < width[l - 1]) {
-                sz += z[b + 2 * u + 1];
-                sv += var[b + 2 * u + 1];
+            uint64_t c0 = u * f, c1 = c0 + f;
+            double sz = 0.0, sv = 0.0;
+            if (c1 > width[l - 1])
+                c1 = width[l - 1];
+            for (uint64_t c = c0; c < c1; c++) {
+                sz += z[b + c];
+                sv += var[b + c];
             }
             /* inverse-variance average of the node's own count (var 1) and
              * the sum of its children's estimates (var sv) */
-            z[h + u] = ((double)nodes[h + u] * sv + sz) / (sv + 1.0);
+            z[h + u] = (y[h + u] * sv + sz) / (sv + 1.0);
             var[h + u] = sv / (sv + 1.0);
         }
     }
@@ -215,37 +240,172 @@ int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m, double *leaf)
     for (uint32_t l = levels - 1; l >= 1; l--) {
         uint64_t b = start[l - 1], h = start[l];
         for (uint64_t u = 0; u < width[l]; u++) {
-            uint64_t c0 = b + 2 * u;
-            int two = 2 * u + 1 < width[l - 1];
-            double sz = z[c0] + (two ? z[c0 + 1] : 0.0);
-            double sv = var[c0] + (two ? var[c0 + 1] : 0.0);
-            double r = z[h + u] - sz;
-            z[c0] += var[c0] / sv * r;
-            if (two)
-                z[c0 + 1] += var[c0 + 1] / sv * r;
+            uint64_t c0 = u * f, c1 = c0 + f;
+            double sz = 0.0, sv = 0.0, r;
+            if (c1 > width[l - 1])
+                c1 = width[l - 1];
+            for (uint64_t c = c0; c < c1; c++) {
+                sz += z[b + c];
+                sv += var[b + c];
+            }
+            r = z[h + u] - sz;
+            for (uint64_t c = c0; c < c1; c++)
+                z[b + c] += var[b + c] / sv * r;
         }
     }
+}
+
+int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
+                               uint32_t fanout, double *leaf)
+{
+    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
+    uint32_t levels;
+    uint64_t total;
+    double *z, *var, *y;
+    int st;
+
+    if (nodes == NULL || leaf == NULL)
+        return PDS_EINVAL;
+    st = pds_tree_shape(m, fanout, &levels, &total);
+    if (st != PDS_OK)
+        return st;
+    tree_layout(m, fanout, levels, start, width);
+    z = malloc(3 * total * sizeof *z);
+    if (z == NULL)
+        return PDS_ENOMEM;
+    var = z + total;
+    y = var + total;
+    for (uint64_t v = 0; v < total; v++)
+        y[v] = (double)nodes[v];
+    consistent_pass(y, m, fanout, levels, start, width, z, var);
     for (uint64_t u = 0; u < m; u++)
         leaf[u] = z[u];
     free(z);
     return PDS_OK;
 }
 
-/* Fraction of segment [first, last] (offsets) that [a, b] covers, with
- * first <= a <= b <= last.  Spans reach 2^64, which uint64 cannot hold, so
- * the "+ 1" is done in double: the relative error is below 2^-52. */
-static double span_fraction(uint64_t first, uint64_t last, uint64_t a,
-                            uint64_t b)
+/* max over the nodes v of one subtree of (max_p G(p) - min_p G(p)), G the
+ * prefix sums of the leaf response to a unit observation at v. */
+static int subtree_max_coef(uint64_t ms, uint32_t f, uint32_t levels,
+                            double *best)
 {
-    return ((double)(b - a) + 1.0) / ((double)(last - first) + 1.0);
+    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS], total;
+    double *y, *z, *var;
+    tree_layout(ms, f, levels, start, width);
+    total = start[levels - 1] + width[levels - 1];
+    y = calloc(3 * total, sizeof *y);
+    if (y == NULL)
+        return PDS_ENOMEM;
+    z = y + total;
+    var = z + total;
+    for (uint64_t v = 0; v < total; v++) {
+        double g = 0.0, hi = 0.0, lo = 0.0;
+        y[v] = 1.0;
+        consistent_pass(y, ms, f, levels, start, width, z, var);
+        y[v] = 0.0;
+        for (uint64_t u = 0; u < ms; u++) {
+            g += z[u];
+            hi = g > hi ? g : hi;
+            lo = g < lo ? g : lo;
+        }
+        if (hi - lo > *best)
+            *best = hi - lo;
+    }
+    free(y);
+    return PDS_OK;
+}
+
+int pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
+                                 uint64_t max_work, double *out)
+{
+    uint32_t levels;
+    uint64_t total, span = 1, first, last, sub_nodes;
+    double best = 0.0;
+    int st;
+    if (out == NULL)
+        return PDS_EINVAL;
+    st = pds_tree_shape(m, fanout, &levels, &total);
+    if (st != PDS_OK)
+        return st;
+    /* Top-level nodes have no common parent, so a unit observation moves
+     * only the estimates of its own top-level subtree: every subtree but the
+     * last is the same complete tree of f^(levels-1) leaves. */
+    for (uint32_t l = 1; l < levels; l++)
+        span *= fanout;
+    first = span < m ? span : m;
+    last = m - (m - 1) / span * span;
+    sub_nodes = 0;
+    for (uint64_t w = first, l = 0; l < levels; l++, w = (w - 1) / fanout + 1)
+        sub_nodes += w;
+    if (sub_nodes > max_work / sub_nodes / 2)
+        return PDS_ERANGE;
+    st = subtree_max_coef(first, fanout, levels, &best);
+    if (st == PDS_OK && last != first)
+        st = subtree_max_coef(last, fanout, levels, &best);
+    if (st != PDS_OK)
+        return st;
+    *out = best;
+    return PDS_OK;
+}
+
+/* How a query uses one boundary segment S = [first, end] it overlaps in
+ * [x, y] (first <= x <= y <= end), per estimator (see the header).  The
+ * contribution is frac * est, where est is S's estimate, clipped to
+ * [0, tau] when `clip` is set ("seal_uniform"'s interior weight).  `whole`
+ * means S joins the range of whole segments. */
+typedef struct {
+    int whole;
+    int used;            /* a fractional contribution applies */
+    int clip;
+    double frac;
+} boundary_use;
+
+enum { EST_COVER = 0, EST_UNIFORM = 1, EST_SEAL = 2, EST_SEAL_UNIFORM = 3 };
+
+static boundary_use boundary(int estimator, uint64_t first, uint64_t end,
+                             uint64_t x, uint64_t y)
+{
+    boundary_use u = {0, 0, 0, 0.0};
+    if (x == first && y == end) {
+        u.whole = 1;
+        return u;
+    }
+    switch (estimator) {
+    case EST_COVER:
+        u.whole = 1;
+        break;
+    case EST_UNIFORM:
+        /* spans reach 2^64, which uint64 cannot hold: "+ 1" in double
+         * (relative error below 2^-52) */
+        u.used = 1;
+        u.frac = ((double)(y - x) + 1.0) / ((double)(end - first) + 1.0);
+        break;
+    case EST_SEAL:
+        /* counted iff the seal (the segment's end) is inside the query */
+        u.whole = y == end;
+        break;
+    default:
+        /* seal point holds est - iota, the interior [first, end - 1] holds
+         * iota = clip(est, 0, tau) spread uniformly; end > first here */
+        u.used = 1;
+        u.clip = 1;
+        if (y == end) {
+            u.whole = 1;
+            u.frac = -(double)(x - first) / (double)(end - first);
+        } else {
+            u.frac = ((double)(y - x) + 1.0) / (double)(end - first);
+        }
+        break;
+    }
+    return u;
 }
 
 /* Shared driver: validates one query and decides which segments are taken
- * whole ([wa, wb) half-open) and which boundary fractions apply. */
+ * whole ([wa, wb) half-open) and which boundary contributions apply. */
 typedef struct {
     uint64_t wa, wb;     /* whole segments [wa, wb) */
     uint64_t kl, kr;     /* boundary segments */
-    double fl, fr;       /* their fractions; 0 = not used */
+    boundary_use ul, ur; /* their fractional contributions (ur unused if k == r) */
 } interval_plan;
 
 static int plan_query(uint64_t m, const uint64_t *ends, uint64_t lo,
@@ -258,56 +418,49 @@ static int plan_query(uint64_t m, const uint64_t *ends, uint64_t lo,
         return PDS_EINVAL;
     p->kl = k;
     p->kr = r;
-    p->fl = p->fr = 0.0;
-    if (estimator == 0) {
-        /* DNRR outer cover: every segment meeting [lo, hi], whole */
-        p->wa = k;
-        p->wb = r + 1;
-        return PDS_OK;
-    }
     kfirst = k == 0 ? 0 : ends[k - 1] + 1;
     rfirst = r == 0 ? 0 : ends[r - 1] + 1;
     if (k == r) {
-        if (lo == kfirst && hi == ends[k]) {
-            p->wa = k;
-            p->wb = k + 1;
-        } else {
-            p->wa = p->wb = 0;
-            p->fl = span_fraction(kfirst, ends[k], lo, hi);
-        }
+        p->ul = boundary(estimator, kfirst, ends[k], lo, hi);
+        p->ur.used = 0;
+        p->wa = k + !p->ul.whole;
+        p->wb = k + 1;
         return PDS_OK;
     }
-    /* A boundary segment fully inside [lo, hi] joins the whole range, so
-     * that aligned queries pay for one cover, not a cover plus leaves. */
-    p->wa = k + 1;
-    p->wb = r;
-    if (lo == kfirst)
-        p->wa = k;
-    else
-        p->fl = span_fraction(kfirst, ends[k], lo, ends[k]);
-    if (hi == ends[r])
-        p->wb = r + 1;
-    else
-        p->fr = span_fraction(rfirst, ends[r], rfirst, hi);
+    p->ul = boundary(estimator, kfirst, ends[k], lo, ends[k]);
+    p->ur = boundary(estimator, rfirst, ends[r], rfirst, hi);
+    p->wa = k + !p->ul.whole;
+    p->wb = r + p->ur.whole;
     return PDS_OK;
+}
+
+static double contribution(boundary_use u, double est, double tau)
+{
+    if (!u.used)
+        return 0.0;
+    if (u.clip)
+        est = est < 0.0 ? 0.0 : (est > tau ? tau : est);
+    return u.frac * est;
 }
 
 static int answer_args_ok(uint64_t m, const uint64_t *ends, const uint64_t *lo,
                           const uint64_t *hi, const uint64_t *seg_lo,
                           const uint64_t *seg_hi, size_t count, int estimator,
-                          const double *out)
+                          double tau, const double *out)
 {
-    if (m == 0 || ends == NULL || (estimator != 0 && estimator != 1))
+    if (m == 0 || ends == NULL || estimator < EST_COVER
+        || estimator > EST_SEAL_UNIFORM || !(tau >= 0.0))
         return 0;
     return count == 0 || (lo != NULL && hi != NULL && seg_lo != NULL
                           && seg_hi != NULL && out != NULL);
 }
 
 int pds_interval_answer_tree(const int64_t *nodes, uint64_t m,
-                             const uint64_t *ends, const uint64_t *lo,
-                             const uint64_t *hi, const uint64_t *seg_lo,
-                             const uint64_t *seg_hi, size_t count,
-                             int estimator, double *out)
+                             uint32_t fanout, const uint64_t *ends,
+                             const uint64_t *lo, const uint64_t *hi,
+                             const uint64_t *seg_lo, const uint64_t *seg_hi,
+                             size_t count, int estimator, double tau,
+                             double *out)
 {
     uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
     uint32_t levels;
@@ -315,31 +468,26 @@ int pds_interval_answer_tree(const int64_t *nodes, uint64_t m,
     int st;
 
     if (nodes == NULL || !answer_args_ok(m, ends, lo, hi, seg_lo, seg_hi,
-                                         count, estimator, out))
+                                         count, estimator, tau, out))
         return PDS_EINVAL;
-    st = pds_tree_shape(m, &levels, &total);
+    st = pds_tree_shape(m, fanout, &levels, &total);
     if (st != PDS_OK)
         return st;
-    tree_layout(m, levels, start, width);
+    tree_layout(m, fanout, levels, start, width);
     for (size_t q = 0; q < count; q++) {
         interval_plan p;
         int64_t whole = 0;
-        double a;
         st = plan_query(m, ends, lo[q], hi[q], seg_lo[q], seg_hi[q],
                         estimator, &p);
         if (st != PDS_OK)
             return st;
         if (p.wa < p.wb) {
-            st = cover_sum(nodes, start, levels, p.wa, p.wb, &whole);
+            st = cover_sum(nodes, start, fanout, levels, p.wa, p.wb, &whole);
             if (st != PDS_OK)
                 return st;
         }
-        a = (double)whole;
-        if (p.fl > 0.0)
-            a += p.fl * (double)nodes[p.kl];
-        if (p.fr > 0.0)
-            a += p.fr * (double)nodes[p.kr];
-        out[q] = a;
+        out[q] = (double)whole + contribution(p.ul, (double)nodes[p.kl], tau)
+                 + contribution(p.ur, (double)nodes[p.kr], tau);
     }
     return PDS_OK;
 }
@@ -348,11 +496,11 @@ int pds_interval_answer_prefix(const double *prefix, uint64_t m,
                                const uint64_t *ends, const uint64_t *lo,
                                const uint64_t *hi, const uint64_t *seg_lo,
                                const uint64_t *seg_hi, size_t count,
-                               int estimator, double *out)
+                               int estimator, double tau, double *out)
 {
     int st;
     if (prefix == NULL || !answer_args_ok(m, ends, lo, hi, seg_lo, seg_hi,
-                                          count, estimator, out))
+                                          count, estimator, tau, out))
         return PDS_EINVAL;
     for (size_t q = 0; q < count; q++) {
         interval_plan p;
@@ -363,10 +511,8 @@ int pds_interval_answer_prefix(const double *prefix, uint64_t m,
             return st;
         if (p.wa < p.wb)
             a = prefix[p.wb] - prefix[p.wa];
-        if (p.fl > 0.0)
-            a += p.fl * (prefix[p.kl + 1] - prefix[p.kl]);
-        if (p.fr > 0.0)
-            a += p.fr * (prefix[p.kr + 1] - prefix[p.kr]);
+        a += contribution(p.ul, prefix[p.kl + 1] - prefix[p.kl], tau);
+        a += contribution(p.ur, prefix[p.kr + 1] - prefix[p.kr], tau);
         out[q] = a;
     }
     return PDS_OK;

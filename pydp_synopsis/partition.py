@@ -179,14 +179,24 @@ def as_offsets(values, domain, name="values"):
 # --------------------------------------------------------------------------
 # Parameters.
 
-def _threshold(size, beta, scale):
-    """Integer threshold ``ceil(3 (ln D + ln(1/beta)) / epsilon)`` (rounded up, see module doc)."""
-    t = 3.0 * (math.log(size) - math.log(beta)) * float(scale) * (1.0 + 1e-12)
+def _threshold(size, beta, scale, factor=3):
+    """Integer threshold ``ceil(factor (ln D + ln(1/beta)) / epsilon)`` (rounded up, see module doc)."""
+    t = float(factor) * (math.log(size) - math.log(beta)) * float(scale) * (1.0 + 1e-12)
     if not t <= _THRESHOLD_MAX:
         raise ParameterError(
-            f"epsilon is too small: the threshold 3(ln D + ln(1/beta))/epsilon = {t:.3g} "
+            f"epsilon is too small: the threshold {factor}(ln D + ln(1/beta))/epsilon = {t:.3g} "
             f"must be at most 2**53")
     return max(1, math.ceil(t))
+
+
+def _check_factor(factor, name="threshold_factor"):
+    if isinstance(factor, (bool, np.bool_)) or not isinstance(factor, (Integral, float, Fraction,
+                                                                       np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(factor).__name__}")
+    factor = float(factor)
+    if not (math.isfinite(factor) and 0 < factor <= 1000):
+        raise ParameterError(f"{name} must be in (0, 1000], got {factor!r}")
+    return factor
 
 
 def _check_size(size, name="size"):
@@ -369,6 +379,8 @@ class Partition:
         The privacy parameter the partition was built with.
     beta : float
         The failure probability the threshold was set for.
+    threshold_factor : float
+        The threshold's constant ``c`` (3 in Fig. 1), see :func:`private_partition`.
 
     Notes
     -----
@@ -383,10 +395,11 @@ class Partition:
 
     __hash__ = None
 
-    def __init__(self, end_offsets, *, domain, epsilon, beta):
+    def __init__(self, end_offsets, *, domain, epsilon, beta, threshold_factor=3):
         lo, hi = check_domain(domain)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
+        self._factor = _check_factor(threshold_factor)
         offs = np.asarray(end_offsets)
         if offs.dtype.kind not in "iu" or offs.ndim != 1:
             raise TypeError("end_offsets must be a 1-D integer array")
@@ -429,6 +442,17 @@ class Partition:
     def beta(self):
         """The failure probability the threshold was set for."""
         return self._beta
+
+    @property
+    def threshold_factor(self):
+        """The constant ``c`` of the threshold ``c (ln D + ln(1/beta)) / epsilon`` (3: DNRR)."""
+        return self._factor
+
+    @property
+    def threshold(self):
+        """The integer threshold ``T`` the kernel used (public: D, beta, epsilon, factor). O(1)."""
+        return _threshold(self._hi - self._lo + 1, self._beta, Fraction(1) / self._epsilon,
+                          self._factor)
 
     def __len__(self):
         return len(self._offsets)
@@ -481,7 +505,9 @@ class Partition:
     def max_weight_bound(self):
         """Theorem 2.1's segment weight bound ``5 (ln D + ln(1/beta)) / epsilon``.
 
-        With probability at least ``1 - beta`` no segment is heavier.  O(1).
+        With probability at least ``1 - beta`` no segment is heavier (for
+        distinct values; with a threshold factor ``c`` other than DNRR's 3 the
+        same proof gives ``(c + 2) (ln D + ln(1/beta)) / epsilon``).  O(1).
 
         Examples
         --------
@@ -490,13 +516,13 @@ class Partition:
         26.492
         """
         d = self._hi - self._lo + 1
-        return 5.0 * (math.log(d) - math.log(self._beta)) / float(self._epsilon)
+        return (self._factor + 2.0) * (math.log(d) - math.log(self._beta)) / float(self._epsilon)
 
     def __eq__(self, other):
         if not isinstance(other, Partition):
             return NotImplemented
         return (self.domain == other.domain and self._epsilon == other._epsilon
-                and self._beta == other._beta
+                and self._beta == other._beta and self._factor == other._factor
                 and np.array_equal(self._offsets, other._offsets))
 
     def __repr__(self):
@@ -504,7 +530,7 @@ class Partition:
                 f"epsilon={self._epsilon}, beta={self._beta})")
 
 
-def private_partition(values, *, domain, epsilon, beta=0.05, rng=None):
+def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold_factor=3):
     """An epsilon-DP partition of ``domain`` for the multiset ``values`` (offline).
 
     Parameters
@@ -521,6 +547,11 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None):
     rng : Rng, optional
         Randomness source; None draws fresh OS entropy.  Seeded Rngs are for
         tests and benchmarks only.
+    threshold_factor : float
+        The constant ``c`` of ``T = c (ln D + ln(1/beta)) / epsilon``; 3 is
+        Fig. 1's (the one Theorem 2.1 is stated for).  Privacy holds for any
+        public threshold; a smaller ``c`` gives more, lighter segments and
+        the weight bound ``(c + 2) (ln D + ln(1/beta)) / epsilon``.
 
     Returns
     -------
@@ -550,16 +581,24 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None):
     lo, hi = check_domain(domain)
     eps = exact_epsilon(epsilon)
     beta = check_beta(beta)
+    factor = _check_factor(threshold_factor)
     offsets = as_offsets(values, (lo, hi)).ravel()
-    size = hi - lo + 1
-    scale = Fraction(1) / eps
-    t, s = scale_parts(scale)
-    threshold = _threshold(size, beta, scale)
     rng = resolve_rng(rng)
     # Sort a copy (the floor of the whole computation); duplicates are
     # counted by the kernel on the sorted array.
-    seals = _partition_sorted(np.sort(offsets), size, t, s, threshold, rng)
-    return Partition(seals, domain=(lo, hi), epsilon=eps, beta=beta)
+    return _partition_of_sorted(np.sort(offsets), (lo, hi), eps, beta, rng, factor)
+
+
+def _partition_of_sorted(sorted_offsets, domain, eps, beta, rng, factor=3):
+    """:func:`private_partition` of already validated, sorted uint64 offsets
+    (for synopses that need the sorted array themselves: one sort, not two)."""
+    lo, hi = domain
+    size = hi - lo + 1
+    scale = Fraction(1) / eps
+    t, s = scale_parts(scale)
+    threshold = _threshold(size, beta, scale, factor)
+    seals = _partition_sorted(sorted_offsets, size, t, s, threshold, rng)
+    return Partition(seals, domain=(lo, hi), epsilon=eps, beta=beta, threshold_factor=factor)
 
 
 def _partition_sorted(pos, size, t, s, threshold, rng, slack=None):
