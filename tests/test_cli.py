@@ -207,3 +207,51 @@ def test_build_with_scale_from_decimal_csv(tmp_path):
     assert q.returncode == 0, q.stderr
     answer, bound = float(q.stdout.split()[0]), float(q.stdout.split()[2])
     assert abs(answer - 101) <= bound
+
+
+def test_build_from_parquet_with_decimal_doubles(tmp_path):
+    pa = pytest.importorskip("pyarrow")  # in the test extra; optional for users
+    import pyarrow.parquet as pq
+
+    lat = np.array([40.1, 40.25, 41.0, 39.999999, 40.5] * 100)
+    path = tmp_path / "points.parquet"
+    pq.write_table(pa.table({"lat": lat, "name": ["x"] * len(lat)}), path)
+    out = tmp_path / "p.pds"
+    proc = run("build", "--input", path, "--columns", "lat", "--domain=-90:90", "--scale", "1e6",
+               "--epsilon", 1000, "--seed", 1, "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    q = run("query", out, "--lo", "40", "--hi", "40.5", "--scale", "1e6")
+    answer, bound = float(q.stdout.split()[0]), float(q.stdout.split()[2])
+    assert abs(answer - 300) <= bound
+    one_line_error(run("build", "--input", path, "--columns", "name", "--domain=0:9", "--epsilon", 1,
+                       "--output", tmp_path / "n.pds"), "name")
+
+
+def test_demo_plot(tmp_path):
+    pytest.importorskip("matplotlib")  # in the test extra; optional for users
+    png = tmp_path / "demo.png"
+    proc = run("demo", "--seed", 2, "--queries", 100, "--plot", png)
+    assert proc.returncode == 0, proc.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_progress_line_only_on_a_terminal_after_two_seconds(monkeypatch):
+    import io
+
+    from pydp_synopsis import cli
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    clock = [100.0]
+    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        p = cli.Progress("counting", total=10, stream=stream)
+        p.update(1)          # before 2 s: silent
+        clock[0] += 3
+        p.update(5)
+        p.close()
+    assert "counting" in tty.getvalue() and "50.0%" in tty.getvalue() and tty.getvalue().endswith("\n")
+    assert pipe.getvalue() == ""
