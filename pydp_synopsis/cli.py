@@ -85,8 +85,11 @@ class Progress:
             self.stream.flush()
 
 
-def parse_domain(text, dims):
+def parse_domain(text, dims, scale=None):
     """Parse ``--domain``: ``lo:hi`` per axis, comma separated, or an integer type name.
+
+    With a fixed-point ``scale`` the bounds are decimals converted exactly as
+    the data are (:func:`~pydp_synopsis.inputs.to_fixed_point`).
 
     Examples
     --------
@@ -94,6 +97,8 @@ def parse_domain(text, dims):
     [(-90, 90), (0, 359)]
     >>> parse_domain("uint16", 1)
     [(0, 65535)]
+    >>> parse_domain("-90:90", 1, scale="1e6")
+    [(-90000000, 90000000)]
     """
     if text is None:
         raise UsageError(
@@ -114,9 +119,10 @@ def parse_domain(text, dims):
         if not sep:
             raise UsageError(f"--domain entry {p!r} is not lo:hi or an integer type name")
         try:
-            out.append((int(lo), int(hi)))
-        except ValueError:
-            raise UsageError(f"--domain entry {p!r}: bounds must be integers (use --scale for decimals)") from None
+            bounds = to_fixed_point([lo.strip(), hi.strip()], scale, "--domain")
+        except InputError as exc:
+            raise UsageError(f"--domain entry {p!r}: {exc} (integers, or decimals with --scale)") from None
+        out.append((int(bounds[0]), int(bounds[1])))
     return out
 
 
@@ -133,31 +139,6 @@ def _check_output(path):
         raise UsageError(f"cannot write {path}: directory {directory} is not writable")
 
 
-def _scaled_domain(text, dims, scale):
-    """Domain bounds, converted with the same fixed-point scale as the data."""
-    if text is None or scale is None:
-        return parse_domain(text, dims)
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) == 1 and dims > 1:
-        parts = parts * dims
-    out = []
-    for p in parts:
-        if p in DTYPE_DOMAINS:
-            out.append(DTYPE_DOMAINS[p])
-            continue
-        lo, sep, hi = p.rpartition(":")
-        if not sep:
-            raise UsageError(f"--domain entry {p!r} is not lo:hi or an integer type name")
-        try:
-            b = to_fixed_point([lo, hi], scale, "--domain")
-        except InputError as exc:
-            raise UsageError(str(exc)) from None
-        out.append((int(b[0]), int(b[1])))
-    if len(out) != dims:
-        raise UsageError(f"--domain gives {len(out)} ranges for {dims} columns")
-    return out
-
-
 # ------------------------------------------------------------------ build
 def cmd_build(args):
     if args.epsilon is None:
@@ -169,7 +150,7 @@ def cmd_build(args):
     cols = read_columns(args.input, columns, sql=args.sql, database=args.database, scale=args.scale)
     if not cols:
         raise UsageError("no columns selected (--columns a,b)")
-    domain = _scaled_domain(args.domain, len(cols), args.scale)
+    domain = parse_domain(args.domain, len(cols), args.scale)
     progress.close()
     rng = _rng(args)
     if len(cols) == 1:
