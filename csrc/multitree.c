@@ -19,12 +19,12 @@
  * successor are materialised -- their noise is never drawn, which is
  * post-processing of the full noisy multi-tree.
  *
- * Queries descend the trees top down: per axis the nodes fully inside the
- * query's whole-segment range whose parent is not (the minimal cover, the
- * same node set as tree.c's bottom-up cover up to ragged-edge chains of
- * nodes with identical segment sets) and the two boundary leaves; for a
- * non-final axis each such node's successor is searched with the next
- * axis's cover (the product cover of Claim 3.3).
+ * Queries use tree.c's canonical cover (pds_tree_cover), computed once per
+ * axis and query: every cover node of a non-final axis has its successor
+ * searched with the next axis's cover (the product cover of Claim 3.3), and
+ * a cover node is found in a record tree by descending from its nearest
+ * ancestor already found (the cover comes in left-to-right order, so
+ * consecutive nodes share most of their path).
  */
 #include <stdint.h>
 #include <stddef.h>
@@ -33,7 +33,7 @@
 
 #include "pydp_synopsis.h"
 
-enum { MT_MAX_AXES = 8, MT_MAX_LEVELS = 33, MT_MAX_FANOUT = 1 << 24 };
+enum { MT_MAX_AXES = 8, MT_MAX_LEVELS = 33 };   /* m < 2^32, k >= 2 */
 static const uint64_t MT_MAX_SEGMENTS = (uint64_t)1 << 32;
 
 typedef struct {
@@ -45,21 +45,6 @@ typedef struct {
     uint64_t width[MT_MAX_AXES][MT_MAX_LEVELS];  /* ceil(m / k^l) */
 } mt_shape;
 
-uint32_t pds_multitree_levels(uint64_t m, uint32_t k)
-{
-    uint32_t l = 1;
-    uint64_t p = k;
-    if (m == 0 || k < 2)
-        return 0;
-    while (p < m) {
-        l++;
-        if (p > UINT64_MAX / k)
-            break;
-        p *= k;
-    }
-    return l;
-}
-
 static int shape_init(mt_shape *sh, uint32_t c, const uint64_t *m,
                       const uint32_t *k)
 {
@@ -67,13 +52,12 @@ static int shape_init(mt_shape *sh, uint32_t c, const uint64_t *m,
         return PDS_EINVAL;
     sh->c = c;
     for (uint32_t a = 0; a < c; a++) {
-        uint64_t p = 1;
-        if (m[a] == 0 || m[a] >= MT_MAX_SEGMENTS || k[a] < 2
-            || k[a] > MT_MAX_FANOUT)
+        uint64_t p = 1, nodes;
+        if (m[a] >= MT_MAX_SEGMENTS
+            || pds_tree_shape(m[a], k[a], &sh->levels[a], &nodes) != PDS_OK)
             return PDS_EINVAL;
         sh->m[a] = m[a];
         sh->k[a] = k[a];
-        sh->levels[a] = pds_multitree_levels(m[a], k[a]);
         for (uint32_t l = 0; l < sh->levels[a]; l++) {
             sh->span[a][l] = p;
             sh->width[a][l] = (m[a] - 1) / p + 1;
@@ -89,46 +73,6 @@ static uint64_t n_children(const mt_shape *sh, uint32_t a, uint32_t l,
 {
     uint64_t first = u * sh->k[a], w = sh->width[a][l - 1];
     return w - first < sh->k[a] ? w - first : sh->k[a];
-}
-
-int64_t pds_axis_cover(uint64_t m, uint32_t k, uint64_t a, uint64_t b,
-                       uint32_t *level, uint64_t *index, size_t cap)
-{
-    uint32_t levels = pds_multitree_levels(m, k);
-    size_t n = 0;
-    uint32_t l = 0;
-    if (levels == 0 || a >= b || b > m || level == NULL || index == NULL)
-        return -1;
-    /* Bottom up: the partial blocks at each end are taken at this level,
-     * the aligned middle moves up; the top stored level takes the rest. */
-    for (; l + 1 < levels && a < b; l++) {
-        uint64_t na = (a + k - 1) / k * k, nb = b / k * k;
-        if (na >= nb) {
-            na = b;
-            nb = b;
-        }
-        for (uint64_t u = a; u < na; u++) {
-            if (n == cap)
-                return -1;
-            level[n] = l;
-            index[n++] = u;
-        }
-        for (uint64_t u = nb; u < b; u++) {
-            if (n == cap)
-                return -1;
-            level[n] = l;
-            index[n++] = u;
-        }
-        a = na / k;
-        b = nb / k;
-    }
-    for (; a < b; a++) {
-        if (n == cap)
-            return -1;
-        level[n] = l;
-        index[n++] = a;
-    }
-    return (int64_t)n;
 }
 
 /* ------------------------------------------------------------------ build */
@@ -482,82 +426,75 @@ int pds_multitree_describe(const int64_t *child, const int64_t *succ,
 typedef struct {
     const mt_shape *sh;
     const int64_t *count, *child, *succ;
-    uint64_t wa[MT_MAX_AXES], wb[MT_MAX_AXES], kl[MT_MAX_AXES], kr[MT_MAX_AXES];
+    pds_cover_run runs[MT_MAX_AXES][2 * MT_MAX_LEVELS];
+    int n_runs[MT_MAX_AXES];
+    uint64_t kl[MT_MAX_AXES], kr[MT_MAX_AXES];
     double fl[MT_MAX_AXES], fr[MT_MAX_AXES];
     double acc;
 } mt_query;
+
+/* The records found so far in one axis tree: rec[l] is the record of node
+ * idx[l] of level l for l >= depth, a chain of ancestors. */
+typedef struct {
+    uint32_t depth;
+    uint64_t idx[MT_MAX_LEVELS];
+    int64_t rec[MT_MAX_LEVELS];
+} mt_path;
+
+/* Record of node u of level l in the axis-a tree whose top level starts at
+ * record `top`, or -1 if an ancestor was pruned (the node is absent). */
+static int64_t locate(const mt_query *q, uint32_t a, int64_t top, mt_path *p,
+                      uint32_t l, uint64_t u)
+{
+    const mt_shape *sh = q->sh;
+    uint32_t L = sh->levels[a], j = l;
+    uint64_t seg = u * sh->span[a][l];   /* its first segment, < m < 2^32 */
+    /* the lowest level at which the path found so far is an ancestor */
+    while (j < L && !(j >= p->depth && p->idx[j] == seg / sh->span[a][j]))
+        j++;
+    while (j > l) {
+        uint64_t idx = seg / sh->span[a][--j];
+        int64_t r;
+        if (j + 1 == L) {
+            r = top + (int64_t)idx;
+        } else {
+            int64_t parent = p->rec[j + 1];
+            if (q->child[parent] < 0)
+                return -1;
+            r = q->child[parent] + (int64_t)(idx - p->idx[j + 1] * sh->k[a]);
+        }
+        p->idx[j] = idx;
+        p->rec[j] = r;
+        p->depth = j;
+    }
+    return p->rec[l];
+}
 
 static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w);
 
 static void emit(mt_query *q, uint32_t a, int64_t r, double w)
 {
+    if (r < 0)
+        return;                   /* absent: under a pruned node, counts 0 */
     if (a + 1 == q->sh->c)
         q->acc += w * (double)q->count[r];
     else if (q->succ[r] >= 0)
         visit_axis(q, a + 1, q->succ[r], w);
 }
 
-/* Nodes base .. base + nb - 1 of level l (records blk ..): take the ones
- * inside [lo, hi), descend into the partial ones. */
-static void range_visit(mt_query *q, uint32_t a, int64_t blk, uint32_t l,
-                        uint64_t base, uint64_t nb, uint64_t lo, uint64_t hi,
-                        double w)
-{
-    const mt_shape *sh = q->sh;
-    uint64_t span = sh->span[a][l], m = sh->m[a];
-    uint64_t j0 = lo / span, j1 = (hi - 1) / span + 1;   /* overlapping nodes */
-    if (j1 <= base)
-        return;
-    j0 = j0 > base ? j0 - base : 0;
-    j1 = j1 - base < nb ? j1 - base : nb;
-    for (uint64_t j = j0; j < j1; j++) {
-        uint64_t u = base + j, s0 = u * span;
-        uint64_t s1 = s0 + span < m ? s0 + span : m;
-        int64_t r = blk + (int64_t)j;
-        if (lo <= s0 && s1 <= hi)
-            emit(q, a, r, w);
-        else if (q->child[r] >= 0)
-            range_visit(q, a, q->child[r], l - 1, u * sh->k[a],
-                        n_children(sh, a, l, u), lo, hi, w);
-    }
-}
-
-static int64_t leaf_find(const mt_query *q, uint32_t a, int64_t top,
-                         uint64_t seg)
-{
-    const mt_shape *sh = q->sh;
-    int64_t blk = top;
-    uint64_t base = 0;
-    for (uint32_t l = sh->levels[a]; l-- > 0;) {
-        uint64_t u = seg / sh->span[a][l];
-        int64_t r = blk + (int64_t)(u - base);
-        if (l == 0)
-            return r;
-        if (q->child[r] < 0)
-            return -1;
-        blk = q->child[r];
-        base = u * sh->k[a];
-    }
-    return -1;
-}
-
 static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
 {
-    const mt_shape *sh = q->sh;
-    uint32_t L = sh->levels[a];
-    if (q->wa[a] < q->wb[a])
-        range_visit(q, a, top, L - 1, 0, sh->width[a][L - 1], q->wa[a],
-                    q->wb[a], w);
-    if (q->fl[a] > 0.0) {
-        int64_t r = leaf_find(q, a, top, q->kl[a]);
-        if (r >= 0)
-            emit(q, a, r, w * q->fl[a]);
+    mt_path p;
+    p.depth = q->sh->levels[a];
+    for (int i = 0; i < q->n_runs[a]; i++) {
+        const pds_cover_run *run = &q->runs[a][i];
+        for (uint64_t u = run->first; u < run->end; u++)
+            emit(q, a, locate(q, a, top, &p, run->level, u), w);
     }
-    if (q->fr[a] > 0.0) {
-        int64_t r = leaf_find(q, a, top, q->kr[a]);
-        if (r >= 0)
-            emit(q, a, r, w * q->fr[a]);
-    }
+    if (q->fl[a] > 0.0)
+        emit(q, a, locate(q, a, top, &p, 0, q->kl[a]), w * q->fl[a]);
+    if (q->fr[a] > 0.0)
+        emit(q, a, locate(q, a, top, &p, 0, q->kr[a]), w * q->fr[a]);
 }
 
 int pds_multitree_answer(const int64_t *count, const int64_t *child,
@@ -591,8 +528,10 @@ int pds_multitree_answer(const int64_t *count, const int64_t *child,
                 || !(fl[x] >= 0.0 && fl[x] <= 1.0)
                 || !(fr[x] >= 0.0 && fr[x] <= 1.0))
                 return PDS_EINVAL;
-            q.wa[a] = wa[x];
-            q.wb[a] = wb[x];
+            q.n_runs[a] = wa[x] == wb[x] ? 0
+                          : pds_tree_cover(m[a], k[a], wa[x], wb[x], q.runs[a]);
+            if (q.n_runs[a] < 0)
+                return PDS_EINVAL;
             q.kl[a] = kl[x];
             q.kr[a] = kr[x];
             q.fl[a] = fl[x];

@@ -186,7 +186,7 @@ int pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
                             int64_t *out, size_t n);
 
 /* --------------------------------------------------------------- tree.c --
- * DNRR section 3.2: a noisy tree of fanout f (2 <= f <= 65536; f = 2 is
+ * DNRR section 3.2: a noisy tree of fanout f (2 <= f <= 2^24; f = 2 is
  * DNRR's binary tree) over the m segments of a private partition.  Level 0
  * holds the m segments (leaves); level l holds ceil(m / f^l) nodes, node u
  * covering segments [u f^l, min((u+1) f^l, m)).  Levels 0 .. levels-1 are
@@ -206,6 +206,23 @@ int pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels, uint64_t *node
 int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
                    uint32_t fanout, uint64_t t, uint64_t s, int64_t *nodes,
                    uint64_t n_nodes);
+/* One run of a cover: nodes [first, end) of stored level `level`. */
+typedef struct pds_cover_run {
+    uint32_t level;
+    uint64_t first;
+    uint64_t end;
+} pds_cover_run;
+/* The canonical cover of the half-open segment range [a, b) (a < b <= m)
+ * of the tree above, shared by every tree query (tree.c, multitree.c): the
+ * stored nodes whose segments lie inside [a, b) and whose parent's do not
+ * (or that are on the top stored level) -- the minimal cover, a node per
+ * maximal subtree inside.  Written to runs[] as <= 2 levels - 1 runs in
+ * left-to-right segment order: below the stop level one run of < f
+ * siblings at each end, then the stop level's run (<= 2 (f - 1) nodes, or
+ * <= f on the top level).  runs[] must hold 2 levels entries (128 always
+ * do).  Returns the number of runs, or -1 on invalid arguments. */
+int pds_tree_cover(uint64_t m, uint32_t fanout, uint64_t a, uint64_t b,
+                   pds_cover_run *runs);
 /* out[q] = sum of the noisy counts of the minimal cover of segments
  * [i[q], j[q]] (<= 2 (f - 1) nodes per level below the top, <= f on the top
  * level); PDS_EINVAL if i > j or j >= m. */
@@ -252,10 +269,11 @@ int pds_interval_answer_prefix(const double *prefix, uint64_t m,
  * DNRR section 3.3 and Remark 3.4: the c-dimensional multi-tree over the
  * per-axis segments of c private partitions, built pruned.
  *
- * Axis a (0-based) has m[a] segments and a tree of fanout k[a] >= 2 over
- * them laid out as in tree.c: level 0 = segments, level l has
- * ceil(m / k^l) nodes, node u covering segments [u k^l, min((u+1) k^l, m));
- * levels = 1 if m <= k else ceil(log_k m); the root is never materialised.
+ * Axis a (0-based) has m[a] < 2^32 segments and a tree of fanout k[a] over
+ * them with tree.c's layout, shape (pds_tree_shape) and cover
+ * (pds_tree_cover): level 0 = segments, level l has ceil(m / k^l) nodes,
+ * node u covering segments [u k^l, min((u+1) k^l, m)); the root is never
+ * materialised.
  * Every materialised node of an axis-a tree (a < c-1) owns a successor tree
  * over axis a+1 built from the points in its rectangle.
  *
@@ -282,13 +300,6 @@ typedef struct pds_multitree {
     uint64_t capacity;
 } pds_multitree;
 
-/* Levels of an axis tree of fanout k over m segments (0 on bad input). */
-uint32_t pds_multitree_levels(uint64_t m, uint32_t k);
-/* The minimal cover of the half-open segment range [a, b) of an axis tree:
- * writes (level, index) pairs, returns how many (<= 2 (k-1) levels), or
- * -1 if they do not fit in cap or the arguments are invalid. */
-int64_t pds_axis_cover(uint64_t m, uint32_t k, uint64_t a, uint64_t b,
-                       uint32_t *level, uint64_t *index, size_t cap);
 /* Build.  seg: n x c row-major segment indices (seg[i c + a] < m[a]);
  * max_records bounds the size (PDS_ENOMEM beyond it).  On success *out owns
  * malloc'ed arrays: release them with pds_multitree_free (also safe after a

@@ -28,7 +28,7 @@ enum { TREE_MAX_LEVELS = 64 };
 
 static int fanout_ok(uint32_t f)
 {
-    return f >= 2 && f <= 65536;
+    return f >= 2 && f <= ((uint32_t)1 << 24);
 }
 
 /* max(1, ceil(log_f m)): the least L >= 1 with f^L >= m. */
@@ -128,48 +128,58 @@ int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
     return PDS_OK;
 }
 
-static int add_run(const int64_t *here, uint64_t a, uint64_t b, int64_t *acc)
+int pds_tree_cover(uint64_t m, uint32_t fanout, uint64_t a, uint64_t b,
+                   pds_cover_run *runs)
 {
-    for (; a < b; a++)
-        if (__builtin_add_overflow(*acc, here[a], acc))
-            return PDS_ERANGE;
-    return PDS_OK;
+    pds_cover_run right[TREE_MAX_LEVELS];
+    uint32_t levels, l = 0;
+    uint64_t w = m;
+    int n = 0, nr = 0;
+    if (runs == NULL || m == 0 || m >= ((uint64_t)1 << 62) || !fanout_ok(fanout)
+        || a >= b || b > m)
+        return -1;
+    levels = tree_levels(m, fanout);
+    /* Bottom up, [a, b) is the range of level-l nodes inside the query.  Its
+     * parents inside are [pa, pb): the last, ragged parent of a level is
+     * inside iff the range reaches the level's end (it has no segment
+     * beyond).  Nodes inside whose parent is not are taken (at most f - 1 at
+     * each end, each end's run under one parent); when no parent is inside,
+     * the whole range is taken here.  The top stored level has no parent. */
+    for (; l + 1 < levels; l++) {
+        uint64_t up = (w - 1) / fanout + 1;
+        uint64_t pa = a / fanout + (a % fanout != 0);
+        uint64_t pb = b == w ? up : b / fanout;
+        if (pa >= pb)
+            break;
+        if (a < pa * fanout)
+            runs[n++] = (pds_cover_run){l, a, pa * fanout};
+        if (pb * fanout < b)
+            right[nr++] = (pds_cover_run){l, pb * fanout, b};
+        a = pa;
+        b = pb;
+        w = up;
+    }
+    runs[n++] = (pds_cover_run){l, a, b};          /* a < b: invariant */
+    while (nr > 0)
+        runs[n++] = right[--nr];
+    return n;
 }
 
-/* Sum over the minimal cover of the half-open segment range [a, b), a < b.
- * At each level below the top, the nodes left of the first full parent and
- * right of the last full parent are taken (< f at each end); when no full
- * parent lies inside, the whole remaining run is taken at this level.  The
- * top stored level has at most f nodes, taken directly.  Returns PDS_ERANGE
- * on int64 overflow. */
-static int cover_sum(const int64_t *nodes, const uint64_t *start, uint32_t f,
-                     uint32_t levels, uint64_t a, uint64_t b, int64_t *sum)
+/* Sum of the noisy counts of the cover of [a, b) (pds_tree_cover);
+ * PDS_ERANGE on int64 overflow. */
+static int cover_sum(const int64_t *nodes, const uint64_t *start, uint64_t m,
+                     uint32_t f, uint64_t a, uint64_t b, int64_t *sum)
 {
+    pds_cover_run runs[2 * TREE_MAX_LEVELS];
     int64_t acc = 0;
-    uint32_t l = 0;
-    int st;
-    for (; l + 1 < levels && a < b; l++) {
-        const int64_t *here = nodes + start[l];
-        uint64_t a_up = (a + f - 1) / f * f, b_dn = b / f * f;
-        if (a_up >= b_dn) {
-            st = add_run(here, a, b, &acc);
-            if (st != PDS_OK)
-                return st;
-            a = b;
-            break;
-        }
-        st = add_run(here, a, a_up, &acc);
-        if (st == PDS_OK)
-            st = add_run(here, b_dn, b, &acc);
-        if (st != PDS_OK)
-            return st;
-        a = a_up / f;
-        b = b_dn / f;
-    }
-    if (a < b) {
-        st = add_run(nodes + start[l], a, b, &acc);
-        if (st != PDS_OK)
-            return st;
+    int n = pds_tree_cover(m, f, a, b, runs);
+    if (n < 0)
+        return PDS_EINVAL;
+    for (int r = 0; r < n; r++) {
+        const int64_t *here = nodes + start[runs[r].level];
+        for (uint64_t u = runs[r].first; u < runs[r].end; u++)
+            if (__builtin_add_overflow(acc, here[u], &acc))
+                return PDS_ERANGE;
     }
     *sum = acc;
     return PDS_OK;
@@ -193,7 +203,7 @@ int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout,
     for (size_t q = 0; q < count; q++) {
         if (i[q] > j[q] || j[q] >= m)
             return PDS_EINVAL;
-        st = cover_sum(nodes, start, fanout, levels, i[q], j[q] + 1, &out[q]);
+        st = cover_sum(nodes, start, m, fanout, i[q], j[q] + 1, &out[q]);
         if (st != PDS_OK)
             return st;
     }
@@ -482,7 +492,7 @@ int pds_interval_answer_tree(const int64_t *nodes, uint64_t m,
         if (st != PDS_OK)
             return st;
         if (p.wa < p.wb) {
-            st = cover_sum(nodes, start, fanout, levels, p.wa, p.wb, &whole);
+            st = cover_sum(nodes, start, m, fanout, p.wa, p.wb, &whole);
             if (st != PDS_OK)
                 return st;
         }

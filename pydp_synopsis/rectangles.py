@@ -20,7 +20,7 @@ from . import persist
 from .budget import charge
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
-from .intervals import _log_mgf
+from .intervals import _log_mgf, _tree_shape
 from .noise import check_beta, exact_epsilon, resolve_rng, scale_parts
 from .partition import (Partition, _partition_sorted, _threshold, as_offsets, check_domain,
                         private_partition)
@@ -53,19 +53,6 @@ def _u64(a):
 
 def _i64(a):
     return ffi.from_buffer("int64_t[]", a)
-
-
-def _levels(m, k):
-    return int(lib.pds_multitree_levels(m, k))
-
-
-def _tree_nodes(m, k):
-    """Nodes of one axis tree (all stored levels, no root)."""
-    total, span = 0, 1
-    for _ in range(_levels(m, k)):
-        total += -(-m // span)
-        span *= k
-    return total
 
 
 def _tail(terms, b, log_inv):
@@ -501,13 +488,13 @@ class RectangleSynopsis:
     def _set_shape(self):
         self._m = tuple(-(-len(p) // g) for p, g in zip(self.partitions, self.merge))
         self._k = tuple(self.fanout)
-        self._levels = tuple(_levels(m, k) for m, k in zip(self._m, self._k))
+        self._levels = tuple(_tree_shape(m, k)[0] for m, k in zip(self._m, self._k))
         self._ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64)
                            for p in self.partitions)
 
     def _potential_nodes(self):
         """Node count of the unpruned multi-tree: sum_a prod_{b<=a} (nodes of axis b)."""
-        per = [_tree_nodes(m, k) for m, k in zip(self._m, self._k)]
+        per = [_tree_shape(m, k)[1] for m, k in zip(self._m, self._k)]
         return sum(math.prod(per[:a + 1]) for a in range(len(per)))
 
     # ---------------------------------------------------------------- queries

@@ -70,6 +70,39 @@ def test_tree_levels_nodes_and_cover_sums_exact(m, f):
     assert np.array_equal(_cover_sums(nodes, m, i, j, f), prefix[j + 1] - prefix[i])
 
 
+def _cover_nodes(m, f, a, b):
+    runs = ffi.new("pds_cover_run[128]")
+    n = lib.pds_tree_cover(m, f, a, b, runs)
+    assert n >= 0
+    return [(runs[r].level, u) for r in range(n) for u in range(runs[r].first, runs[r].end)]
+
+
+@pytest.mark.parametrize("m, f", [(1, 2), (2, 2), (5, 4), (9, 2), (17, 4), (33, 2), (40, 3), (70, 5),
+                                  (100, 16)])
+def test_tree_cover_is_the_maximal_nodes_inside(m, f):
+    """pds_tree_cover: the nodes inside [a, b) whose parent is not (top level: no parent),
+    in left-to-right order; the ragged last node of a level is inside iff b = m."""
+    levels, _ = _tree_shape(m, f)
+    span = [f**lv for lv in range(levels)]
+
+    def inside(lv, u, a, b):
+        return a <= u * span[lv] and min((u + 1) * span[lv], m) <= b
+
+    for a in range(m):
+        for b in range(a + 1, m + 1):
+            want = sorted((lv, u) for lv in range(levels) for u in range(-(-m // span[lv]))
+                          if inside(lv, u, a, b)
+                          and (lv + 1 == levels or not inside(lv + 1, u // f, a, b)))
+            got = _cover_nodes(m, f, a, b)
+            assert sorted(got) == want
+            firsts = [u * span[lv] for lv, u in got]
+            assert firsts == sorted(firsts)
+    runs = ffi.new("pds_cover_run[128]")
+    for bad in ((0, 0), (1, 0), (0, m + 1)):
+        assert lib.pds_tree_cover(m, f, *bad, runs) == -1
+    assert lib.pds_tree_cover(m, 1, 0, 1, runs) == -1
+
+
 @pytest.mark.parametrize("m, f", [(77, 2), (77, 3), (70, 5), (40, 16)])
 def test_tree_cover_is_a_set_of_at_most_the_counted_nodes(m, f):
     from pydp_synopsis.intervals import _cover_terms, _prefix_terms

@@ -141,6 +141,39 @@ def test_claim_3_3_nodes_containing_a_point(c, fanout):
         assert s_all <= 2 * max(1, math.ceil(math.log2(max(s._m)))) ** c
 
 
+@pytest.mark.parametrize("fanout", [2, 3, 16])
+def test_one_axis_queries_read_the_interval_trees_cover(fanout):
+    """c = 1: the multi-tree answers from exactly the nodes of tree.c's cover
+    (pds_tree_cover): its noisy records, copied into tree.c's flat layout,
+    give pds_tree_cover_sums the same answers for every segment range."""
+    vals = DATA.integers(0, 400, (300, 1))
+    s = RS.build(vals, domain=[(0, 399)], epsilon=1, prune=None, fanout=fanout, merge=1,
+                 estimator="cover", rng=Rng(seed=11))
+    m, (L,) = s._m[0], s._levels
+    n = s.num_nodes
+    axis, level = np.empty(n, np.uint8), np.empty(n, np.uint8)
+    index, pred = np.empty(n, np.uint64), np.empty(n, np.int64)
+    check(lib.pds_multitree_describe(
+        ffi.from_buffer("int64_t[]", s._child), ffi.from_buffer("int64_t[]", s._succ), n, 1,
+        ffi.from_buffer("uint64_t[]", np.array([m], np.uint64)),
+        ffi.from_buffer("uint32_t[]", np.array([fanout], np.uint32)),
+        ffi.from_buffer("uint8_t[]", axis), ffi.from_buffer("uint8_t[]", level),
+        ffi.from_buffer("uint64_t[]", index), ffi.from_buffer("int64_t[]", pred)))
+    start = np.cumsum([0] + [-(-m // fanout**lv) for lv in range(L)])
+    flat = np.empty(n, np.int64)
+    flat[start[level.astype(np.int64)] + index.astype(np.int64)] = s._count
+    i, j = np.triu_indices(m)
+    i, j = np.ascontiguousarray(i, np.uint64), np.ascontiguousarray(j, np.uint64)
+    want = np.empty(i.size, np.int64)
+    check(lib.pds_tree_cover_sums(ffi.from_buffer("int64_t[]", flat), m, fanout,
+                                  ffi.from_buffer("uint64_t[]", i), ffi.from_buffer("uint64_t[]", j),
+                                  i.size, ffi.from_buffer("int64_t[]", want)))
+    ends = s._ends[0].astype(np.int64)
+    got = s.count_many(np.where(i == 0, 0, ends[np.maximum(i, 1) - 1] + 1)[:, None].astype(np.int64),
+                       ends[j][:, None])
+    np.testing.assert_array_equal(got, want.astype(np.float64))
+
+
 def test_noise_scales_follow_the_sensitivity():
     pts = DATA.integers(0, 1000, (500, 2))
     s = RS.build(pts, domain=[(0, 999)] * 2, epsilon=2, config="dnrr", rng=Rng(seed=4))
