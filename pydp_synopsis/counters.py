@@ -37,7 +37,8 @@ from . import persist
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .budget import charge
-from .noise import Rng, check_beta, discrete_laplace_variance, exact_epsilon, resolve_rng, scale_parts
+from .noise import (Rng, check_beta, discrete_laplace_variance, exact_epsilon, laplace_sum_tail,
+                    resolve_rng, scale_parts)
 
 __all__ = ["BinaryTreeCounter", "KaryTreeCounter", "SparseStreamCounter"]
 
@@ -97,50 +98,6 @@ def _binary_weight_sum(n):
         return 0
     q, r = divmod(n, 2)
     return 2 * _binary_weight_sum(q - 1) + q + (r + 1) * q.bit_count() + r
-
-
-def _laplace_sum_log_tail(scale, terms, a):
-    """log of min_s e^{-s a} M(s)^terms for a sum of discrete Laplace(scale) terms.
-
-    The exponent is convex in s on (0, 1/scale); a golden-section search
-    finds its minimum to far more precision than the integer ``a`` needs.
-    """
-    q = math.exp(-1.0 / scale)
-    log_norm = 2.0 * math.log1p(-q)
-
-    def exponent(s):
-        return -s * a + terms * (log_norm - math.log1p(-q * math.exp(s)) - math.log1p(-q * math.exp(-s)))
-
-    lo, hi = 0.0, (1.0 / scale) * (1 - 1e-12)
-    g = (math.sqrt(5) - 1) / 2
-    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
-    f1, f2 = exponent(x1), exponent(x2)
-    for _ in range(200):
-        if f1 < f2:
-            hi, x2, f2 = x2, x1, f1
-            x1 = hi - g * (hi - lo)
-            f1 = exponent(x1)
-        else:
-            lo, x1, f1 = x1, x2, f2
-            x2 = lo + g * (hi - lo)
-            f2 = exponent(x2)
-    return min(f1, f2, 0.0)
-
-
-def _laplace_sum_bound(scale, terms, releases, beta):
-    """Smallest integer a with 2 * releases * Chernoff(a) <= beta (see error_bound)."""
-    target = math.log(beta) - math.log(2.0 * releases)
-    hi = 1
-    while _laplace_sum_log_tail(scale, terms, hi) > target:
-        hi *= 2
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _laplace_sum_log_tail(scale, terms, mid) > target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
 
 
 class _TreeCounter:
@@ -317,7 +274,8 @@ class _TreeCounter:
         the exact moment generating function
         ``M(s) = (1-q)^2 / ((1-q e^s)(1-q e^-s))``, ``q = e^{-1/b}``, and a union
         bound over ``releases`` releases and both signs gives the smallest
-        integer ``a`` with ``2 * releases * min_s e^{-s a} M(s)^L <= beta``.
+        integer ``a`` with ``2 * releases * min_s e^{-s a} M(s)^L <= beta``
+        (:func:`~pydp_synopsis.noise.laplace_sum_tail`, rounded up).
 
         Parameters
         ----------
@@ -338,7 +296,10 @@ class _TreeCounter:
         """
         beta = check_beta(beta, "beta")
         releases = self.horizon if releases is None else _check_int(releases, "releases", 1, self.horizon)
-        return _laplace_sum_bound(float(self._scale), self._max_path_length(), releases, beta)
+        # the Chernoff t bounds P(S >= t); S is an integer, so ceil(t) is the
+        # least integer a whose Chernoff bound is <= beta / (2 releases)
+        t = laplace_sum_tail(self._max_path_length(), self._scale, math.log(2.0 * releases / beta))
+        return max(1, math.ceil(t))
 
     def _max_path_length(self):
         m = 1 if self.k == 2 else (self.k - 1) // 2

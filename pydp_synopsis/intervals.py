@@ -26,7 +26,7 @@ from . import persist
 from .budget import charge
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
-from .noise import check_beta, exact_epsilon, resolve_rng, scale_parts
+from .noise import check_beta, exact_epsilon, laplace_sum_tail, resolve_rng, scale_parts
 from .partition import _check_factor, _partition_of_sorted, as_offsets, check_domain
 
 __all__ = ["IntervalSynopsis"]
@@ -67,53 +67,6 @@ def _prefix_terms(levels, fanout):
 
 def _u64(a):
     return ffi.from_buffer("uint64_t[]", a)
-
-
-def _log_mgf(lam, b):
-    """log E[exp(lam Z)] for Z discrete Laplace of scale b (pmf ~ exp(-|z|/b)), 0 <= lam < 1/b.
-
-    ``E[e^{lam Z}] = (1-p)^2 / ((1 - p e^lam)(1 - p e^-lam))`` with ``p = e^{-1/b}``;
-    written with expm1 so that large scales keep their precision.
-    """
-    g = 1.0 / b
-    return (2.0 * math.log(-math.expm1(-g))
-            - math.log(-math.expm1(lam - g))
-            - math.log(-math.expm1(-lam - g)))
-
-
-def _sum_tail(terms, b, delta):
-    """A t with P(Z_1 + ... + Z_terms >= t) <= delta for i.i.d. discrete Laplace(b).
-
-    Chernoff: P(S >= t) <= exp(terms * log M(lam) - lam t) for every admissible
-    lam, so t(lam) = (terms log M(lam) + log(1/delta)) / lam is a valid bound for
-    *any* lam in (0, 1/b); we take the smallest over a fine grid refined by
-    golden-section search (any lam is rigorous, the search only tightens).
-    The same t bounds sums of fewer terms and sums with weights in [-1, 1]:
-    log M is even, convex and >= 0, so log M(w lam) <= log M(lam) for |w| <= 1.
-    """
-    if terms <= 0:
-        return 0.0
-    log_inv = math.log(1.0 / delta)
-    g = 1.0 / b
-
-    def t_of(x):
-        lam = x * g
-        return (terms * _log_mgf(lam, b) + log_inv) / lam
-
-    grid = [i / 512 for i in range(1, 512)]
-    best = min(grid, key=t_of)
-    lo, hi = max(best - 1 / 512, 1e-9), min(best + 1 / 512, 1 - 1e-9)
-    phi = (math.sqrt(5) - 1) / 2
-    for _ in range(60):
-        a = hi - phi * (hi - lo)
-        c = lo + phi * (hi - lo)
-        if t_of(a) < t_of(c):
-            hi = c
-        else:
-            lo = a
-    t = min(t_of(best), t_of((lo + hi) / 2))
-    # absorb float rounding in the evaluation (relative error far below 1e-9)
-    return t * (1 + 1e-9)
 
 
 class IntervalSynopsis:
@@ -476,7 +429,7 @@ class IntervalSynopsis:
             # differences of prefixes); |P(x) - P(y)| <= 2 max_p |P(p) noise|,
             # and each noisy prefix is a +-1 sum of <= prefix_terms distinct nodes
             terms, b = self._kary_shape()
-            return 2 * _sum_tail(terms, b, delta / (2 * m))
+            return 2 * laplace_sum_tail(terms, b, -math.log(delta / (2 * m)))
         b = float(Fraction(self._levels) / self.epsilon_tree)
         f, L = self.fanout, self._levels
         cover = _cover_terms(L, f)
@@ -485,10 +438,10 @@ class IntervalSynopsis:
                 # inner cover plus fractions of the two boundary leaves: the noise
                 # is affine in the two fractions, so its sup over a (k, r) pair is
                 # at one of 4 corners, each a sum of <= cover + 2 distinct nodes
-                return _sum_tail(cover + 2, b, delta / (2 * 4 * ranges))
+                return laplace_sum_tail(cover + 2, b, -math.log(delta / (2 * 4 * ranges)))
             # cover, seal, seal_uniform: one range of whole segments (the
             # clipped interior terms of seal_uniform are bounded in the bias)
-            return _sum_tail(cover, b, delta / (2 * ranges))
+            return laplace_sum_tail(cover, b, -math.log(delta / (2 * ranges)))
         # consistent tree: an answer's noise is a^T Z with a = Pi c, c a range's
         # minimal-cover indicator and Pi the least-squares projection onto
         # consistent trees, so ||a||_2^2 <= ||c||_2^2 = #cover =: V.  With s >= every
@@ -499,12 +452,12 @@ class IntervalSynopsis:
         # f = 2, ~0.94 for f = 16) or, if too costly, sqrt(V) (then the bound is
         # s times a one-term tail).  Corners of "uniform" are ranges too.
         s = self._max_coef()
-        direct = s * _sum_tail(cover / s**2, b, delta / (2 * ranges))
+        direct = s * laplace_sum_tail(cover / s**2, b, -math.log(delta / (2 * ranges)))
         # or via prefixes: |P(x) - P(y)| <= 2 max_p |P(p)| (prefix coefficients
         # are G(p) - G(0), also bounded by s)
         pre = _prefix_terms(L, f)
         s_p = min(s, math.sqrt(pre))
-        via_prefix = 2 * s_p * _sum_tail(pre / s_p**2, b, delta / (2 * m))
+        via_prefix = 2 * s_p * laplace_sum_tail(pre / s_p**2, b, -math.log(delta / (2 * m)))
         return min(direct, via_prefix)
 
     def _max_coef(self):

@@ -20,8 +20,8 @@ from . import persist
 from .budget import charge
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
-from .intervals import _log_mgf, _tree_shape
-from .noise import check_beta, exact_epsilon, resolve_rng, scale_parts
+from .intervals import _tree_shape
+from .noise import check_beta, exact_epsilon, laplace_sum_tail, resolve_rng, scale_parts
 from .partition import (Partition, _partition_sorted, _threshold, as_offsets, check_domain,
                         private_partition)
 
@@ -53,35 +53,6 @@ def _u64(a):
 
 def _i64(a):
     return ffi.from_buffer("int64_t[]", a)
-
-
-def _tail(terms, b, log_inv):
-    """t with P(Z_1 + ... + Z_terms >= t) <= exp(-log_inv), Z_i i.i.d. discrete Laplace(b).
-
-    The Chernoff bound of intervals._sum_tail taken in the log domain (the
-    union bounds here reach 2^500 events); any lambda in (0, 1/b) is
-    rigorous, the search only tightens.  Also valid for weights in [-1, 1].
-    """
-    if terms <= 0:
-        return 0.0
-    g = 1.0 / b
-
-    def t_of(x):
-        lam = x * g
-        return (terms * _log_mgf(lam, b) + log_inv) / lam
-
-    grid = [i / 512 for i in range(1, 512)]
-    best = min(grid, key=t_of)
-    lo, hi = max(best - 1 / 512, 1e-9), min(best + 1 / 512, 1 - 1e-9)
-    phi = (math.sqrt(5) - 1) / 2
-    for _ in range(60):
-        a = hi - phi * (hi - lo)
-        c = lo + phi * (hi - lo)
-        if t_of(a) < t_of(c):
-            hi = c
-        else:
-            lo = a
-    return min(t_of(best), t_of((lo + hi) / 2)) * (1 + 1e-9)
 
 
 def _check_choice(value, name, choices):
@@ -715,7 +686,7 @@ class RectangleSynopsis:
             ranges = m * (m + 1) // 2
             log_combos += math.log(4 * ranges + m if extra else ranges)
         b_fin = float(self.scales[1])
-        noise = _tail(terms, b_fin, log_combos + math.log(2.0 / d_noise))
+        noise = laplace_sum_tail(terms, b_fin, log_combos + math.log(2.0 / d_noise))
         # a boundary tree segment is a run of g partition segments; Theorem 2.1's
         # weight bound with threshold factor f is (f + 2)(ln D + ln 1/beta)/eps
         wscale = (self.threshold_factor + 2.0) / 5.0

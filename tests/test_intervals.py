@@ -9,7 +9,8 @@ import pydp_synopsis as ps
 from pydp_synopsis import persist
 from pydp_synopsis._core import check, ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, ParameterError
-from pydp_synopsis.intervals import IntervalSynopsis, _sum_tail, _tree_shape
+from pydp_synopsis.intervals import IntervalSynopsis, _tree_shape
+from pydp_synopsis.noise import laplace_sum_tail
 from stattests import assert_binomial_at_most, assert_dp_ratio, assert_mean_var
 
 BIG = 10**6  # epsilon at which noise is zero with overwhelming probability
@@ -255,10 +256,11 @@ def test_sum_tail_is_a_valid_chernoff_bound():
     b = 3.0
     p = math.exp(-1 / b)
     for delta in (1e-2, 1e-6):
-        t = _sum_tail(1, b, delta)
+        t = laplace_sum_tail(1, b, -math.log(delta))
         assert p ** math.ceil(t) / (1 + p) <= delta
     # bound grows with the number of terms and shrinks with delta
-    assert _sum_tail(4, b, 1e-3) < _sum_tail(8, b, 1e-3) < _sum_tail(8, b, 1e-6)
+    assert (laplace_sum_tail(4, b, -math.log(1e-3)) < laplace_sum_tail(8, b, -math.log(1e-3))
+            < laplace_sum_tail(8, b, -math.log(1e-6)))
 
 
 def test_privacy_neighbouring_databases():

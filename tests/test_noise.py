@@ -13,6 +13,7 @@ import pytest
 
 import pydp_synopsis as ps
 from pydp_synopsis._core import ffi, lib
+from pydp_synopsis.errors import ParameterError
 from pydp_synopsis.noise import check_beta, scale_parts
 from stattests import assert_dp_ratio, assert_gof, assert_mean_var, dp_ratio_lower_bound
 
@@ -368,3 +369,39 @@ def test_seeded_rng_state_round_trip_continues_the_stream():
     bad["pos"] = 99
     with pytest.raises(ValueError, match="generator state"):
         Rng._from_state(bad)
+
+
+# ------------------------------------------------------------ laplace_sum_tail
+@pytest.mark.parametrize("b", [0.5, 3.0, 100.0])
+@pytest.mark.parametrize("delta", [1e-2, 1e-6, 1e-30])
+def test_laplace_sum_tail_against_the_exact_one_term_tail(b, delta):
+    """One term: P(Z >= j) = p^j / (1 + p) for integers j >= 1, p = e^{-1/b}.  The
+    bound is valid, and within Chernoff's known slack b (1 + 2 ln(1 + j/b)) of the
+    exact quantile j (a polynomial prefactor lost in the exponent)."""
+    t = ps.noise.laplace_sum_tail(1, b, -math.log(delta))
+    p = math.exp(-1 / b)
+    assert p ** math.ceil(t) / (1 + p) <= delta
+    j = max(1, math.ceil(math.log(delta * (1 + p)) / math.log(p)))   # exact quantile
+    assert j <= math.ceil(t) <= j + b * (1 + 2 * math.log(1 + j / b)) + 1
+
+
+def test_laplace_sum_tail_sums_and_arguments():
+    from pydp_synopsis.noise import laplace_sum_tail
+    b = 2.0
+    # several terms: the exact tail of a sum of 3 (numerical convolution) is below delta
+    p = math.exp(-1 / b)
+    z = np.arange(-400, 401)
+    pmf = (1 - p) / (1 + p) * p ** np.abs(z)
+    s3 = np.convolve(np.convolve(pmf, pmf), pmf)
+    zs = np.arange(-1200, 1201)
+    t = laplace_sum_tail(3, b, math.log(1e4))
+    assert s3[zs >= t].sum() <= 1e-4
+    assert laplace_sum_tail(0, b, 5.0) == 0.0
+    assert laplace_sum_tail(2, Fraction(2), 5.0) == laplace_sum_tail(2, 2.0, 5.0)
+    assert laplace_sum_tail(2, b, 5.0) < laplace_sum_tail(2.5, b, 5.0) < laplace_sum_tail(2.5, b, 9.0)
+    for args, exc, name in (((-1, b, 5.0), ParameterError, "terms"), ((1, 0, 5.0), ParameterError, "scale"),
+                            ((1, b, 0.0), ParameterError, "log_inv_delta"),
+                            ((1, b, math.inf), ParameterError, "log_inv_delta"),
+                            (("1", b, 5.0), TypeError, "terms"), ((1, None, 5.0), TypeError, "scale")):
+        with pytest.raises(exc, match=name):
+            laplace_sum_tail(*args)
