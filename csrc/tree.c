@@ -128,17 +128,14 @@ int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
     return PDS_OK;
 }
 
-int pds_tree_cover(uint64_t m, uint32_t fanout, uint64_t a, uint64_t b,
-                   pds_cover_run *runs)
+/* pds_tree_cover for checked arguments and the tree's level count. */
+static int cover_runs(uint64_t m, uint32_t fanout, uint32_t levels, uint64_t a,
+                      uint64_t b, pds_cover_run *runs)
 {
     pds_cover_run right[TREE_MAX_LEVELS];
-    uint32_t levels, l = 0;
+    uint32_t l = 0;
     uint64_t w = m;
     int n = 0, nr = 0;
-    if (runs == NULL || m == 0 || m >= ((uint64_t)1 << 62) || !fanout_ok(fanout)
-        || a >= b || b > m)
-        return -1;
-    levels = tree_levels(m, fanout);
     /* Bottom up, [a, b) is the range of level-l nodes inside the query.  Its
      * parents inside are [pa, pb): the last, ragged parent of a level is
      * inside iff the range reaches the level's end (it has no segment
@@ -165,16 +162,24 @@ int pds_tree_cover(uint64_t m, uint32_t fanout, uint64_t a, uint64_t b,
     return n;
 }
 
-/* Sum of the noisy counts of the cover of [a, b) (pds_tree_cover);
- * PDS_ERANGE on int64 overflow. */
+int pds_tree_cover(uint64_t m, uint32_t fanout, uint64_t a, uint64_t b,
+                   pds_cover_run *runs)
+{
+    if (runs == NULL || m == 0 || m >= ((uint64_t)1 << 62) || !fanout_ok(fanout)
+        || a >= b || b > m)
+        return -1;
+    return cover_runs(m, fanout, tree_levels(m, fanout), a, b, runs);
+}
+
+/* Sum of the noisy counts of the cover of [a, b), a < b <= m
+ * (pds_tree_cover); PDS_ERANGE on int64 overflow. */
 static int cover_sum(const int64_t *nodes, const uint64_t *start, uint64_t m,
-                     uint32_t f, uint64_t a, uint64_t b, int64_t *sum)
+                     uint32_t f, uint32_t levels, uint64_t a, uint64_t b,
+                     int64_t *sum)
 {
     pds_cover_run runs[2 * TREE_MAX_LEVELS];
     int64_t acc = 0;
-    int n = pds_tree_cover(m, f, a, b, runs);
-    if (n < 0)
-        return PDS_EINVAL;
+    int n = cover_runs(m, f, levels, a, b, runs);
     for (int r = 0; r < n; r++) {
         const int64_t *here = nodes + start[runs[r].level];
         for (uint64_t u = runs[r].first; u < runs[r].end; u++)
@@ -203,7 +208,7 @@ int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout,
     for (size_t q = 0; q < count; q++) {
         if (i[q] > j[q] || j[q] >= m)
             return PDS_EINVAL;
-        st = cover_sum(nodes, start, m, fanout, i[q], j[q] + 1, &out[q]);
+        st = cover_sum(nodes, start, m, fanout, levels, i[q], j[q] + 1, &out[q]);
         if (st != PDS_OK)
             return st;
     }
@@ -492,7 +497,7 @@ int pds_interval_answer_tree(const int64_t *nodes, uint64_t m,
         if (st != PDS_OK)
             return st;
         if (p.wa < p.wb) {
-            st = cover_sum(nodes, start, m, fanout, p.wa, p.wb, &whole);
+            st = cover_sum(nodes, start, m, fanout, levels, p.wa, p.wb, &whole);
             if (st != PDS_OK)
                 return st;
         }
