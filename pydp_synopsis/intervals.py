@@ -492,14 +492,11 @@ class IntervalSynopsis:
         """``W``: with probability ``>= 1 - beta/2`` no segment holds more than
         ``W`` items *before its seal position* (its last value).
 
-        From the proof of DNRR Theorem 2.1: a position that did not seal had
-        ``count + nu <= T + Z`` (Fig. 1).  With ``P(Z >= j) = a^j / (1 + a)``,
-        ``a = exp(-epsilon_p)``, for the discrete Laplace of scale
-        ``1/epsilon_p``, let ``k`` be the least integer with
-        ``D a^k / (1 + a) <= beta / 4``; then all ``<= D`` threshold noises
-        are ``< k`` and all ``<= D`` position noises are ``> -k`` except with
-        probability ``beta / 2``, so ``W = T + 2 (k - 1)``.  Valid for any
-        threshold factor and any duplicates.  O(1).
+        :meth:`Partition.interior_weight_bound
+        <pydp_synopsis.partition.Partition.interior_weight_bound>` of the
+        partition, built with failure probability ``beta / 2`` (DNRR Theorem
+        2.1's proof: ``W = T + 2 (k - 1)``, valid for any threshold factor and
+        any duplicates).  O(1).
 
         Returns
         -------
@@ -513,14 +510,7 @@ class IntervalSynopsis:
         >>> s.interior_weight_bound() < 1000 <= s.count(5, 5) + s.error_bound(0.9)
         True
         """
-        part = self.partition
-        lo, hi = part.domain
-        e = float(part.epsilon)
-        # D a^k / (1 + a) <= beta/4 for each of the two unions (total beta/2)
-        x = (math.log(hi - lo + 1) + math.log(4.0 / self.beta)
-             - math.log1p(math.exp(-e))) / e
-        k = math.ceil(x * (1 + 1e-12))
-        return float(part.threshold + 2 * (k - 1))
+        return self.partition.interior_weight_bound()   # the partition's beta is beta/2
 
     def _bias_bound(self, multiplicity):
         w = self.interior_weight_bound()

@@ -518,6 +518,40 @@ class Partition:
         d = self._hi - self._lo + 1
         return (self._factor + 2.0) * (math.log(d) - math.log(self._beta)) / float(self._epsilon)
 
+    def interior_weight_bound(self):
+        """``W``: with probability ``>= 1 - beta`` no segment holds more than
+        ``W`` items *before its seal position* (its last value).
+
+        From the proof of Theorem 2.1: a position that did not seal had
+        ``count + nu <= T + Z`` (Fig. 1), ``T`` = :attr:`threshold`.  With
+        ``P(Z >= j) = a^j / (1 + a)``, ``a = exp(-epsilon)``, for the discrete
+        Laplace of scale ``1/epsilon``, let ``k`` be the least integer with
+        ``D a^k / (1 + a) <= beta / 2``; then all ``<= D`` threshold noises
+        are ``< k`` and all ``<= D`` position noises are ``> -k`` except with
+        probability ``beta``, so ``W = T + 2 (k - 1)``.  Valid for any
+        threshold factor and any duplicates; the seal position itself may
+        hold any number of equal items (a heavy value always ends its
+        segment), so a segment weighs at most ``W`` plus the multiplicity of
+        its last value.  Unlike :meth:`max_weight_bound` (Theorem 2.1's
+        constant, for distinct values) this is rigorous for multisets.  O(1).
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> p = Partition([9], domain=(0, 9), epsilon=1, beta=0.05)
+        >>> p.interior_weight_bound()
+        26.0
+        """
+        e = float(self._epsilon)
+        # D a^k / (1 + a) <= beta/2 for each of the two unions (total beta)
+        x = (math.log(self._hi - self._lo + 1) + math.log(2.0 / self._beta)
+             - math.log1p(math.exp(-e))) / e
+        k = math.ceil(x * (1 + 1e-12))
+        return float(self.threshold + 2 * (k - 1))
+
     def __eq__(self, other):
         if not isinstance(other, Partition):
             return NotImplemented

@@ -22,8 +22,7 @@ from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
 from .intervals import _tree_shape
 from .noise import check_beta, exact_epsilon, laplace_sum_tail, resolve_rng, scale_parts
-from .partition import (Partition, _partition_sorted, _threshold, as_offsets, check_domain,
-                        private_partition)
+from .partition import Partition, as_offsets, check_domain, private_partition
 
 __all__ = ["RectangleSynopsis"]
 
@@ -348,21 +347,14 @@ class RectangleSynopsis:
         parts, segs, n_hat = [], np.empty(offs.shape, dtype=np.uint32), 0.0
         for a in range(c):
             size = axes[a][1] - axes[a][0] + 1
-            if factor == 3.0:
-                p = private_partition(offs[:, a], domain=(0, size - 1), epsilon=eps_axis,
-                                      beta=beta / (2 * c), rng=rng)
-                thr_a = _threshold(size, beta / (2 * c), Fraction(1) / eps_axis)
-            else:
-                # Fig. 1 with the public threshold factor (ln D + ln(1/beta)) / eps:
-                # privacy holds for any public threshold (the factor 3 is only
-                # for Theorem 2.1's weight bound, which becomes factor + 2).
-                thr_a = max(1, math.ceil(_threshold(size, beta / (2 * c), Fraction(1) / eps_axis)
-                                         * factor / 3.0))
-                t_a, s_a = scale_parts(Fraction(1) / eps_axis)
-                ends_a = _partition_sorted(np.sort(offs[:, a]), size, t_a, s_a, thr_a, rng)
-                p = Partition(ends_a, domain=(0, size - 1), epsilon=eps_axis, beta=beta / (2 * c))
+            # Fig. 1 with the public threshold c (ln D + ln(1/beta)) / eps: privacy
+            # holds for any public threshold (c = 3 is only for Theorem 2.1's
+            # constant; Partition.interior_weight_bound holds for any c)
+            p = private_partition(offs[:, a], domain=(0, size - 1), epsilon=eps_axis,
+                                  beta=beta / (2 * c), rng=rng, threshold_factor=factor)
+            thr_a = p.threshold
             parts.append(Partition(p.end_offsets, domain=axes[a], epsilon=eps_axis,
-                                   beta=beta / (2 * c)))
+                                   beta=beta / (2 * c), threshold_factor=factor))
             segs[:, a] = p.segment_of(offs[:, a])
             # a segment is sealed once its noisy weight reaches thr_a: m_a * thr_a
             # estimates n from released numbers only (post-processing)
@@ -628,10 +620,17 @@ class RectangleSynopsis:
         ``W_a``, the rest between the answer noise and (if pruned) the
         pruning loss.  The bound is
 
-            noise + 2 sum_a W_a + P (thr + 2 z)
+            noise + sum_a B_a + P (thr + 2 z)
 
-        * ``2 sum_a W_a``: every item counted wrongly lies in one of the 2c
-          boundary segments (Claim 3.3, part 2);
+        * ``B_a``: every item counted wrongly lies in one of the 2c
+          boundary tree segments (Claim 3.3, part 2), each miscounted item
+          off by at most 1 (weights are in [0, 1]); per axis ``B_a = 2 g_a
+          W_a + (2 g_a - 1) mu`` ("cover", one-sided) or ``2 g_a (W_a + mu)``
+          ("uniform"), ``W_a`` the partition's
+          :meth:`~pydp_synopsis.partition.Partition.interior_weight_bound`
+          (items before a segment's seal position, any duplicates), ``mu =
+          max_multiplicity``, ``g_a`` the merge (partition segments per tree
+          segment) -- as the interval synopsis's ``error_bound`` for g = 1;
         * ``noise``: a Chernoff bound (exact discrete Laplace MGF) on a
           weighted sum of at most ``P = prod_a (2 (k_a - 1)(L_a - 1) + k_a
           [+ 2])`` final-node noises, union-bounded over the
@@ -649,12 +648,12 @@ class RectangleSynopsis:
             In ``(0, 1 - beta / 2)``.
         max_multiplicity : int
             A public bound on how many points share one coordinate value on
-            one axis.  DNRR's weight bound (Theorem 2.1) is for sets: a
-            segment's weight before its last position is bounded, but the
-            items *at* its last position can be as many as share that value
-            (e.g. flights departing in the same minute).  The boundary term
-            uses ``W_a + max_multiplicity - 1``.  The default 1 is DNRR's
-            setting (distinct values per axis).
+            one axis (the interval synopsis's ``multiplicity``).  A
+            segment's weight before its last position is bounded by
+            ``W_a``, but the items *at* its last position can be as many as
+            share that value (e.g. flights departing in the same minute).
+            The default 1 is DNRR's setting (distinct values per axis); the
+            bound is invalid if the data repeat a value more often.
 
         Returns
         -------
@@ -687,17 +686,34 @@ class RectangleSynopsis:
             log_combos += math.log(4 * ranges + m if extra else ranges)
         b_fin = float(self.scales[1])
         noise = laplace_sum_tail(terms, b_fin, log_combos + math.log(2.0 / d_noise))
-        # a boundary tree segment is a run of g partition segments; Theorem 2.1's
-        # weight bound with threshold factor f is (f + 2)(ln D + ln 1/beta)/eps
-        wscale = (self.threshold_factor + 2.0) / 5.0
-        bound = noise + 2.0 * sum(g * (wscale * float(p.max_weight_bound()) + int(max_multiplicity) - 1)
-                                  for p, g in zip(self.partitions, self.merge))
+        bound = noise + sum(self._boundary_bias(p, g, int(max_multiplicity))
+                            for p, g in zip(self.partitions, self.merge))
         if pruned:
             log_n = math.log(self._potential_nodes()) + math.log(2.0 / rest)
             worst = max(thr + 2.0 * float(b) * log_n
                         for thr, b in zip(self.thresholds, self.scales))
             bound += terms * max(worst, 0.0)
         return bound
+
+    def _boundary_bias(self, part, g, mu):
+        """Most items one axis's two boundary tree segments can miscount.
+
+        A partition segment holds at most ``W`` items before its seal
+        position (:meth:`Partition.interior_weight_bound`, rigorous for
+        multisets) plus at most ``mu`` at it; a tree segment is a run of
+        ``g`` partition segments.  ``"cover"`` counts a boundary tree
+        segment whole: the left one over-counts its items before ``lo``
+        (those of the segment holding ``lo`` are interior: ``<= (g - 1)(W +
+        mu) + W``), the right one its items after ``hi`` (``<= g (W +
+        mu)``, seal points included).  ``"uniform"`` weights each by a
+        fraction in [0, 1], so each is off by at most its weight ``g (W +
+        mu)``.  For g = 1 these are the interval synopsis's ``2 W + mu`` and
+        ``2 (W + mu)``.
+        """
+        w = part.interior_weight_bound()
+        if self.estimator == "cover":
+            return 2 * g * w + (2 * g - 1) * mu
+        return 2 * g * (w + mu)
 
     # ----------------------------------------------------------- persistence
     def save(self, path, *, mode=0o644):
@@ -760,7 +776,8 @@ def _load(meta, arrays):
                 or not 0 < beta < 1):
             raise FormatError("rectangle synopsis record has an invalid epsilon, scale or beta")
         parts = tuple(Partition(np.asarray(arrays[f"ends_{a}"], dtype=np.uint64), domain=domain[a],
-                                epsilon=eps_axis, beta=beta / (2 * c)) for a in range(c))
+                                epsilon=eps_axis, beta=beta / (2 * c), threshold_factor=factor)
+                      for a in range(c))
         rec = {k: np.ascontiguousarray(arrays[k], dtype=np.int64) for k in ("count", "child", "succ")}
         n = rec["count"].size
         if any(v.shape != (n,) for v in rec.values()):

@@ -12,7 +12,7 @@ from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.intervals import IntervalSynopsis
 from pydp_synopsis.noise import Rng
 from pydp_synopsis.rectangles import RectangleSynopsis as RS
-from stattests import ALPHA, assert_dp_ratio
+from stattests import ALPHA, assert_binomial_at_most, assert_dp_ratio
 
 # numpy's generator only makes test data; every release draws from Rng
 DATA = np.random.default_rng(20240601)
@@ -284,6 +284,58 @@ def test_error_bound_holds():
         s.error_bound(0.99)          # 1 - beta/2 = 0.975
     with pytest.raises(ParameterError, match="max_multiplicity"):
         s.error_bound(0.9, max_multiplicity=0)
+
+
+@pytest.mark.parametrize("opts", [
+    dict(),                                          # default: uniform, merged segments
+    dict(config="dnrr"),                             # cover, binary, one scale, pruned
+    dict(estimator="cover", merge=3, prune=None),    # cover over merged segments
+    dict(estimator="uniform", merge=1, fanout=4, prune=None),
+])
+def test_error_bound_covers_max_error_with_duplicates(opts):
+    """Heavy coordinate values end segments (a heavy value always seals): the bound
+    with max_multiplicity = the data's largest multiplicity must still cover the
+    worst rectangle in >= confidence of the runs (DNRR Theorem 3.3 with the
+    interior weight bound)."""
+    gen = np.random.default_rng(21)
+    hi = 2**20 - 1
+    pts = gen.integers(0, hi + 1, (1500, 2))
+    heavy = np.column_stack([np.repeat(gen.integers(0, hi + 1, 4), 150),
+                             gen.integers(0, hi + 1, 600)])
+    heavy_y = np.column_stack([gen.integers(0, hi + 1, 400), np.repeat(gen.integers(0, hi + 1, 2), 200)])
+    pts = np.concatenate([pts, heavy, heavy_y])
+    mu = max(np.unique(pts[:, a], return_counts=True)[1].max() for a in range(2))
+    assert mu >= 150
+    lo, hi_ = _rects(300, 2, hi, gen)
+    pick = pts[gen.integers(0, len(pts), (300, 2))]          # data-centred corners
+    lo = np.concatenate([lo, np.minimum(pick[:, 0], pick[:, 1])])
+    hi_ = np.concatenate([hi_, np.maximum(pick[:, 0], pick[:, 1])])
+    true = np.array([np.all((pts >= l) & (pts <= h), axis=1).sum() for l, h in zip(lo, hi_)])
+    conf, runs, fails = 0.9, 5, 0
+    for r in range(runs):
+        s = RS.build(pts, domain=[(0, hi)] * 2, epsilon=1, rng=Rng(seed=300 + r), **opts)
+        err = np.abs(s.count_many(lo, hi_) - true).max()
+        fails += err > s.error_bound(conf, max_multiplicity=int(mu))
+    assert_binomial_at_most(fails, runs, 1 - conf)
+
+
+def test_boundary_bias_uses_the_interior_weight_bound():
+    pts = DATA.integers(0, 1000, (400, 2))
+    for est, merge in (("cover", 1), ("cover", 3), ("uniform", 2)):
+        s = RS.build(pts, domain=[(0, 999)] * 2, epsilon=1, estimator=est, merge=merge, prune=None,
+                     rng=Rng(seed=5))
+        w = [p.interior_weight_bound() for p in s.partitions]
+        for mu in (1, 7):
+            want = sum(2 * merge * wa + (2 * merge - 1) * mu if est == "cover" else
+                       2 * merge * (wa + mu) for wa in w)
+            base = s.error_bound(0.9, max_multiplicity=1)
+            got = s.error_bound(0.9, max_multiplicity=mu) - base
+            extra = (2 * merge - 1) if est == "cover" else 2 * merge
+            assert got == pytest.approx(2 * extra * (mu - 1))
+            assert s._boundary_bias(s.partitions[0], merge, mu) + \
+                s._boundary_bias(s.partitions[1], merge, mu) == pytest.approx(want)
+        # the partitions record the threshold factor used, so their W is the one that holds
+        assert all(p.threshold_factor == s.threshold_factor for p in s.partitions)
 
 
 # ------------------------------------------------------------------ persistence
