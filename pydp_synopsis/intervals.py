@@ -27,7 +27,7 @@ from .budget import charge
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
 from .noise import check_beta, exact_epsilon, laplace_sum_tail, resolve_rng, scale_parts
-from .partition import _check_factor, _partition_of_sorted, as_offsets, check_domain
+from .partition import Partition, _check_factor, as_offsets, check_domain, private_partition
 
 __all__ = ["IntervalSynopsis"]
 
@@ -284,7 +284,10 @@ class IntervalSynopsis:
 
         # One sort serves the partition and the segment counts.
         srt = np.sort(offsets)
-        part = _partition_of_sorted(srt, (lo, hi), eps_p, beta / 2, rng, factor)
+        part = private_partition(srt, domain=(0, hi - lo), epsilon=eps_p, beta=beta / 2, rng=rng,
+                                 threshold_factor=factor, presorted=True)
+        part = Partition(part.end_offsets, domain=(lo, hi), epsilon=eps_p, beta=beta / 2,
+                         threshold_factor=factor)
         m = len(part)
         cut = np.searchsorted(srt, part.end_offsets, side="right")
         counts = np.diff(cut, prepend=0).astype(np.int64)
@@ -611,7 +614,6 @@ class IntervalSynopsis:
 @persist.register(_KIND)
 def _load(meta, arrays):
     """Rebuild a saved synopsis from its released numbers (no data, no code)."""
-    from .partition import Partition
     try:
         if meta.get("format") != _FORMAT:
             raise FormatError(f"unknown interval-synopsis format {meta.get('format')!r}")

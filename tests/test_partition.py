@@ -475,3 +475,12 @@ def test_partition_constructor_validates():
     assert a.max_weight_bound() == pytest.approx(5 * (math.log(10) + math.log(20)))
     with pytest.raises(DomainError):
         a.segment_of([10])
+
+
+def test_presorted_skips_the_sort_and_checks_the_order():
+    vals = np.sort(np.random.default_rng(3).integers(0, 1000, 500))
+    a = P.private_partition(vals, domain=(0, 999), epsilon=1, rng=ps.Rng(seed=8))
+    b = P.private_partition(vals, domain=(0, 999), epsilon=1, rng=ps.Rng(seed=8), presorted=True)
+    assert a == b
+    with pytest.raises(DomainError, match="non-decreasing"):
+        P.private_partition(vals[::-1], domain=(0, 999), epsilon=1, rng=ps.Rng(seed=8), presorted=True)
