@@ -544,9 +544,6 @@ persist.register(KaryTreeCounter._record_kind)(KaryTreeCounter._from_record)
 
 
 _COUNTERS = {"kary": KaryTreeCounter, "binary": BinaryTreeCounter}
-# Runs of positions closer than this are fed to the partition as one dense
-# batch (numpy work per position is far cheaper than a Python call).
-_DENSE_GAP = 4096
 # The online partition keeps segment counts below 2**61.
 _SPARSE_MAX_TOTAL = 2**61 - 1
 
@@ -805,8 +802,9 @@ class SparseStreamCounter:
 
         Notes
         -----
-        O(#items + #seals), independent of the horizon: long runs of zeros
-        use the partition's exact skip.
+        O(#items + #seals), independent of the horizon: one partition call
+        (:meth:`~pydp_synopsis.OnlinePartition.feed_sparse`, which skips the
+        gaps between items exactly) and one inner counter call.
         """
         pos = np.asarray(positions)
         if pos.size == 0 and pos.ndim == 1:
@@ -845,23 +843,9 @@ class SparseStreamCounter:
         if weights is None:
             self._check_total(w, "weights")
         cum = self._total + np.cumsum(w)
-        seals = [np.empty(0, dtype=np.int64)]
-        # Split at gaps of _DENSE_GAP or more: a chunk is fed densely, a gap
-        # is skipped exactly, so the work is O(#items + #seals).
-        cuts = np.flatnonzero(np.diff(pos) >= _DENSE_GAP) + 1 if pos.size else np.empty(0, np.int64)
-        bounds = np.concatenate([[0], cuts, [len(pos)]]).astype(np.int64)
-        now = start
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            if a == b:
-                continue
-            lo = int(pos[a])
-            seals.append(self._partition.skip(lo - 1 - now).astype(np.int64) + 1)
-            dense = np.zeros(int(pos[b - 1]) - lo + 1, dtype=np.int64)
-            np.add.at(dense, pos[a:b] - lo, w[a:b])
-            seals.append(self._partition.feed(dense).astype(np.int64) + 1)
-            now = int(pos[b - 1])
-        seals.append(self._partition.skip(until - now).astype(np.int64) + 1)
-        seal_times = np.concatenate(seals)
+        # One kernel call for the whole batch: it adds the counts at each
+        # item's position and skips the gaps between items exactly.
+        seal_times = self._partition.feed_sparse(pos - 1, w, until - start).astype(np.int64) + 1
         releases = self._seal(seal_times, pos, cum)
         if pos.size:
             self._total = int(cum[-1])

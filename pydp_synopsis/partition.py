@@ -208,6 +208,16 @@ def _check_size(size, name="size"):
     return size
 
 
+def _interior_weight_bound(size, beta, epsilon, threshold):
+    """``W = T + 2 (k - 1)`` of :meth:`Partition.interior_weight_bound`
+    (shared by the offline and online partitions)."""
+    e = float(epsilon)
+    # D a^k / (1 + a) <= beta/2 for each of the two unions (total beta)
+    x = (math.log(size) + math.log(2.0 / beta) - math.log1p(math.exp(-e))) / e
+    k = math.ceil(x * (1 + 1e-12))
+    return float(threshold + 2 * (k - 1))
+
+
 # --------------------------------------------------------------------------
 # Exact decision of a run the double path could not decide (PDS_EPRECISION).
 
@@ -545,12 +555,8 @@ class Partition:
         >>> p.interior_weight_bound()
         26.0
         """
-        e = float(self._epsilon)
-        # D a^k / (1 + a) <= beta/2 for each of the two unions (total beta)
-        x = (math.log(self._hi - self._lo + 1) + math.log(2.0 / self._beta)
-             - math.log1p(math.exp(-e))) / e
-        k = math.ceil(x * (1 + 1e-12))
-        return float(self.threshold + 2 * (k - 1))
+        return _interior_weight_bound(self._hi - self._lo + 1, self._beta, self._epsilon,
+                                      self.threshold)
 
     def __eq__(self, other):
         if not isinstance(other, Partition):
@@ -725,6 +731,35 @@ class OnlinePartition:
         return self._beta
 
     @property
+    def threshold(self):
+        """The integer threshold ``T`` of Fig. 1 (public: size, beta, epsilon).  O(1)."""
+        return int(self._state.threshold)
+
+    def interior_weight_bound(self):
+        """``W``: with probability ``>= 1 - beta`` no position that did not seal
+        closes its segment's prefix above ``W`` items.
+
+        The same bound and proof as :meth:`Partition.interior_weight_bound`
+        (``W = T + 2 (k - 1)``): a position that does not seal has
+        ``count + nu <= T + Z``, and except with probability ``beta`` all
+        threshold noises are ``< k`` and all position noises ``> -k``.  The
+        count includes the position's own items, so a heavy item never
+        raises the bound: it either seals (its segment is closed) or it is
+        within ``W``.  O(1).
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> OnlinePartition(size=10, epsilon=1.0, rng=ps.Rng(seed=1)).interior_weight_bound()
+        26.0
+        """
+        return _interior_weight_bound(self._size, self._beta, self._epsilon, self.threshold)
+
+    @property
     def finished(self):
         """True once the last position has been processed (and sealed)."""
         return bool(self._state.finished)
@@ -843,6 +878,84 @@ class OnlinePartition:
             return np.empty(0, dtype=np.uint64)
         start = self.position
         seals = _run(self._state, self._rng, np.empty(0, dtype=np.uint64), None, start + n - 1)
+        if seals.size:
+            self._ends.append(seals)
+        return seals
+
+    def feed_sparse(self, positions, counts, n):
+        """Process the next ``n`` positions, given by their non-zero counts.
+
+        Parameters
+        ----------
+        positions : array_like of int
+            Absolute 0-based positions of the non-zero counts, non-decreasing
+            (a repeated position adds its counts), in
+            ``[position, position + n)``.
+        counts : array_like of int
+            Non-negative counts, one per position.
+        n : int
+            Number of positions processed (the rest count zero).
+
+        Returns
+        -------
+        numpy.ndarray of uint64
+            Absolute positions sealed during this batch.
+
+        Raises
+        ------
+        TypeError, DomainError
+            Bad positions or counts (checked before anything changes).
+        HorizonError
+            ``n`` is more than the positions left.
+
+        Notes
+        -----
+        O(len(positions)) numpy checks, then one C call doing
+        O(len(positions) + #seals) steps: the gaps are skipped exactly,
+        never O(n).  Same output law as :meth:`feed` of the dense counts.
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> op = OnlinePartition(size=2**62, epsilon=1.0, rng=ps.Rng(seed=5))
+        >>> sealed = op.feed_sparse([3, 2**40, 2**40], [1, 2, 5], 2**62)
+        >>> op.finished
+        True
+        """
+        if not _is_int(n):
+            raise TypeError(f"n must be an integer, got {type(n).__name__}")
+        n = int(n)
+        if n < 0:
+            raise DomainError(f"n must be >= 0, got {n}")
+        self._check_room(n, "feed_sparse")
+        pos, cnt = np.asarray(positions), np.asarray(counts)
+        if pos.ndim == 1 and pos.size == 0:
+            pos = pos.astype(np.uint64)
+        if cnt.ndim == 1 and cnt.size == 0:
+            cnt = cnt.astype(np.int64)
+        for arr, name in ((pos, "positions"), (cnt, "counts")):
+            if arr.ndim != 1 or arr.dtype.kind not in "iu":
+                raise TypeError(f"{name} must be a 1-D array of integers, got dtype {arr.dtype}, "
+                                f"{arr.ndim} dimensions")
+        if pos.shape != cnt.shape:
+            raise DomainError(f"counts must have the shape of positions {pos.shape}, got {cnt.shape}")
+        start = self.position
+        if pos.size:
+            # compare as Python ints: no uint64/int64 mixing
+            if int(pos.min()) < start or int(pos.max()) >= start + n:
+                raise DomainError(f"positions must be in [{start}, {start + n - 1}], got "
+                                  f"[{int(pos.min())}, {int(pos.max())}]")
+            pos = pos.astype(np.uint64)
+            if np.any(pos[1:] < pos[:-1]):
+                raise DomainError("positions must be non-decreasing")
+            if int(cnt.min()) < 0:
+                raise DomainError(f"counts must be >= 0, found {int(cnt.min())}")
+            if (int(cnt.max()) >= 1 << 61
+                    or float(cnt.sum(dtype=np.float64)) + float(self._state.count) >= _COUNT_GUARD):
+                raise DomainError("counts must sum to less than 2**61 within a segment")
+        if n == 0:
+            return np.empty(0, dtype=np.uint64)
+        seals = _run(self._state, self._rng, pos, cnt.astype(np.int64), start + n - 1)
         if seals.size:
             self._ends.append(seals)
         return seals

@@ -148,9 +148,14 @@ def test_online_feed_matches_exact_law():
     for k in range(20000):
         op = P.OnlinePartition(size=64, epsilon=EPS, beta=BETA, rng=rng)
         out = []
-        if k % 2:
+        if k % 3 == 1:
             for a, b in zip(cuts[:-1], cuts[1:]):
                 out.append(op.feed(COUNTS[a:b]))
+        elif k % 3 == 2:  # feed_sparse: a repeated position adds, a zero count is allowed
+            pos = np.repeat(np.flatnonzero(COUNTS), 2)
+            halves = np.stack([COUNTS[pos[::2]] // 2, COUNTS[pos[::2]] - COUNTS[pos[::2]] // 2], 1)
+            out.append(op.feed_sparse(pos[:6], halves.ravel()[:6], 12))
+            out.append(op.feed_sparse(pos[6:], halves.ravel()[6:], 52))
         else:  # zeros via skip()
             pos = 0
             for i in np.flatnonzero(COUNTS):
@@ -163,6 +168,30 @@ def test_online_feed_matches_exact_law():
     first, nseg = _histograms(runs, 64)
     assert_gof(first, EXACT_FIRST)
     assert_gof(nseg, EXACT_NSEG)
+
+
+def test_feed_sparse_is_feed_of_the_dense_counts():
+    """Same rng stream, same kernel input: identical seals, one call per batch."""
+    gen = np.random.default_rng(3)
+    counts = np.zeros(5000, dtype=np.int64)
+    counts[gen.integers(0, 5000, 300)] = gen.integers(1, 20, 300)
+    a = P.OnlinePartition(size=10**6, epsilon=0.5, rng=ps.Rng(seed=8))
+    b = P.OnlinePartition(size=10**6, epsilon=0.5, rng=ps.Rng(seed=8))
+    nz = np.flatnonzero(counts)
+    for lo, hi in ((0, 2000), (2000, 5000)):
+        part = nz[(nz >= lo) & (nz < hi)]
+        np.testing.assert_array_equal(a.feed(counts[lo:hi]), b.feed_sparse(part, counts[part], hi - lo))
+    np.testing.assert_array_equal(a.skip(10**6 - 5000), b.feed_sparse([], [], 10**6 - 5000))
+    assert a.finished and b.finished
+    np.testing.assert_array_equal(a.segments, b.segments)
+
+
+def test_online_interior_weight_bound_is_the_offline_one():
+    for size, eps, beta in ((10, 1.0, 0.05), (2**64, 0.1, 0.01), (1000, Fraction(1, 3), 0.5)):
+        op = P.OnlinePartition(size=size, epsilon=eps, beta=beta, rng=ps.Rng(seed=1))
+        off = P.Partition([size - 1], domain=(0, size - 1), epsilon=eps, beta=beta)
+        assert op.threshold == off.threshold
+        assert op.interior_weight_bound() == off.interior_weight_bound()
 
 
 def test_online_partition_of_dense_stream_is_valid():
@@ -436,6 +465,19 @@ def test_bad_online_inputs_change_nothing():
         op.skip(1.5)
     with pytest.raises(DomainError, match="counts"):
         op.feed([2**62])
+    for args, err, msg in [(([2, 3], [1], 3), DomainError, "counts"),
+                           (([-1], [1], 3), DomainError, "positions"),
+                           (([3], [1], 3), DomainError, "positions"),
+                           (([2, 1], [1, 1], 3), DomainError, "non-decreasing"),
+                           (([2], [-1], 3), DomainError, "counts"),
+                           (([2], [2**61], 3), DomainError, "counts"),
+                           (([2.0], [1], 3), TypeError, "positions"),
+                           (([2], [[1]], 3), TypeError, "counts"),
+                           (([2], [1], 11), HorizonError, "feed_sparse"),
+                           (([2], [1], -1), DomainError, "n"),
+                           (([2], [1], 3.0), TypeError, "n")]:
+        with pytest.raises(err, match=msg):
+            op.feed_sparse(*args)
     after = op.to_state()
     assert {k: v for k, v in st.items() if k != "ends"} == \
         {k: v for k, v in after.items() if k != "ends"}
