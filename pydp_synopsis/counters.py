@@ -855,32 +855,73 @@ class SparseStreamCounter:
     def error_bound(self, weight=None):
         """Bound on the error of every release, holding with probability >= 1 - beta.
 
-        Theorem 3.1 made explicit: with probability >= 1 - beta/2 every
-        segment holds at most ``5 (ln D + ln(2/beta)) / epsilon_partition``
-        items (Theorem 2.1), and with probability >= 1 - beta/2 the inner
-        counter's releases are within its :meth:`~KaryTreeCounter.error_bound`;
-        a release's error is at most the sum.
+        Theorem 3.1 made rigorous for this counter's inputs.  The release at
+        time t is the inner counter's release at the last seal <= t, so its
+        error is the inner counter's error plus the weight of the open
+        segment: the items after the last seal up to t.  None of those
+        positions sealed, and a position that does not seal has
+        ``count + nu <= T + Z`` with its own items already in ``count``
+        (Fig. 1), so the open weight is at most the partition's
+        :meth:`~pydp_synopsis.OnlinePartition.interior_weight_bound`
+        ``W = T + 2 (k - 1)`` (probability >= 1 - beta/2; the partition runs
+        at beta/2).  This holds for items of any size: a heavy item either
+        seals its segment (and is then counted exactly by the inner
+        counter's input) or lies within W, so no bound on the largest item
+        is needed.  With probability >= 1 - beta/2 the inner counter's
+        releases are within its :meth:`~KaryTreeCounter.error_bound`.
+        Theorem 2.1's constant ``5 (ln D + ln(2/beta)) / epsilon_partition``
+        is about ``2 ln 2 / epsilon_partition`` short of W (the union over
+        the two noise families) and is proved for distinct items only.
 
         Parameters
         ----------
         weight : int, optional
-            An upper bound n on the stream's total weight; then at most
-            n + 1 segments are sealed (Theorem 2.1) and the union bound runs
-            over n + 1 releases instead of D.
+            An upper bound n on the number of non-zero positions (the total
+            weight is one).  A seal at a position whose segment is still
+            empty needs ``nu - Z >= T + 1``; with probability at least
+            ``1 - delta0`` (``delta0`` from a union bound over the <= D
+            position and threshold noises, typically far below beta) no
+            such seal happens, so at most n + 1 segments are sealed and the
+            inner counter's union bound runs over n + 1 releases instead of
+            D at failure probability ``beta/2 - delta0``.  If ``delta0`` is
+            not below ``beta/4`` the weight is not used.
 
         Returns
         -------
         int
+            ``a`` with ``P(max_t |release_t - prefix_t| > a) <= beta``.
 
         Notes
         -----
         O(log of the bound).
         """
-        releases = self._horizon
+        releases, beta_inner = self._horizon, self._beta / 2
         if weight is not None:
-            releases = min(self._horizon, _check_int(weight, "weight", 0, _MAX_HORIZON) + 1)
-        segment = 5 * (math.log(self._horizon) + math.log(2 / self._beta)) / float(self._eps_p)
-        return math.floor(segment) + self._inner.error_bound(self._beta / 2, releases)
+            n = _check_int(weight, "weight", 0, _MAX_HORIZON)
+            delta0 = self._empty_seal_probability()
+            if n + 1 < self._horizon and delta0 < self._beta / 4:
+                releases, beta_inner = n + 1, self._beta / 2 - delta0
+        open_weight = math.floor(self._partition.interior_weight_bound())
+        return open_weight + self._inner.error_bound(beta_inner, releases)
+
+    def _empty_seal_probability(self):
+        """Upper bound on P(some position before the last seals an empty segment).
+
+        An empty segment seals at a position iff ``nu > T + Z`` (Fig. 1).
+        If every position noise is ``<= u - 1`` and every threshold noise
+        ``>= -(T - u + 1)`` that cannot happen; the union over the <= D of
+        each, with ``P(X >= j) = a^j / (1 + a)`` (``j >= 0``,
+        ``a = e^{-epsilon_partition}``), bounds the rest.  Floats: this
+        describes accuracy and decides nothing released.
+        """
+        t = self._partition.threshold
+        a = math.exp(-float(self._eps_p))
+        d = float(self._horizon)
+
+        def tail(j):
+            return math.exp(-float(self._eps_p) * j) / (1 + a)
+
+        return min(d * (tail(u) + tail(t - u + 2)) for u in (t // 2 + 1, (t + 1) // 2 + 1))
 
     # ----------------------------------------------------------- checkpoints
     def to_state(self):

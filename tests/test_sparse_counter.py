@@ -84,6 +84,58 @@ def test_error_bound_holds_in_1_minus_beta_of_runs():
     assert lo <= beta
 
 
+def bit_stream(horizon, items, seed):
+    xs = np.zeros(horizon, dtype=np.int64)
+    xs[np.random.default_rng(seed).choice(horizon, items, replace=False)] = 1
+    return xs
+
+
+def heavy_stream(horizon, items, seed):
+    """Small items plus a few far heavier than the interior weight bound W
+    (~130 here): the bound must hold without any bound on the item size."""
+    gen = np.random.default_rng(seed)
+    xs = random_stream(horizon, items, seed)
+    xs[gen.integers(0, horizon, 8)] += gen.integers(200, 5000, 8)
+    return xs
+
+
+@pytest.mark.parametrize("stream", [bit_stream, heavy_stream])
+def test_rigorous_error_bound_holds_in_1_minus_beta_of_runs(stream):
+    """max_t |error_t| <= error_bound() (and error_bound(weight=#non-zero)) in
+    >= 1 - beta of runs, on 0/1 streams and on streams with heavy items."""
+    beta, runs, horizon = 0.1, 300, 20000
+    fails = fails_w = 0
+    rng = Rng(11)
+    for r in range(runs):
+        xs = stream(horizon, 1500, 200 + r)
+        c = SparseStreamCounter(horizon=horizon, epsilon=1.0, beta=beta, rng=rng)
+        worst = np.abs(c.update_many(xs) - np.cumsum(xs)).max()
+        fails += worst > c.error_bound()
+        fails_w += worst > c.error_bound(weight=int(np.count_nonzero(xs)))
+    for k in (fails, fails_w):
+        lo, _ = clopper_pearson(k, runs)
+        assert lo <= beta
+
+
+def test_error_bound_parts():
+    """The bound is the partition's interior weight bound W plus the inner
+    counter's bound; W exceeds Theorem 2.1's constant; a weight bound narrows
+    the inner union only when the empty-seal probability is small."""
+    c = SparseStreamCounter(horizon=20000, epsilon=1.0, beta=0.1, rng=Rng(12))
+    w = c._partition.interior_weight_bound()
+    assert w == int(w) and w > 5 * (np.log(20000) + np.log(2 / 0.1)) / 0.5
+    assert c.error_bound() == int(w) + c._inner.error_bound(0.05, 20000)
+    delta0 = c._empty_seal_probability()
+    assert 0 < delta0 < 1e-3
+    assert c.error_bound(weight=60) == int(w) + c._inner.error_bound(0.05 - delta0, 61)
+    assert c.error_bound(weight=10**9) == c.error_bound()
+    # delta0 <= beta sqrt(beta / 2D) < beta/2 always; if it were >= beta/4 the weight is ignored
+    c._empty_seal_probability = lambda: 0.1 / 4
+    assert c.error_bound(weight=60) == c.error_bound()
+    with pytest.raises(ParameterError, match="weight"):
+        c.error_bound(weight=-1)
+
+
 def test_neighbouring_streams_clopper_pearson():
     """One item at position 1 or not.  The last position always seals, so the
     final release is x1 + inner noise: the event {final release >= 1}."""
