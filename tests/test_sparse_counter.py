@@ -1,6 +1,7 @@
 """Tests of SparseStreamCounter (DNRR section 3.1: online partition + tree counter)."""
 
 import json
+import math
 import os
 import stat
 from fractions import Fraction
@@ -152,6 +153,83 @@ def test_neighbouring_streams_clopper_pearson():
         hits.append(count)
     assert hits[1] > hits[0]
     assert_dp_ratio(hits[1], n, hits[0], n, eps)
+
+
+def _sum_of_two_tail(m, a):
+    """P(nu - Z >= m) for independent discrete Laplace nu, Z with pmf
+    (1-a)/(1+a) a^|z| (brute-force sum over Z; the terms beyond 400 are < a^400)."""
+    def tail(j):  # P(nu >= j)
+        return a**j / (1 + a) if j >= 0 else 1 - a ** (1 - j) / (1 + a)
+    return sum((1 - a) / (1 + a) * a ** abs(z) * tail(m + z) for z in range(-400, 401))
+
+
+SEAL_EPS, SEAL_SHARE, SEAL_M = 2, Fraction(3, 10), 2
+
+
+def _seal_event_hits(make, units, runs):
+    """Runs of ``make()`` on the stream (units, 0) whose first release is at
+    time 1 (position 1 sealed) with value >= T - SEAL_M + 1."""
+    hits = 0
+    for _ in range(runs):
+        c = make()
+        times, values = c.update_sparse([1], [units], until=2)
+        hits += bool(times[0] == 1 and values[0] >= c._partition.threshold - SEAL_M + 1)
+    return hits
+
+
+def _seal_event_ratio(make, runs):
+    """Neighbouring streams (c0 + 1, 0) and (c0, 0), c0 = T - SEAL_M: the event
+    {position 1 seals and its release >= c0 + 1}.  Returns hits and the exact
+    probabilities of the correct mechanism.
+
+    Position 1 seals iff c + nu > T + Z (Fig. 1), i.e. nu - Z >= T - c + 1:
+    SEAL_M for c0 + 1 items, SEAL_M + 1 for c0.  Given the seal the inner
+    counter (horizon 2: one tree level, one noise term N of scale 1/eps_c)
+    releases c + N, in the event iff N >= 0 resp. N >= 1.  The ratio is
+    e^{eps_c} times P(nu - Z >= m) / P(nu - Z >= m + 1), whose deficit from
+    e^{eps_p} comes only from threshold noises Z < -(T - c): about 0.91 eps
+    in the exponent here, at an event probability of 0.23 vs 0.04.
+    """
+    probe = make()
+    c0 = probe._partition.threshold - SEAL_M
+    a = math.exp(-float(probe.epsilon_partition))
+    ac = math.exp(-float(probe.epsilon_counter))
+    p1 = _sum_of_two_tail(SEAL_M, a) / (1 + ac)
+    p0 = _sum_of_two_tail(SEAL_M + 1, a) * ac / (1 + ac)
+    return _seal_event_hits(make, c0 + 1, runs), _seal_event_hits(make, c0, runs), p1, p0
+
+
+def test_neighbouring_streams_seal_event_is_nearly_tight():
+    """An event with likelihood ratio e^{0.91 eps}: the CP lower bound of the
+    ratio stays <= e^eps, and the hit rates match the exact probabilities."""
+    rng, runs = Rng(13), 4000
+
+    def make():
+        return SparseStreamCounter(horizon=2, epsilon=SEAL_EPS, partition_share=SEAL_SHARE, rng=rng)
+
+    assert make()._inner.height == 1
+    k1, k0, p1, p0 = _seal_event_ratio(make, runs)
+    assert math.log(p1 / p0) >= 0.9 * SEAL_EPS and p1 > 0.2 and p0 > 0.03
+    for k, p in ((k1, p1), (k0, p0)):
+        lo, hi = clopper_pearson(k, runs)
+        assert lo <= p <= hi
+    assert_dp_ratio(k1, runs, k0, runs, SEAL_EPS)
+
+
+def test_seal_event_detects_halved_inner_noise():
+    """The same test code on a broken variant (inner counter at twice its
+    budget, i.e. half the noise scale): its true ratio e^{0.91 eps + eps_c}
+    is caught."""
+    rng, runs = Rng(14), 4000
+
+    def make():
+        c = SparseStreamCounter(horizon=2, epsilon=SEAL_EPS, partition_share=SEAL_SHARE, rng=rng)
+        c._inner = KaryTreeCounter(horizon=2, epsilon=2 * c.epsilon_counter, rng=rng)
+        return c
+
+    k1, k0, _, _ = _seal_event_ratio(make, runs)
+    with pytest.raises(AssertionError, match="privacy violated"):
+        assert_dp_ratio(k1, runs, k0, runs, SEAL_EPS)
 
 
 def test_checkpoint_continues_the_same_release(tmp_path):
