@@ -287,22 +287,31 @@ def _new_counter(args):
     return COUNTERS[args.counter](**kwargs)
 
 
-def _stream_chunks(stream, size=1 << 16):
-    """Integers from whitespace-separated text, a numpy array per chunk."""
-    pending = ""
+def _stream_chunks(fd, reading, size=1 << 16):
+    """Integers from whitespace-separated text on a file descriptor, an array per chunk.
+
+    ``os.read`` returns what is available, so a live stream is answered as it
+    arrives.  ``reading["now"]`` is True only while blocked in ``read``: the
+    SIGINT handler interrupts there, never in the middle of an update.
+    """
+    pending = b""
     while True:
-        data = stream.read(size)
+        reading["now"] = True
+        try:
+            data = os.read(fd, size)
+        finally:
+            reading["now"] = False
         if not data:
             break
         data = pending + data
-        cut = max(data.rfind("\n"), data.rfind(" "))
+        cut = max(data.rfind(b"\n"), data.rfind(b" "))
         if cut < 0:
             pending = data
             continue
         pending = data[cut + 1:]
-        yield _parse_ints(data[:cut])
+        yield _parse_ints(data[:cut].decode("ascii", "replace"))
     if pending.strip():
-        yield _parse_ints(pending)
+        yield _parse_ints(pending.decode("ascii", "replace"))
 
 
 def _parse_ints(text):
@@ -329,24 +338,36 @@ def cmd_count_stream(args):
         if args.checkpoint:
             _check_output(args.checkpoint)
         counter = _new_counter(args)
+    # Ctrl-C stops the stream between updates: every item read is either
+    # fully processed (its release printed, its state in the checkpoint) or
+    # not at all, so a resumed run continues exactly where this one stopped.
+    reading = {"now": False}
     interrupted = []
-    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+
+    def on_sigint(signum, frame):
+        interrupted.append(True)
+        if reading["now"]:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
     out = sys.stdout
     progress = Progress("counting", total=None)
     done = 0
     try:
-        for chunk in _stream_chunks(sys.stdin):
+        for chunk in _stream_chunks(sys.stdin.fileno(), reading):
             if args.positions:
                 times, values = counter.update_sparse(chunk)
                 out.write("".join(f"{t},{v}\n" for t, v in zip(times.tolist(), values.tolist())))
             else:
                 released = counter.update_many(chunk)
                 out.write("\n".join(map(str, released.tolist())) + ("\n" if len(released) else ""))
+            out.flush()
             done += len(chunk)
             progress.update(done)
             if interrupted:
                 break
-        out.flush()
+    except KeyboardInterrupt:
+        pass
     finally:
         signal.signal(signal.SIGINT, previous)
         progress.close()

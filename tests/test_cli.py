@@ -255,3 +255,30 @@ def test_progress_line_only_on_a_terminal_after_two_seconds(monkeypatch):
         p.close()
     assert "counting" in tty.getvalue() and "50.0%" in tty.getvalue() and tty.getvalue().endswith("\n")
     assert pipe.getvalue() == ""
+
+
+def test_count_stream_ctrl_c_saves_a_checkpoint_that_resumes_exactly(tmp_path):
+    import signal
+    import time
+
+    bits, text = stream_bits(300, seed=12)
+    lines = text.splitlines(keepends=True)
+    common = ["--horizon", 1000, "--epsilon", 1, "--counter", "kary", "--seed", 5]
+    full = run("count-stream", *common, stdin=text).stdout.split()
+    ck = tmp_path / "live.pds"
+    cmd = ([SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "pydp_synopsis.cli"])
+    proc = subprocess.Popen(cmd + ["count-stream", *map(str, common), "--checkpoint", str(ck)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT),
+                            cwd=os.path.dirname(PACKAGE_PARENT))
+    proc.stdin.write("".join(lines[:120]))
+    proc.stdin.flush()
+    first = [proc.stdout.readline().strip() for _ in range(120)]  # answered live, before EOF
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)  # blocked reading: stops cleanly
+    rest_out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert rest_out == "" and first == full[:120]
+    resumed = run("count-stream", "--checkpoint", ck, stdin="".join(lines[120:]))
+    assert resumed.returncode == 0, resumed.stderr
+    assert first + resumed.stdout.split() == full
