@@ -28,6 +28,7 @@ References
 """
 
 from fractions import Fraction
+import abc
 import math
 import operator
 
@@ -100,7 +101,7 @@ def _binary_weight_sum(n):
     return 2 * _binary_weight_sum(q - 1) + q + (r + 1) * q.bit_count() + r
 
 
-class _TreeCounter:
+class _TreeCounter(abc.ABC):
     """Shared machinery: the C state machine, batching, checkpoints."""
 
     _fanout = 0
@@ -305,8 +306,9 @@ class _TreeCounter:
         m = 1 if self.k == 2 else (self.k - 1) // 2
         return self.height * m
 
+    @abc.abstractmethod
     def _path_weight_sum(self, steps):
-        raise NotImplementedError
+        """Sum over t = 1..steps of the number of noise terms in release t (exact int)."""
 
     # ----------------------------------------------------------- checkpoints
     def _check(self):
