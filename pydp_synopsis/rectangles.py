@@ -268,6 +268,15 @@ class RectangleSynopsis:
             (24 bytes each).
         budget : Budget, optional
             Charged ``epsilon`` after validation, before any noise is drawn.
+        structure : {"auto", "adaptive", "multitree"}
+            "adaptive" (two noisy levels over partition cells, fine grids
+            sized by the released coarse counts; see ``_build_adaptive``) is
+            what "auto" picks for c >= 2 unless ``config="dnrr"`` or a
+            multi-tree option (fanout, estimator, final_share, prune,
+            threshold, merge) is given; then "multitree".
+        coarse_share : float in (0, 1), optional
+            Adaptive only: share of ``epsilon_tree`` for the coarse level
+            (0.4 in 2-D, 0.5 otherwise).
 
         Returns
         -------
