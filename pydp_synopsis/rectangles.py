@@ -10,6 +10,7 @@ is pruned while it is built (Remark 3.4), which keeps it at O(n log^c n)
 nodes; the release holds only private quantities (segment ends, noisy
 counts and the shape they imply).
 """
+import itertools
 import math
 import numbers
 from fractions import Fraction
@@ -21,7 +22,8 @@ from .budget import charge
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
 from .intervals import _tree_shape
-from .noise import check_beta, exact_epsilon, laplace_sum_tail, resolve_rng, scale_parts
+from .noise import (check_beta, discrete_laplace, discrete_laplace_variance, exact_epsilon,
+                    laplace_sum_tail, resolve_rng, scale_parts)
 from .partition import Partition, as_offsets, check_domain, private_partition
 
 __all__ = ["RectangleSynopsis"]
@@ -38,6 +40,18 @@ _AUTO_PRUNE_NODES = 4_000_000
 #: (measured, benchmarks/bench_rectangles.py --tune; UG's guideline has the same form).
 _KAPPA = {2: 3.0}
 _KAPPA_OTHER = 1.0
+#: structure="adaptive" (the default for c >= 2): partition share / threshold
+#: factor / coarse share per dimension, and the two grid-size constants
+#: (measured: benchmarks/bench_rectangles.py --quick, README "Rectangle synopsis").
+_ADAPTIVE = {2: {"partition_share": 0.25, "threshold_factor": 0.7, "coarse_share": 0.4}}
+_ADAPTIVE_OTHER = {"partition_share": 0.25, "threshold_factor": 1.0, "coarse_share": 0.5}
+_KAPPA_COARSE = 10.0     # t1 = (n_hat eps_tree / 10)^(1/c) (/4 in 2-D): AG's level-1 rule
+_KAPPA_FINE = 5.0        # m2 = (N' eps_fine / 5)^(2/(c+2)): AG's level-2 rule (c2 = 5)
+#: the adaptive structure's dense partition-cell grid is refused above this many cells
+_ADAPTIVE_MAX_CELLS = 1 << 24
+#: options that only the multi-tree has: giving one selects structure="multitree"
+_TREE_OPTIONS = ("fanout", "estimator", "final_share", "prune", "threshold", "merge")
+_STRUCTURES = ("auto", "adaptive", "multitree")
 _DEFAULTS = {"fanout": 1024, "estimator": "uniform", "final_share": "auto", "prune": "auto",
              "partition_share": 0.1, "threshold_factor": 1.0, "merge": "auto"}
 #: DNRR as written: binary trees, outer covers, one noise scale for every node,
@@ -200,7 +214,7 @@ class RectangleSynopsis:
     __slots__ = ("partitions", "epsilon", "epsilon_partition", "epsilon_intermediate",
                  "epsilon_final", "beta", "fanout", "estimator", "config", "final_share",
                  "prune", "thresholds", "scales", "threshold_factor", "merge", "_levels", "_m",
-                 "_k", "_count", "_child", "_succ", "_ends")
+                 "_k", "_count", "_child", "_succ", "_ends", "structure", "coarse_share", "_grid")
 
     def __init__(self):
         raise TypeError("use RectangleSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -210,7 +224,7 @@ class RectangleSynopsis:
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
               fanout=None, estimator=None, final_share=..., prune=..., threshold=None,
               partition_share=None, threshold_factor=None, merge=None, max_nodes=50_000_000,
-              budget=None):
+              budget=None, structure="auto", coarse_share=None):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
@@ -254,6 +268,15 @@ class RectangleSynopsis:
             (24 bytes each).
         budget : Budget, optional
             Charged ``epsilon`` after validation, before any noise is drawn.
+        structure : {"auto", "adaptive", "multitree"}
+            "adaptive" (two noisy levels over partition cells, fine grids
+            sized by the released coarse counts; see ``_build_adaptive``) is
+            what "auto" picks for c >= 2 unless ``config="dnrr"`` or a
+            multi-tree option (fanout, estimator, final_share, prune,
+            threshold, merge) is given; then "multitree".
+        coarse_share : float in (0, 1), optional
+            Adaptive only: share of ``epsilon_tree`` for the coarse level
+            (0.4 in 2-D, 0.5 otherwise).
 
         Returns
         -------
@@ -275,11 +298,30 @@ class RectangleSynopsis:
         3
         """
         _check_choice(config, "config", _CONFIGS)
+        _check_choice(structure, "structure", _STRUCTURES)
         base = _DNRR if config == "dnrr" else _DEFAULTS
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
         offs, axes = _check_points(points, domain)
         c = len(axes)
+        given = dict(fanout=fanout is not None, estimator=estimator is not None,
+                     final_share=final_share is not ..., prune=prune is not ...,
+                     threshold=threshold is not None, merge=merge is not None)
+        tree_opts = [k for k in _TREE_OPTIONS if given[k]]
+        if structure == "auto":
+            structure = "multitree" if (config == "dnrr" or c == 1 or tree_opts) else "adaptive"
+        elif structure == "adaptive" and (config == "dnrr" or c == 1 or tree_opts):
+            why = ("config='dnrr'" if config == "dnrr" else "c = 1" if c == 1
+                   else f"the multi-tree option {tree_opts[0]}")
+            raise ParameterError(f"structure='adaptive' cannot be combined with {why}")
+        if structure == "adaptive":
+            adapt = _ADAPTIVE.get(c, _ADAPTIVE_OTHER)
+            base = dict(_DEFAULTS, partition_share=adapt["partition_share"],
+                        threshold_factor=adapt["threshold_factor"])
+            alpha = _check_share(adapt["coarse_share"] if coarse_share is None else coarse_share,
+                                 "coarse_share")
+        elif coarse_share is not None:
+            raise ParameterError("coarse_share is an option of structure='adaptive' only")
         fanout = _check_fanout(base["fanout"] if fanout is None else fanout, c)
         estimator = _check_choice(base["estimator"] if estimator is None else estimator,
                                   "estimator", _ESTIMATORS)
@@ -361,6 +403,11 @@ class RectangleSynopsis:
             n_hat = max(n_hat, float(len(p)) * thr_a)
         eps_fin_f = float(eps_tree if (c == 1 or final_share is None or final_share == 1
                                        or auto_share) else eps_fin)
+        if structure == "adaptive":
+            if math.prod(len(p) for p in parts) <= _ADAPTIVE_MAX_CELLS:
+                return cls._build_adaptive(parts, segs, n_hat, eps_axis, eps_tree, alpha, beta,
+                                           factor, config, rng)
+            structure = "multitree"     # dense partition-cell grid too large: merged multi-tree
         if merge == "auto":
             # tree segments per axis ~ (n_hat eps / kappa)^(1/c), merging runs of
             # consecutive partition segments (post-processing of the partition)
@@ -379,6 +426,7 @@ class RectangleSynopsis:
         self.config = config
         self.threshold_factor = factor
         self.merge = tuple(merge)
+        self.structure, self.coarse_share, self._grid = "multitree", None, None
         self._set_shape()
         if auto_share:
             # every node's count is needed only when pruning; otherwise the
@@ -448,6 +496,225 @@ class RectangleSynopsis:
             lib.pds_multitree_free(tree)
         return self
 
+    # ------------------------------------------------------- adaptive structure
+    @classmethod
+    def _build_adaptive(cls, parts, segs, n_hat, eps_axis, eps_tree, alpha, beta, factor, config,
+                        rng):
+        """Two noisy levels over the partition cells (the adaptive grid of Qardaji et al.).
+
+        Privacy (pure epsilon-DP, sequential/adaptive composition):
+
+        * the c partitions: ``eps_axis`` each (Fig. 1);
+        * level 1 ("coarse"): the cells of the product of runs of ``g_a``
+          consecutive partition segments (``g_a`` a function of released
+          numbers).  The cells partition the domain, so one point changes
+          one count by 1: discrete Laplace of scale ``1 / eps_1``,
+          ``eps_1 = coarse_share * eps_tree``;
+        * level 2 ("fine"): inside each coarse cell, a grid of ``m2_a`` runs of
+          partition segments per axis, ``m2`` chosen from that cell's
+          *released* noisy count (post-processing of level 1, so the choice
+          is public), again a partition of the domain: scale
+          ``1 / eps_2``, ``eps_2 = eps_tree - eps_1``.
+
+        A fine grid is DNRR's successor structure restricted to the nodes a
+        noisy count marks as dense (Remark 3.4's pruning read the other way:
+        intermediate nodes get noise and decide where to descend).
+        O(n c + cells) after the partitions.
+        """
+        c = len(parts)
+        eps1 = exact_epsilon(eps_tree * Fraction(alpha), "epsilon_tree * coarse_share")
+        eps2 = eps_tree - eps1
+        m = [len(p) for p in parts]
+        # level-1 cells per axis: AG's rule m1 ~ sqrt(N eps / 10) / 4 in 2-D, applied to
+        # n_hat (released numbers only) and measured for c = 3
+        t1 = (n_hat * float(eps_tree) / _KAPPA_COARSE) ** (1.0 / c) / (4.0 if c == 2 else 1.0)
+        g1 = [max(1, math.ceil(ma / max(t1, 1.0))) for ma in m]
+        t1a = [-(-ma // g) for ma, g in zip(m, g1)]
+        seg64 = segs.astype(np.int64)
+        cidx = np.ravel_multi_index([seg64[:, a] // g1[a] for a in range(c)], t1a)
+        n_coarse = math.prod(t1a)
+        v = np.bincount(cidx, minlength=n_coarse).astype(np.int64)
+        v += np.asarray(discrete_laplace(Fraction(1) / eps1, n_coarse, rng=rng), dtype=np.int64)
+        # level-2 grid sizes from the released v only (AG: m2 = (N' eps_2 / c2)^(2/(c+2)))
+        width = cls._coarse_widths(m, g1, t1a)
+        m2 = np.ceil((np.maximum(v, 0) * float(eps2) / _KAPPA_FINE) ** (2.0 / (c + 2)))
+        m2a = np.minimum(np.maximum(m2, 1).astype(np.int64)[:, None], width)
+        n_sub = m2a.prod(axis=1)
+        base = np.concatenate([[0], np.cumsum(n_sub)[:-1]]).astype(np.int64)
+        local = np.zeros(cidx.size, dtype=np.int64)
+        for a in range(c):
+            q = m2a[cidx, a]
+            loc = seg64[:, a] - (seg64[:, a] // g1[a]) * g1[a]
+            local = local * q + loc * q // width[cidx, a]
+        n_fine = int(n_sub.sum())
+        u = np.bincount(base[cidx] + local, minlength=n_fine).astype(np.int64)
+        u += np.asarray(discrete_laplace(Fraction(1) / eps2, n_fine, rng=rng), dtype=np.int64)
+
+        self = object.__new__(cls)
+        self.partitions = tuple(parts)
+        self.epsilon_partition = c * eps_axis
+        self.epsilon_intermediate, self.epsilon_final = eps1, eps2
+        self.epsilon = self.epsilon_partition + eps1 + eps2
+        self.scales = (Fraction(1) / eps1, Fraction(1) / eps2)
+        self.beta = beta
+        self.threshold_factor = factor
+        self.config = config
+        self.structure = "adaptive"
+        self.coarse_share = float(alpha)
+        self.fanout, self.estimator, self.final_share = None, "uniform", None
+        self.prune, self.thresholds = None, None
+        self.merge = tuple(g1)
+        self._count = self._child = self._succ = None
+        self._ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64) for p in parts)
+        self._m, self._k, self._levels = tuple(m), None, None
+        self._set_grid(v, m2a, u)
+        return self
+
+    @staticmethod
+    def _coarse_widths(m, g1, t1a):
+        """(cells, c): partition segments per axis of every coarse cell (row-major)."""
+        idx = np.indices(t1a).reshape(len(t1a), -1)
+        return np.stack([np.minimum(g, ma - i * g) for g, ma, i in zip(g1, m, idx)], axis=1)
+
+    def _set_grid(self, v, m2a, u):
+        """Constrained inference and the dense partition-cell prefix sums (post-processing).
+
+        Per coarse cell with ``M`` fine cells (AG, section IV): the inverse-
+        variance combination ``v' = lam v + (1 - lam) S`` of its own count
+        ``v`` and the sum ``S`` of its fine counts, ``lam = M b2^2 / (b1^2 +
+        M b2^2)`` (discrete Laplace variances scale as ``b^2``), then every
+        fine count moves by ``(v' - S) / M``, so the levels agree.  A fine
+        cell's estimate is spread uniformly over its partition cells, and
+        each partition cell uniformly over its span (the ``"uniform"``
+        estimator, corners placed by partition segment).
+        """
+        c, m, g1 = self.dims, list(self._m), list(self.merge)
+        t1a = [-(-ma // g) for ma, g in zip(m, g1)]
+        width = self._coarse_widths(m, g1, t1a)
+        n_sub = m2a.prod(axis=1)
+        base = np.concatenate([[0], np.cumsum(n_sub)[:-1]]).astype(np.int64)
+        owner = np.repeat(np.arange(v.size), n_sub)
+        var1 = discrete_laplace_variance(self.scales[0])
+        var2 = discrete_laplace_variance(self.scales[1])
+        # rho = var1 / var2; for tiny scales both variances underflow: (b1 / b2)^2
+        rho = var1 / var2 if var2 > 0 else float(self.scales[0] / self.scales[1]) ** 2
+        lam = n_sub / (rho + n_sub)
+        s_sum = np.bincount(owner, weights=u.astype(np.float64), minlength=v.size)
+        est = u + ((lam * (v - s_sum)) / n_sub)[owner]       # v' - S = lam (v - S)
+        # fine-cell geometry along every axis, in partition segments: [start, end)
+        rest = np.arange(u.size, dtype=np.int64) - base[owner]
+        cell = np.unravel_index(owner, t1a)
+        start = np.empty((u.size, c), dtype=np.int64)
+        end = np.empty((u.size, c), dtype=np.int64)
+        for a in range(c - 1, -1, -1):
+            q = m2a[owner, a]
+            j = rest % q
+            rest //= q
+            w = width[owner, a]
+            start[:, a] = cell[a] * g1[a] + (j * w + q - 1) // q
+            end[:, a] = cell[a] * g1[a] + ((j + 1) * w + q - 1) // q
+        size = (end - start).prod(axis=1)
+        # dense grid over partition cells: each fine cell's estimate spread evenly
+        # vectorised fill: partition cell -> fine cell (mirror of the build's mapping)
+        pc = np.indices(m).reshape(c, -1)
+        cc = np.ravel_multi_index([pc[a] // g1[a] for a in range(c)], t1a)
+        loc = np.zeros(pc.shape[1], dtype=np.int64)
+        for a in range(c):
+            q = m2a[cc, a]
+            loc = loc * q + (pc[a] - (pc[a] // g1[a]) * g1[a]) * q // width[cc, a]
+        fine_of = base[cc] + loc
+        dense = (est[fine_of] / size[fine_of]).reshape(m)
+        prefix = np.zeros(tuple(ma + 1 for ma in m))
+        prefix[(slice(1, None),) * c] = dense
+        for a in range(c):
+            np.cumsum(prefix, axis=a, out=prefix)
+        self._grid = {"v": v, "m2": m2a, "u": u, "lam": lam, "n_sub": n_sub, "owner": owner,
+                      "start": start, "end": end, "width": width, "t1": t1a, "prefix": prefix}
+
+    def _count_adaptive(self, lo, hi):
+        """Answers from the dense prefix sums: per axis the query weights partition
+        segments ``[k, r]`` by (fraction at k, 1 inside, fraction at r); the
+        answer is the multilinear sum over the 3^c pieces, each a box sum."""
+        c, q = lo.shape[1], lo.shape[0]
+        pieces = []
+        one = np.uint64(1)
+        for a in range(c):
+            ends = self._ends[a]
+            lo_a, hi_a = lo[:, a], hi[:, a]
+            k = np.searchsorted(ends, lo_a, side="left")
+            r = np.searchsorted(ends, hi_a, side="left")
+            ks = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + one)
+            rs = np.where(r == 0, np.uint64(0), ends[np.maximum(r, 1) - 1] + one)
+            span_k = (ends[k] - ks).astype(np.float64) + 1.0
+            span_r = (ends[r] - rs).astype(np.float64) + 1.0
+            same = k == r
+            fk = np.where(same, (hi_a - lo_a).astype(np.float64) + 1.0,
+                          (ends[k] - lo_a).astype(np.float64) + 1.0) / span_k
+            fr = np.where(same, 0.0, ((hi_a - rs).astype(np.float64) + 1.0) / span_r)
+            k, r = k.astype(np.int64), r.astype(np.int64)
+            pieces.append(((k, k + 1, np.minimum(fk, 1.0)),
+                           (k + 1, np.maximum(r, k + 1), np.where(same, 0.0, 1.0)),
+                           (r, r + 1, np.minimum(fr, 1.0))))
+        prefix = self._grid["prefix"]
+        flat = prefix.ravel()
+        out = np.zeros(q)
+        for combo in itertools.product(range(3), repeat=c):
+            w = np.ones(q)
+            for a, ci in enumerate(combo):
+                w = w * pieces[a][ci][2]
+            box = np.zeros(q)
+            for corner in itertools.product((0, 1), repeat=c):
+                idx = np.ravel_multi_index(tuple(pieces[a][combo[a]][corner[a]] for a in range(c)),
+                                           prefix.shape)
+                box += (-1) ** (c - sum(corner)) * flat[idx]
+            out += w * box
+        return out
+
+    def _error_bound_adaptive(self, delta):
+        """See :meth:`error_bound` (structure="adaptive")."""
+        gr, c = self._grid, self.dims
+        b1, b2 = float(self.scales[0]), float(self.scales[1])
+        lam, n_sub = gr["lam"], gr["n_sub"].astype(np.float64)
+        # answers are multilinear in the per-axis boundary fractions, so |noise| is
+        # largest at whole-partition-segment rectangles: union over those (and empty)
+        log_combos = sum(math.log(ma * (ma + 1) / 2 + 1) for ma in self._m)
+        # coarse noise e_c enters with weight lam W / M in [0, lam]
+        v1 = float(np.sum(lam ** 2))
+        # fine noise: weights w_i - lam W / M; sum of squares <= M (1 - lam)^2 for a fully
+        # covered cell, <= max_W (W - kap W^2 / M) = h for a cut one (kap = lam (2 - lam))
+        kap = lam * (2 - lam)
+        full = n_sub * (1 - lam) ** 2
+        h = np.where(kap <= 0.5, full, n_sub / (4 * np.maximum(kap, 1e-300)))
+        cut = (h - full).reshape(gr["t1"])
+        extra = 0.0
+        for a in range(c):
+            slab = cut.sum(axis=tuple(b for b in range(c) if b != a))
+            extra += 2 * float(slab.max())      # the two coarse slabs a rectangle cuts on axis a
+        v2 = float(full.sum()) + min(extra, float(cut.sum()))
+        log_noise = log_combos + math.log(8.0 / delta)     # 2 parts x 2 sides, delta / 2
+        noise = (laplace_sum_tail(v1, b1, log_noise) if v1 > 0 else 0.0) \
+            + laplace_sum_tail(v2, b2, log_noise)
+        # bias: an item is miscounted only inside a fine cell the boundary cuts, by at
+        # most 1 (its weight is in [0, 1]); those cells lie in the band of fine cells
+        # containing the corner's partition segment.  A band's true count is at most its
+        # noisy count (raw u) plus a lower-tail noise bound (union over all bands, delta/2).
+        u = gr["u"].astype(np.float64)
+        start, end = gr["start"], gr["end"]
+        log_band = math.log(sum(self._m)) + math.log(2.0 / delta)
+        bias = 0.0
+        for a in range(c):
+            ma = self._m[a]
+            tot = np.zeros(ma + 1)
+            cnt = np.zeros(ma + 1)
+            np.add.at(tot, start[:, a], u)
+            np.add.at(tot, end[:, a], -u)
+            np.add.at(cnt, start[:, a], 1.0)
+            np.add.at(cnt, end[:, a], -1.0)
+            band, k_band = np.cumsum(tot)[:ma], np.cumsum(cnt)[:ma]
+            z = laplace_sum_tail(float(k_band.max()), b2, log_band)
+            bias += 2 * max(float(band.max()) + z, 0.0)
+        return noise + bias
+
     def _set_shape(self):
         self._m = tuple(-(-len(p) // g) for p, g in zip(self.partitions, self.merge))
         self._k = tuple(self.fanout)
@@ -473,12 +740,19 @@ class RectangleSynopsis:
 
     @property
     def num_nodes(self):
-        """Materialised nodes of the (pruned) multi-tree."""
+        """Materialised nodes of the (pruned) multi-tree, or coarse + fine cells (adaptive)."""
+        if self.structure == "adaptive":
+            return int(self._grid["v"].size + self._grid["u"].size)
         return int(self._count.size)
 
     @property
     def sensitivity(self):
-        """``(S_int, S_fin)``: nodes one point lies in (Claim 3.3), by class."""
+        """``(S_int, S_fin)``: nodes one point lies in (Claim 3.3), by class.
+
+        For ``structure="adaptive"``: ``(1, 1)`` (one coarse and one fine cell).
+        """
+        if self.structure == "adaptive":
+            return 1, 1
         s_all = sum(math.prod(self._levels[:a + 1]) for a in range(self.dims))
         s_fin = math.prod(self._levels)
         return s_all - s_fin, s_fin
@@ -578,6 +852,8 @@ class RectangleSynopsis:
         if bad.any():
             q, a = np.argwhere(bad)[0]
             raise DomainError(f"lo must be <= hi, got lo > hi at row {q}, axis {a}")
+        if self.structure == "adaptive":
+            return self._count_adaptive(lo_o, hi_o)
         plan = self._plan(lo_o, hi_o)
         out = np.empty(lo_o.shape[0], dtype=np.float64)
         m_arr = np.array(self._m, dtype=np.uint64)
@@ -670,6 +946,8 @@ class RectangleSynopsis:
         if max_multiplicity < 1:
             raise ParameterError(f"max_multiplicity must be >= 1, got {max_multiplicity}")
         delta = 1.0 - conf
+        if self.structure == "adaptive":
+            return self._error_bound_adaptive(delta)
         part_fail = self.beta / 2
         if delta <= part_fail:
             raise ParameterError(
@@ -726,6 +1004,17 @@ class RectangleSynopsis:
 
     def _to_record(self):
         frac = lambda f: [f.numerator, f.denominator]  # noqa: E731
+        if self.structure == "adaptive":
+            meta = {"format": _FORMAT, "structure": "adaptive",
+                    "domain": [[int(lo), int(hi)] for lo, hi in self.domain],
+                    "epsilon_axis": frac(self.partitions[0].epsilon),
+                    "epsilon_coarse": frac(self.epsilon_intermediate),
+                    "epsilon_fine": frac(self.epsilon_final), "beta": self.beta,
+                    "config": self.config, "coarse_share": self.coarse_share,
+                    "threshold_factor": self.threshold_factor, "merge": list(self.merge)}
+            arrays = {f"ends_{a}": e for a, e in enumerate(self._ends)}
+            arrays.update(coarse=self._grid["v"], fine=self._grid["u"], fine_shape=self._grid["m2"])
+            return _KIND, meta, arrays, 0o644
         meta = {
             "format": _FORMAT,
             "domain": [[int(lo), int(hi)] for lo, hi in self.domain],
@@ -754,6 +1043,8 @@ def _load(meta, arrays):
     try:
         if meta.get("format") != _FORMAT:
             raise FormatError(f"unknown rectangle-synopsis format {meta.get('format')!r}")
+        if meta.get("structure", "multitree") == "adaptive":
+            return _load_adaptive(meta, arrays)
         domain = [(int(lo), int(hi)) for lo, hi in meta["domain"]]
         c = len(domain)
         if not 1 <= c <= _MAX_AXES:
@@ -804,6 +1095,7 @@ def _load(meta, arrays):
     self.scales = scales
     self.threshold_factor = factor
     self.merge = tuple(merge)
+    self.structure, self.coarse_share, self._grid = "multitree", None, None
     self._set_shape()
     self._count, self._child, self._succ = rec["count"], rec["child"], rec["succ"]
     m_arr = np.array(self._m, dtype=np.uint64)
@@ -812,4 +1104,48 @@ def _load(meta, arrays):
                                  _u64(m_arr), ffi.from_buffer("uint32_t[]", k_arr))
     if st != lib.PDS_OK:
         raise FormatError("rectangle synopsis record: the node arrays are not a well-formed multi-tree")
+    return self
+
+
+def _load_adaptive(meta, arrays):
+    """Rebuild a structure="adaptive" synopsis: partitions, coarse and fine noisy counts."""
+    domain = [(int(lo), int(hi)) for lo, hi in meta["domain"]]
+    c = len(domain)
+    if not 2 <= c <= _MAX_AXES:
+        raise FormatError("rectangle synopsis record: bad number of axes")
+    eps_axis = Fraction(*meta["epsilon_axis"])
+    eps1, eps2 = Fraction(*meta["epsilon_coarse"]), Fraction(*meta["epsilon_fine"])
+    beta, factor = float(meta["beta"]), float(meta["threshold_factor"])
+    merge = [int(g) for g in meta["merge"]]
+    if (eps_axis <= 0 or eps1 <= 0 or eps2 <= 0 or not 0 < beta < 1 or len(merge) != c
+            or min(merge) < 1 or not 0.25 <= factor <= 100 or meta["config"] not in _CONFIGS):
+        raise FormatError("rectangle synopsis record has an invalid epsilon, beta or merge")
+    parts = tuple(Partition(np.asarray(arrays[f"ends_{a}"], dtype=np.uint64), domain=domain[a],
+                            epsilon=eps_axis, beta=beta / (2 * c), threshold_factor=factor)
+                  for a in range(c))
+    m = [len(p) for p in parts]
+    t1a = [-(-ma // g) for ma, g in zip(m, merge)]
+    v = np.ascontiguousarray(arrays["coarse"], dtype=np.int64)
+    u = np.ascontiguousarray(arrays["fine"], dtype=np.int64)
+    m2a = np.ascontiguousarray(arrays["fine_shape"], dtype=np.int64)
+    if v.shape != (math.prod(t1a),) or m2a.shape != (v.size, c):
+        raise FormatError("rectangle synopsis record: coarse grid does not match the partitions")
+    width = RectangleSynopsis._coarse_widths(m, merge, t1a)
+    if (m2a < 1).any() or (m2a > width).any() or u.shape != (int(m2a.prod(axis=1).sum()),):
+        raise FormatError("rectangle synopsis record: fine grids do not match the coarse cells")
+    self = object.__new__(RectangleSynopsis)
+    self.partitions = parts
+    self.epsilon_partition = c * eps_axis
+    self.epsilon_intermediate, self.epsilon_final = eps1, eps2
+    self.epsilon = self.epsilon_partition + eps1 + eps2
+    self.scales = (Fraction(1) / eps1, Fraction(1) / eps2)
+    self.beta, self.threshold_factor, self.config = beta, factor, meta["config"]
+    self.structure, self.coarse_share = "adaptive", float(meta["coarse_share"])
+    self.fanout, self.estimator, self.final_share = None, "uniform", None
+    self.prune, self.thresholds = None, None
+    self.merge = tuple(merge)
+    self._count = self._child = self._succ = None
+    self._ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64) for p in parts)
+    self._m, self._k, self._levels = tuple(m), None, None
+    self._set_grid(v, m2a, u)
     return self

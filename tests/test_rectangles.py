@@ -274,12 +274,17 @@ def test_error_bound_holds():
     pts = pts[np.unique(pts[:, 1], return_index=True)[1]]
     lo, hi = _rects(2000, 2, 10**6 - 1)
     true = np.array([np.all((pts >= l) & (pts <= h), axis=1).sum() for l, h in zip(lo, hi)])
-    for cfg in ("default", "dnrr"):
-        s = RS.build(pts, domain=[(0, 10**6 - 1)] * 2, epsilon=1, config=cfg, rng=Rng(seed=10))
+    for kw in (dict(), dict(structure="multitree"), dict(config="dnrr")):
+        s = RS.build(pts, domain=[(0, 10**6 - 1)] * 2, epsilon=1, rng=Rng(seed=10), **kw)
         err = np.abs(s.count_many(lo, hi) - true).max()
         assert err <= s.error_bound(0.9)
         assert s.error_bound(0.9) < s.error_bound(0.97)
-        assert s.error_bound(0.9, max_multiplicity=3) > s.error_bound(0.9)
+        if s.structure == "adaptive":
+            # the bias term reads the released band counts: no multiplicity, no partition beta
+            assert s.error_bound(0.9, max_multiplicity=3) == s.error_bound(0.9)
+            assert s.error_bound(0.99) > s.error_bound(0.97)
+        else:
+            assert s.error_bound(0.9, max_multiplicity=3) > s.error_bound(0.9)
     with pytest.raises(ParameterError, match="confidence"):
         s.error_bound(0.99)          # 1 - beta/2 = 0.975
     with pytest.raises(ParameterError, match="max_multiplicity"):
@@ -287,7 +292,8 @@ def test_error_bound_holds():
 
 
 @pytest.mark.parametrize("opts", [
-    dict(),                                          # default: uniform, merged segments
+    dict(),                                          # default: adaptive two-level grid
+    dict(structure="multitree"),                     # uniform, merged segments
     dict(config="dnrr"),                             # cover, binary, one scale, pruned
     dict(estimator="cover", merge=3, prune=None),    # cover over merged segments
     dict(estimator="uniform", merge=1, fanout=4, prune=None),
@@ -341,7 +347,7 @@ def test_boundary_bias_uses_the_interior_weight_bound():
 # ------------------------------------------------------------------ persistence
 def test_save_load_roundtrip_and_tamper(tmp_path):
     pts = DATA.integers(-500, 500, (2000, 3))
-    s = RS.build(pts, domain=[(-500, 499)] * 3, epsilon=1, rng=Rng(seed=11))
+    s = RS.build(pts, domain=[(-500, 499)] * 3, epsilon=1, structure="multitree", rng=Rng(seed=11))
     path = tmp_path / "r.pds"
     s.save(path)
     t = persist.load(path)
@@ -485,7 +491,8 @@ def test_merge_exact_on_tree_segment_boundaries(c, merge):
 
 def test_merge_auto_keeps_tree_small_and_answers_well():
     pts = (DATA.normal(0, 1, (20000, 3)) * 2e4 + 1e5).astype(np.int64).clip(0, 2 * 10**5)
-    s = RS.build(pts, domain=[(0, 2 * 10**5)] * 3, epsilon=1, rng=Rng(seed=22))
+    s = RS.build(pts, domain=[(0, 2 * 10**5)] * 3, epsilon=1, structure="multitree",
+                 rng=Rng(seed=22))
     assert s.prune is None and s.final_share == 1.0 and min(s.merge) >= 1
     assert s.num_nodes == s._potential_nodes()
     lo, hi = np.array([[0, 0, 0]]), np.array([[10**5, 2 * 10**5, 10**5]])
@@ -552,4 +559,74 @@ def test_privacy_ratio_default_configuration():
 
     k1, k0 = hits(x1), hits(base)
     assert 0.02 * runs < k0 < k1 < 0.98 * runs
+    assert_dp_ratio(k1, runs, k0, runs, eps)
+
+
+# ------------------------------------------------------------------ adaptive structure
+def test_adaptive_is_the_default_and_its_budget_adds_up():
+    pts = DATA.integers(0, 10**6, (5000, 2))
+    s = RS.build(pts, domain=[(0, 10**6 - 1)] * 2, epsilon=1, rng=Rng(seed=40))
+    assert s.structure == "adaptive" and s.sensitivity == (1, 1)
+    assert s.epsilon == s.epsilon_partition + s.epsilon_intermediate + s.epsilon_final == Fraction(1)
+    assert s.scales == (1 / s.epsilon_intermediate, 1 / s.epsilon_final)
+    assert s.num_nodes == s._grid["v"].size + s._grid["u"].size
+    assert s.epsilon_partition == Fraction(1, 4) and s.coarse_share == 0.4
+    # multi-tree options select the multi-tree; c = 1 and dnrr too
+    assert RS.build(pts, domain=[(0, 10**6 - 1)] * 2, epsilon=1, merge=2,
+                    rng=Rng(seed=1)).structure == "multitree"
+    assert RS.build(pts[:, :1], domain=[(0, 10**6 - 1)], epsilon=1,
+                    rng=Rng(seed=1)).structure == "multitree"
+    with pytest.raises(ParameterError, match="structure"):
+        RS.build(pts, domain=[(0, 10**6 - 1)] * 2, epsilon=1, structure="adaptive", fanout=4)
+    with pytest.raises(ParameterError, match="coarse_share"):
+        RS.build(pts, domain=[(0, 10**6 - 1)] * 2, epsilon=1, structure="multitree",
+                 coarse_share=0.5)
+    with pytest.raises(ParameterError, match="structure"):
+        RS.build(pts, domain=[(0, 10**6 - 1)] * 2, epsilon=1, structure="grid")
+
+
+@pytest.mark.parametrize("c", [2, 3])
+def test_adaptive_counts_are_consistent_and_near_exact(c):
+    """Every point lies in one coarse and one fine cell; with negligible noise the
+    fine counts are the true counts, whole-domain answers are exact and the
+    constrained inference keeps the two levels consistent."""
+    pts = DATA.integers(0, 200, (3000, c))
+    s = RS.build(pts, domain=[(0, 199)] * c, epsilon=1e6, rng=Rng(seed=41))
+    g = s._grid
+    assert g["v"].sum() == g["u"].sum() == 3000
+    assert s.count([0] * c, [199] * c) == pytest.approx(3000)
+    lo, hi = _rects(300, c, 199)
+    err = np.abs(s.count_many(lo, hi) - _brute(pts, lo, hi))
+    # uniform spreading inside a fine cell is the only error left: bounded by error_bound
+    assert err.max() <= s.error_bound(0.9)
+
+
+def test_adaptive_save_load_and_tamper(tmp_path):
+    pts = DATA.integers(-500, 500, (4000, 2))
+    s = RS.build(pts, domain=[(-500, 499)] * 2, epsilon=1, rng=Rng(seed=42))
+    path = tmp_path / "a.pds"
+    s.save(path)
+    t = persist.load(path)
+    lo, hi = _rects(300, 2, 999)
+    np.testing.assert_array_equal(t.count_many(lo - 500, hi - 500), s.count_many(lo - 500, hi - 500))
+    assert (t.structure, t.epsilon, t.scales, t.num_nodes, t.error_bound()) == \
+        (s.structure, s.epsilon, s.scales, s.num_nodes, s.error_bound())
+    kind, meta, arrays, _ = persist.read_record(path)
+    bad = dict(arrays)
+    bad["fine"] = arrays["fine"][:-1]
+    persist.write_record(tmp_path / "b.pds", kind, meta, bad)
+    with pytest.raises(FormatError, match="fine grids"):
+        persist.load(tmp_path / "b.pds")
+
+
+def test_adaptive_privacy_ratio_neighbouring_databases():
+    """One coarse and one fine cell per point: on two one-cell-per-level
+    databases differing in one point, P(answer >= 3) stays within e^eps."""
+    eps = 1.0
+    kw = dict(domain=[(0, 0)] * 2, epsilon=eps, partition_share=0.01, coarse_share=0.5)
+    d0, d1 = np.zeros((3, 2), np.int64), np.zeros((4, 2), np.int64)
+    rng = Rng(seed=43)
+    runs = 3000
+    k0 = sum(RS.build(d0, rng=rng, **kw).count([0, 0], [0, 0]) >= 4 for _ in range(runs))
+    k1 = sum(RS.build(d1, rng=rng, **kw).count([0, 0], [0, 0]) >= 4 for _ in range(runs))
     assert_dp_ratio(k1, runs, k0, runs, eps)
