@@ -12,21 +12,58 @@
 
 static const uint64_t PARAM_LIMIT = (uint64_t)1 << 62;
 
+/* Half words and single bits of the keystream, so that small draws do not
+ * waste a whole word; each keystream bit is used at most once.  Inline here,
+ * where the samplers call them per draw; exported below for other kernels. */
+static inline uint32_t next_u32(pds_rng *rng)
+{
+    if (rng->nhalf) {
+        rng->nhalf = 0;
+        return rng->half;
+    }
+    uint64_t w = pds_rng_u64(rng);
+    rng->half = (uint32_t)(w >> 32);
+    rng->nhalf = 1;
+    return (uint32_t)w;
+}
+
+static inline int next_coin(pds_rng *rng)
+{
+    if (rng->nbits == 0) {
+        rng->bits = pds_rng_u64(rng);
+        rng->nbits = 64;
+    }
+    int b = (int)(rng->bits & 1);
+    rng->bits >>= 1;
+    rng->nbits--;
+    return b;
+}
+
+uint32_t pds_rng_u32(pds_rng *rng)
+{
+    return next_u32(rng);
+}
+
+int pds_rng_coin(pds_rng *rng)
+{
+    return next_coin(rng);
+}
+
 /* Uniform on {0, ..., n-1} without modulo bias: Lemire's multiply-and-
  * reject ("Fast random integer generation in an interval", 2019), on 32-bit
  * draws when n fits, to spend half the keystream. */
 static inline uint64_t uniform_below(pds_rng *rng, uint64_t n)
 {
     if (n <= 1) return 0;
-    if (n == 2) return (uint64_t)pds_rng_coin(rng);
+    if (n == 2) return (uint64_t)next_coin(rng);
     if (n <= UINT32_MAX) {
         uint32_t n32 = (uint32_t)n;
-        uint64_t m = (uint64_t)pds_rng_u32(rng) * n32;
+        uint64_t m = (uint64_t)next_u32(rng) * n32;
         uint32_t low = (uint32_t)m;
         if (low < n32) {
             uint32_t threshold = (0u - n32) % n32;  /* 2^32 mod n */
             while (low < threshold) {
-                m = (uint64_t)pds_rng_u32(rng) * n32;
+                m = (uint64_t)next_u32(rng) * n32;
                 low = (uint32_t)m;
             }
         }
@@ -84,7 +121,7 @@ static inline int bernoulli_exp_unit(pds_rng *rng, uint64_t num, uint64_t den)
 /* Algorithm 1 at gamma = 1, whose first coin (probability 1/1) is certain. */
 static inline int bernoulli_exp_minus_one(pds_rng *rng)
 {
-    if (!pds_rng_coin(rng)) return 0;  /* stopped at K = 2: even */
+    if (!next_coin(rng)) return 0;  /* stopped at K = 2: even */
     uint64_t k = 3;
     while (uniform_below(rng, k) == 0) k++;
     return (int)(k & 1);
@@ -124,7 +161,7 @@ int64_t pds_discrete_laplace_one(pds_rng *rng, uint64_t t, uint64_t s)
 {
     for (;;) {
         uint64_t y = pds_geometric_exp(rng, s, t);
-        int negative = (int)(pds_rng_u64(rng) & 1);
+        int negative = next_coin(rng);
         if (negative && y == 0) continue;
         /* Saturation has probability exp(-2^63 s/t): zero for the scales
          * the Python layer admits (t/s <= 2^48). */

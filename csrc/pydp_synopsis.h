@@ -46,11 +46,8 @@ int pds_rng_init_key(pds_rng *rng, const uint8_t *key32);
 /* Reseed from the OS if the calling process is not the one that seeded
  * (a fork() happened).  Every public entry point calls this once. */
 int pds_rng_check_fork(pds_rng *rng);
-/* Next keystream word / half word / bit; no fork check (callers checked at
- * entry).  Each bit of the keystream is used at most once. */
+/* Next keystream word; no fork check (callers checked at entry). */
 uint64_t pds_rng_u64(pds_rng *rng);
-uint32_t pds_rng_u32(pds_rng *rng);
-int pds_rng_coin(pds_rng *rng);
 /* n keystream words; checks fork first. */
 int pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n);
 /* RFC 8439 section 2.3 block function, for the test vectors. */
@@ -64,6 +61,10 @@ int pds_chacha20_block(const uint8_t *key32, uint32_t counter,
  * The single-draw functions do no fork check and no argument check: they
  * are for other C kernels that validated at their entry point.
  */
+/* Next half word / single bit of the keystream (each bit used at most
+ * once); no fork check. */
+uint32_t pds_rng_u32(pds_rng *rng);
+int pds_rng_coin(pds_rng *rng);
 uint64_t pds_uniform_below(pds_rng *rng, uint64_t n);          /* n >= 1 */
 int pds_bernoulli_frac(pds_rng *rng, uint64_t num, uint64_t den); /* num <= den */
 int pds_bernoulli_exp(pds_rng *rng, uint64_t num, uint64_t den);  /* P = exp(-num/den) */

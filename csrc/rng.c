@@ -160,30 +160,6 @@ uint64_t pds_rng_u64(pds_rng *rng)
     return rng->buf[rng->pos++];
 }
 
-uint32_t pds_rng_u32(pds_rng *rng)
-{
-    if (rng->nhalf) {
-        rng->nhalf = 0;
-        return rng->half;
-    }
-    uint64_t w = pds_rng_u64(rng);
-    rng->half = (uint32_t)(w >> 32);
-    rng->nhalf = 1;
-    return (uint32_t)w;
-}
-
-int pds_rng_coin(pds_rng *rng)
-{
-    if (rng->nbits == 0) {
-        rng->bits = pds_rng_u64(rng);
-        rng->nbits = 64;
-    }
-    int b = (int)(rng->bits & 1);
-    rng->bits >>= 1;
-    rng->nbits--;
-    return b;
-}
-
 int pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n)
 {
     int st = pds_rng_check_fork(rng);
