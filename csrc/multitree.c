@@ -426,6 +426,7 @@ int pds_multitree_describe(const int64_t *child, const int64_t *succ,
 typedef struct {
     const mt_shape *sh;
     const int64_t *count, *child, *succ;
+    const uint64_t *cum;
     pds_cover_run runs[MT_MAX_AXES][2 * MT_MAX_LEVELS];
     int n_runs[MT_MAX_AXES];
     uint64_t kl[MT_MAX_AXES], kr[MT_MAX_AXES];
@@ -485,11 +486,32 @@ static void emit(mt_query *q, uint32_t a, int64_t r, double w)
 static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
 {
     mt_path p;
-    p.depth = q->sh->levels[a];
+    const mt_shape *sh = q->sh;
+    p.depth = sh->levels[a];
     for (int i = 0; i < q->n_runs[a]; i++) {
         const pds_cover_run *run = &q->runs[a][i];
-        for (uint64_t u = run->first; u < run->end; u++)
-            emit(q, a, locate(q, a, top, &p, run->level, u), w);
+        if (a + 1 < sh->c) {
+            for (uint64_t u = run->first; u < run->end; u++)
+                emit(q, a, locate(q, a, top, &p, run->level, u), w);
+            continue;
+        }
+        /* final axis: siblings are consecutive records (the top level too), so a
+         * run's part inside one sibling block is one difference of the records'
+         * prefix sums (mod 2^64: exact whenever the part's sum fits int64) --
+         * O(1) instead of a read per node, which matters for wide fanouts */
+        uint64_t u = run->first;
+        while (u < run->end) {
+            uint64_t stop = run->end;
+            if (run->level + 1 < sh->levels[a]) {
+                uint64_t block_end = (u / sh->k[a] + 1) * sh->k[a];
+                if (block_end < stop)
+                    stop = block_end;
+            }
+            int64_t r = locate(q, a, top, &p, run->level, u);
+            if (r >= 0)
+                q->acc += w * (double)(int64_t)(q->cum[r + (int64_t)(stop - u)] - q->cum[r]);
+            u = stop;
+        }
     }
     if (q->fl[a] > 0.0)
         emit(q, a, locate(q, a, top, &p, 0, q->kl[a]), w * q->fl[a]);
@@ -498,7 +520,8 @@ static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
 }
 
 int pds_multitree_answer(const int64_t *count, const int64_t *child,
-                         const int64_t *succ, uint64_t n_records, uint32_t c,
+                         const int64_t *succ, const uint64_t *cum,
+                         uint64_t n_records, uint32_t c,
                          const uint64_t *m, const uint32_t *k,
                          const uint64_t *wa, const uint64_t *wb,
                          const uint64_t *kl, const double *fl,
@@ -510,7 +533,8 @@ int pds_multitree_answer(const int64_t *count, const int64_t *child,
     int st = shape_init(&sh, c, m, k);
     if (st != PDS_OK)
         return st;
-    if (count == NULL || child == NULL || succ == NULL || n_records == 0)
+    if (count == NULL || child == NULL || succ == NULL || cum == NULL
+        || n_records == 0)
         return PDS_EINVAL;
     if (count_q > 0 && (wa == NULL || wb == NULL || kl == NULL || fl == NULL
                         || kr == NULL || fr == NULL || out == NULL))
@@ -519,6 +543,7 @@ int pds_multitree_answer(const int64_t *count, const int64_t *child,
     q.count = count;
     q.child = child;
     q.succ = succ;
+    q.cum = cum;
     for (size_t i = 0; i < count_q; i++) {
         for (uint32_t a = 0; a < c; a++) {
             size_t x = i * c + a;

@@ -320,9 +320,13 @@ int pds_multitree_check(const int64_t *count, const int64_t *child,
  * segments [wa, wb) (wa == wb: none) and up to two partial boundary
  * segments kl, kr with weights fl, fr in [0, 1] (0 = unused).  out[q] is
  * the sum over the product of the per-axis weighted covers of the final
- * nodes' counts times the product of the weights; absent nodes count 0. */
+ * nodes' counts times the product of the weights; absent nodes count 0.
+ * cum (n_records + 1) holds the records' prefix sums of count mod 2^64
+ * (cum[r] = sum of count[0 .. r-1]): final-axis runs are read as one
+ * difference per sibling block. */
 int pds_multitree_answer(const int64_t *count, const int64_t *child,
-                         const int64_t *succ, uint64_t n_records, uint32_t c,
+                         const int64_t *succ, const uint64_t *cum,
+                         uint64_t n_records, uint32_t c,
                          const uint64_t *m, const uint32_t *k,
                          const uint64_t *wa, const uint64_t *wb,
                          const uint64_t *kl, const double *fl,

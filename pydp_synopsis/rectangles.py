@@ -217,7 +217,7 @@ class RectangleSynopsis:
     __slots__ = ("partitions", "epsilon", "epsilon_partition", "epsilon_intermediate",
                  "epsilon_final", "beta", "fanout", "estimator", "config", "final_share",
                  "prune", "thresholds", "scales", "threshold_factor", "merge", "_levels", "_m",
-                 "_k", "_count", "_child", "_succ", "_ends", "structure", "coarse_share", "_grid")
+                 "_k", "_count", "_child", "_succ", "_cum", "_ends", "structure", "coarse_share", "_grid")
 
     def __init__(self):
         raise TypeError("use RectangleSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -493,6 +493,7 @@ class RectangleSynopsis:
             self._count = np.frombuffer(ffi.buffer(tree.count, 8 * n_rec), dtype=np.int64).copy()
             self._child = np.frombuffer(ffi.buffer(tree.child, 8 * n_rec), dtype=np.int64).copy()
             self._succ = np.frombuffer(ffi.buffer(tree.succ, 8 * n_rec), dtype=np.int64).copy()
+            self._cum = None
         finally:
             lib.pds_multitree_free(tree)
         return self
@@ -574,7 +575,7 @@ class RectangleSynopsis:
         self.fanout, self.estimator, self.final_share = None, "uniform", None
         self.prune, self.thresholds = None, None
         self.merge = tuple(g1)
-        self._count = self._child = self._succ = None
+        self._count = self._child = self._succ = self._cum = None
         self._ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64) for p in parts)
         self._m, self._k, self._levels = tuple(m), None, None
         self._set_grid(v, m2a, u)
@@ -863,12 +864,19 @@ class RectangleSynopsis:
         if self.structure == "adaptive":
             return self._count_adaptive(lo_o, hi_o)
         plan = self._plan(lo_o, hi_o)
+        if self._cum is None:
+            # records' prefix sums of the counts, mod 2^64 (computed once): a run of
+            # final-axis siblings is one difference
+            cum = np.zeros(self._count.size + 1, dtype=np.uint64)
+            np.cumsum(self._count.view(np.uint64), out=cum[1:])
+            self._cum = cum
         out = np.empty(lo_o.shape[0], dtype=np.float64)
         m_arr = np.array(self._m, dtype=np.uint64)
         k_arr = np.array(self._k, dtype=np.uint32)
         dbl = lambda x: ffi.from_buffer("double[]", x)  # noqa: E731
         check(lib.pds_multitree_answer(
-            _i64(self._count), _i64(self._child), _i64(self._succ), self._count.size, c,
+            _i64(self._count), _i64(self._child), _i64(self._succ), _u64(self._cum),
+            self._count.size, c,
             _u64(m_arr), ffi.from_buffer("uint32_t[]", k_arr), _u64(plan["wa"]), _u64(plan["wb"]),
             _u64(plan["kl"]), dbl(plan["fl"]), _u64(plan["kr"]), dbl(plan["fr"]), out.size,
             dbl(out)), "rectangle answers")
@@ -1106,6 +1114,7 @@ def _load(meta, arrays):
     self.structure, self.coarse_share, self._grid = "multitree", None, None
     self._set_shape()
     self._count, self._child, self._succ = rec["count"], rec["child"], rec["succ"]
+    self._cum = None
     m_arr = np.array(self._m, dtype=np.uint64)
     k_arr = np.array(self._k, dtype=np.uint32)
     st = lib.pds_multitree_check(_i64(self._count), _i64(self._child), _i64(self._succ), n, c,
@@ -1152,7 +1161,7 @@ def _load_adaptive(meta, arrays):
     self.fanout, self.estimator, self.final_share = None, "uniform", None
     self.prune, self.thresholds = None, None
     self.merge = tuple(merge)
-    self._count = self._child = self._succ = None
+    self._count = self._child = self._succ = self._cum = None
     self._ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64) for p in parts)
     self._m, self._k, self._levels = tuple(m), None, None
     self._set_grid(v, m2a, u)
