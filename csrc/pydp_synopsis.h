@@ -321,9 +321,13 @@ int pds_multitree_check(const int64_t *count, const int64_t *child,
  * segments [wa, wb) (wa == wb: none) and up to two partial boundary
  * segments kl, kr with weights fl, fr in [0, 1] (0 = unused).  out[q] is
  * the sum over the product of the per-axis weighted covers of the final
- * nodes' counts times the product of the weights; absent nodes count 0. */
+ * nodes' counts times the product of the weights; absent nodes count 0.
+ * cum (n_records + 1) holds the records' prefix sums of count mod 2^64
+ * (cum[r] = sum of count[0 .. r-1]): final-axis runs are read as one
+ * difference per sibling block. */
 int pds_multitree_answer(const int64_t *count, const int64_t *child,
-                         const int64_t *succ, uint64_t n_records, uint32_t c,
+                         const int64_t *succ, const uint64_t *cum,
+                         uint64_t n_records, uint32_t c,
                          const uint64_t *m, const uint32_t *k,
                          const uint64_t *wa, const uint64_t *wb,
                          const uint64_t *kl, const double *fl,
@@ -334,3 +338,26 @@ int pds_multitree_describe(const int64_t *child, const int64_t *succ,
                            uint64_t n_records, uint32_t c, const uint64_t *m,
                            const uint32_t *k, uint8_t *axis, uint8_t *level,
                            uint64_t *index, int64_t *pred);
+/* Adaptive two-level grid (rectangles.py structure="adaptive"): coarse
+ * cells = runs of g[a] of the m[a] partition segments per axis, t1[a] =
+ * ceil(m[a] / g[a]) per axis, row-major; cell i holds a fine grid of
+ * q[i c + a] runs of its partition segments per axis (run j of w segments
+ * starts at ceil(j w / q)), stored row-major at fine[base[i] ...].
+ * pds_grid_fine_prefix turns every cell's fine estimates in place into
+ * inclusive prefix sums over its own grid.  pds_grid_answer: coarse holds
+ * the inclusive prefix sums of the cells' totals (row-major over t1), fine
+ * the per-cell prefix sums; per query i and axis a (q x c row-major) the
+ * partition-segment weights are fk at k, 1 on (k, r), fr at r (k == r: fk
+ * alone); the fine estimates are spread uniformly over their partition
+ * segments.  out[i] = sum over partition cells of the product of weights
+ * times the spread estimate: coarse cells strictly inside on every axis
+ * from the coarse prefix, the O(perimeter) boundary cells from their fine
+ * prefix sums.  PDS_EINVAL on bad arguments (k > r, r >= m, weights
+ * outside [0, 1]). */
+int pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
+                         const int64_t *base, double *fine);
+int pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
+                    const double *coarse, const int64_t *q,
+                    const int64_t *base, const double *fine, size_t count_q,
+                    const uint64_t *k, const uint64_t *r, const double *fk,
+                    const double *fr, double *out);

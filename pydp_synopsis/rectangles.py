@@ -47,8 +47,11 @@ _ADAPTIVE = {2: {"partition_share": 0.25, "threshold_factor": 0.7, "coarse_share
 _ADAPTIVE_OTHER = {"partition_share": 0.25, "threshold_factor": 1.0, "coarse_share": 0.5}
 _KAPPA_COARSE = 10.0     # t1 = (n_hat eps_tree / 10)^(1/c) (/4 in 2-D): AG's level-1 rule
 _KAPPA_FINE = 5.0        # m2 = (N' eps_fine / 5)^(2/(c+2)): AG's level-2 rule (c2 = 5)
-#: the adaptive structure's dense partition-cell grid is refused above this many cells
-_ADAPTIVE_MAX_CELLS = 1 << 24
+#: a coarse cell with noisy count v gets at most 2 max(v, 0) + 1 fine cells, so memory
+#: is O(n + coarse cells) for any epsilon.  AG's rule exceeds it only when
+#: (v eps_2 / 5)^(2c/(c+2)) > 2 v + 1: eps_2 > 10 in 2-D; at eps = 1 only for
+#: v > 1.8e8 (c = 3) or v > ~3000 (c = 8)
+_FINE_PER_COUNT = 2
 #: options that only the multi-tree has: giving one selects structure="multitree"
 _TREE_OPTIONS = ("fanout", "estimator", "final_share", "prune", "threshold", "merge")
 _STRUCTURES = ("auto", "adaptive", "multitree")
@@ -214,7 +217,7 @@ class RectangleSynopsis:
     __slots__ = ("partitions", "epsilon", "epsilon_partition", "epsilon_intermediate",
                  "epsilon_final", "beta", "fanout", "estimator", "config", "final_share",
                  "prune", "thresholds", "scales", "threshold_factor", "merge", "_levels", "_m",
-                 "_k", "_count", "_child", "_succ", "_ends", "structure", "coarse_share", "_grid")
+                 "_k", "_count", "_child", "_succ", "_cum", "_ends", "structure", "coarse_share", "_grid")
 
     def __init__(self):
         raise TypeError("use RectangleSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -404,10 +407,8 @@ class RectangleSynopsis:
         eps_fin_f = float(eps_tree if (c == 1 or final_share is None or final_share == 1
                                        or auto_share) else eps_fin)
         if structure == "adaptive":
-            if math.prod(len(p) for p in parts) <= _ADAPTIVE_MAX_CELLS:
-                return cls._build_adaptive(parts, segs, n_hat, eps_axis, eps_tree, alpha, beta,
-                                           factor, config, rng)
-            structure = "multitree"     # dense partition-cell grid too large: merged multi-tree
+            return cls._build_adaptive(parts, segs, n_hat, eps_axis, eps_tree, alpha, beta,
+                                       factor, config, rng)
         if merge == "auto":
             # tree segments per axis ~ (n_hat eps / kappa)^(1/c), merging runs of
             # consecutive partition segments (post-processing of the partition)
@@ -492,6 +493,7 @@ class RectangleSynopsis:
             self._count = np.frombuffer(ffi.buffer(tree.count, 8 * n_rec), dtype=np.int64).copy()
             self._child = np.frombuffer(ffi.buffer(tree.child, 8 * n_rec), dtype=np.int64).copy()
             self._succ = np.frombuffer(ffi.buffer(tree.succ, 8 * n_rec), dtype=np.int64).copy()
+            self._cum = None
         finally:
             lib.pds_multitree_free(tree)
         return self
@@ -519,7 +521,11 @@ class RectangleSynopsis:
         A fine grid is DNRR's successor structure restricted to the nodes a
         noisy count marks as dense (Remark 3.4's pruning read the other way:
         intermediate nodes get noise and decide where to descend).
-        O(n c + cells) after the partitions.
+        Sizes (public rules of released numbers): at most about ``n_hat``
+        coarse cells and ``2 max(v, 0) + 1`` fine cells in a coarse cell of
+        noisy count ``v``, so memory is O(n) for any epsilon -- no grid over
+        all partition cells is ever formed.  O(n c + cells) after the
+        partitions.
         """
         c = len(parts)
         eps1 = exact_epsilon(eps_tree * Fraction(alpha), "epsilon_tree * coarse_share")
@@ -528,6 +534,9 @@ class RectangleSynopsis:
         # level-1 cells per axis: AG's rule m1 ~ sqrt(N eps / 10) / 4 in 2-D, applied to
         # n_hat (released numbers only) and measured for c = 3
         t1 = (n_hat * float(eps_tree) / _KAPPA_COARSE) ** (1.0 / c) / (4.0 if c == 2 else 1.0)
+        # at most about n_hat coarse cells (binds only for eps_tree > 160 in 2-D, > 10
+        # otherwise): with the fine cap below, memory stays O(n) for any epsilon
+        t1 = min(t1, n_hat ** (1.0 / c))
         g1 = [max(1, math.ceil(ma / max(t1, 1.0))) for ma in m]
         t1a = [-(-ma // g) for ma, g in zip(m, g1)]
         seg64 = segs.astype(np.int64)
@@ -538,6 +547,8 @@ class RectangleSynopsis:
         # level-2 grid sizes from the released v only (AG: m2 = (N' eps_2 / c2)^(2/(c+2)))
         width = cls._coarse_widths(m, g1, t1a)
         m2 = np.ceil((np.maximum(v, 0) * float(eps2) / _KAPPA_FINE) ** (2.0 / (c + 2)))
+        m2 = np.minimum(m2, np.floor((_FINE_PER_COUNT * np.maximum(v, 0) + 1.0) ** (1.0 / c)
+                                     * (1 + 1e-12)))
         m2a = np.minimum(np.maximum(m2, 1).astype(np.int64)[:, None], width)
         n_sub = m2a.prod(axis=1)
         base = np.concatenate([[0], np.cumsum(n_sub)[:-1]]).astype(np.int64)
@@ -564,7 +575,7 @@ class RectangleSynopsis:
         self.fanout, self.estimator, self.final_share = None, "uniform", None
         self.prune, self.thresholds = None, None
         self.merge = tuple(g1)
-        self._count = self._child = self._succ = None
+        self._count = self._child = self._succ = self._cum = None
         self._ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64) for p in parts)
         self._m, self._k, self._levels = tuple(m), None, None
         self._set_grid(v, m2a, u)
@@ -577,7 +588,7 @@ class RectangleSynopsis:
         return np.stack([np.minimum(g, ma - i * g) for g, ma, i in zip(g1, m, idx)], axis=1)
 
     def _set_grid(self, v, m2a, u):
-        """Constrained inference and the dense partition-cell prefix sums (post-processing).
+        """Constrained inference and the two levels' prefix sums (post-processing).
 
         Per coarse cell with ``M`` fine cells (AG, section IV): the inverse-
         variance combination ``v' = lam v + (1 - lam) S`` of its own count
@@ -586,7 +597,10 @@ class RectangleSynopsis:
         fine count moves by ``(v' - S) / M``, so the levels agree.  A fine
         cell's estimate is spread uniformly over its partition cells, and
         each partition cell uniformly over its span (the ``"uniform"``
-        estimator, corners placed by partition segment).
+        estimator, corners placed by partition segment).  Queries read
+        inclusive prefix sums of the coarse cells' totals (a dense grid over
+        coarse cells, small) and, per coarse cell, of its own fine grid
+        (ragged, one flat array at the fine counts' offsets): O(cells).
         """
         c, m, g1 = self.dims, list(self._m), list(self.merge)
         t1a = [-(-ma // g) for ma, g in zip(m, g1)]
@@ -613,61 +627,52 @@ class RectangleSynopsis:
             w = width[owner, a]
             start[:, a] = cell[a] * g1[a] + (j * w + q - 1) // q
             end[:, a] = cell[a] * g1[a] + ((j + 1) * w + q - 1) // q
-        size = (end - start).prod(axis=1)
-        # dense grid over partition cells: each fine cell's estimate spread evenly
-        # vectorised fill: partition cell -> fine cell (mirror of the build's mapping)
-        pc = np.indices(m).reshape(c, -1)
-        cc = np.ravel_multi_index([pc[a] // g1[a] for a in range(c)], t1a)
-        loc = np.zeros(pc.shape[1], dtype=np.int64)
+        # per coarse cell, inclusive prefix sums over its own fine grid (one C call);
+        # the coarse grid (small) gets prefix sums of the cells' totals
+        fine = np.ascontiguousarray(est, dtype=np.float64).copy()
+        m2c = np.ascontiguousarray(m2a, dtype=np.int64)
+        check(lib.pds_grid_fine_prefix(c, v.size, _i64(m2c), _i64(base),
+                                       ffi.from_buffer("double[]", fine)), "adaptive grid")
+        coarse = np.bincount(owner, weights=est, minlength=v.size).reshape(t1a)
         for a in range(c):
-            q = m2a[cc, a]
-            loc = loc * q + (pc[a] - (pc[a] // g1[a]) * g1[a]) * q // width[cc, a]
-        fine_of = base[cc] + loc
-        dense = (est[fine_of] / size[fine_of]).reshape(m)
-        prefix = np.zeros(tuple(ma + 1 for ma in m))
-        prefix[(slice(1, None),) * c] = dense
-        for a in range(c):
-            np.cumsum(prefix, axis=a, out=prefix)
-        self._grid = {"v": v, "m2": m2a, "u": u, "lam": lam, "n_sub": n_sub, "owner": owner,
-                      "start": start, "end": end, "width": width, "t1": t1a, "prefix": prefix}
+            np.cumsum(coarse, axis=a, out=coarse)
+        self._grid = {"v": v, "m2": m2c, "u": u, "lam": lam, "n_sub": n_sub, "owner": owner,
+                      "start": start, "end": end, "width": width, "t1": t1a, "base": base,
+                      "est": est, "fine": fine, "coarse": np.ascontiguousarray(coarse.ravel())}
 
     def _count_adaptive(self, lo, hi):
-        """Answers from the dense prefix sums: per axis the query weights partition
-        segments ``[k, r]`` by (fraction at k, 1 inside, fraction at r); the
-        answer is the multilinear sum over the 3^c pieces, each a box sum."""
+        """Per axis the query weights partition segments ``[k, r]`` by (fraction
+        at k, 1 inside, fraction at r); one C call sums those weights times the
+        spread fine estimates: coarse cells inside on every axis from the coarse
+        prefix sums, the boundary cells from their fine prefix sums."""
         c, q = lo.shape[1], lo.shape[0]
-        pieces = []
+        ks = np.empty((q, c), dtype=np.uint64)
+        rs_ = np.empty((q, c), dtype=np.uint64)
+        fks = np.empty((q, c))
+        frs = np.empty((q, c))
         one = np.uint64(1)
         for a in range(c):
             ends = self._ends[a]
             lo_a, hi_a = lo[:, a], hi[:, a]
             k = np.searchsorted(ends, lo_a, side="left")
             r = np.searchsorted(ends, hi_a, side="left")
-            ks = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + one)
-            rs = np.where(r == 0, np.uint64(0), ends[np.maximum(r, 1) - 1] + one)
-            span_k = (ends[k] - ks).astype(np.float64) + 1.0
-            span_r = (ends[r] - rs).astype(np.float64) + 1.0
+            kfirst = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + one)
+            rfirst = np.where(r == 0, np.uint64(0), ends[np.maximum(r, 1) - 1] + one)
+            span_k = (ends[k] - kfirst).astype(np.float64) + 1.0
+            span_r = (ends[r] - rfirst).astype(np.float64) + 1.0
             same = k == r
             fk = np.where(same, (hi_a - lo_a).astype(np.float64) + 1.0,
                           (ends[k] - lo_a).astype(np.float64) + 1.0) / span_k
-            fr = np.where(same, 0.0, ((hi_a - rs).astype(np.float64) + 1.0) / span_r)
-            k, r = k.astype(np.int64), r.astype(np.int64)
-            pieces.append(((k, k + 1, np.minimum(fk, 1.0)),
-                           (k + 1, np.maximum(r, k + 1), np.where(same, 0.0, 1.0)),
-                           (r, r + 1, np.minimum(fr, 1.0))))
-        prefix = self._grid["prefix"]
-        flat = prefix.ravel()
-        out = np.zeros(q)
-        for combo in itertools.product(range(3), repeat=c):
-            w = np.ones(q)
-            for a, ci in enumerate(combo):
-                w = w * pieces[a][ci][2]
-            box = np.zeros(q)
-            for corner in itertools.product((0, 1), repeat=c):
-                idx = np.ravel_multi_index(tuple(pieces[a][combo[a]][corner[a]] for a in range(c)),
-                                           prefix.shape)
-                box += (-1) ** (c - sum(corner)) * flat[idx]
-            out += w * box
+            fr = np.where(same, 0.0, ((hi_a - rfirst).astype(np.float64) + 1.0) / span_r)
+            ks[:, a], rs_[:, a] = k, r
+            fks[:, a], frs[:, a] = np.minimum(fk, 1.0), np.minimum(fr, 1.0)
+        gr = self._grid
+        out = np.empty(q)
+        dbl = lambda x: ffi.from_buffer("double[]", x)  # noqa: E731
+        check(lib.pds_grid_answer(
+            c, _u64(np.array(self._m, dtype=np.uint64)), _u64(np.array(self.merge, dtype=np.uint64)),
+            dbl(gr["coarse"]), _i64(gr["m2"]), _i64(gr["base"]), dbl(gr["fine"]), q,
+            _u64(ks), _u64(rs_), dbl(fks), dbl(frs), dbl(out)), "rectangle answers")
         return out
 
     def _error_bound_adaptive(self, delta):
@@ -829,7 +834,11 @@ class RectangleSynopsis:
 
         Notes
         -----
-        O(q c log m) for the searches plus one C call visiting at most
+        Adaptive: O(q c log m) for the searches plus one C call: one box of
+        the coarse prefix sums and, per coarse cell the rectangle's boundary
+        cuts (O(sum_a prod_{b != a} t1_b), the perimeter), at most 4^c reads
+        of its fine prefix sums.  Multi-tree: the searches plus one C call
+        visiting at most
         ``prod_a (2 (k_a - 1) L_a + 2)`` nodes per rectangle (Claim 3.3's
         product cover; far fewer where the tree is pruned).
         """
@@ -855,12 +864,19 @@ class RectangleSynopsis:
         if self.structure == "adaptive":
             return self._count_adaptive(lo_o, hi_o)
         plan = self._plan(lo_o, hi_o)
+        if self._cum is None:
+            # records' prefix sums of the counts, mod 2^64 (computed once): a run of
+            # final-axis siblings is one difference
+            cum = np.zeros(self._count.size + 1, dtype=np.uint64)
+            np.cumsum(self._count.view(np.uint64), out=cum[1:])
+            self._cum = cum
         out = np.empty(lo_o.shape[0], dtype=np.float64)
         m_arr = np.array(self._m, dtype=np.uint64)
         k_arr = np.array(self._k, dtype=np.uint32)
         dbl = lambda x: ffi.from_buffer("double[]", x)  # noqa: E731
         check(lib.pds_multitree_answer(
-            _i64(self._count), _i64(self._child), _i64(self._succ), self._count.size, c,
+            _i64(self._count), _i64(self._child), _i64(self._succ), _u64(self._cum),
+            self._count.size, c,
             _u64(m_arr), ffi.from_buffer("uint32_t[]", k_arr), _u64(plan["wa"]), _u64(plan["wb"]),
             _u64(plan["kl"]), dbl(plan["fl"]), _u64(plan["kr"]), dbl(plan["fr"]), out.size,
             dbl(out)), "rectangle answers")
@@ -1098,6 +1114,7 @@ def _load(meta, arrays):
     self.structure, self.coarse_share, self._grid = "multitree", None, None
     self._set_shape()
     self._count, self._child, self._succ = rec["count"], rec["child"], rec["succ"]
+    self._cum = None
     m_arr = np.array(self._m, dtype=np.uint64)
     k_arr = np.array(self._k, dtype=np.uint32)
     st = lib.pds_multitree_check(_i64(self._count), _i64(self._child), _i64(self._succ), n, c,
@@ -1144,7 +1161,7 @@ def _load_adaptive(meta, arrays):
     self.fanout, self.estimator, self.final_share = None, "uniform", None
     self.prune, self.thresholds = None, None
     self.merge = tuple(merge)
-    self._count = self._child = self._succ = None
+    self._count = self._child = self._succ = self._cum = None
     self._ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64) for p in parts)
     self._m, self._k, self._levels = tuple(m), None, None
     self._set_grid(v, m2a, u)
