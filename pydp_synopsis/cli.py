@@ -486,9 +486,16 @@ def _plot(path, true1, ans1, true2, ans2):
 
 
 # ----------------------------------------------------------------- parser
+def _version():
+    from . import __version__
+
+    return __version__
+
+
 def build_parser():
     p = _Parser(prog="pydp-synopsis", description="Pure epsilon-differentially-private synopses.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     sub.required = True
     seed_help = "fixed seed: reproducible noise FOR TESTS ONLY (no privacy against whoever knows it)"

@@ -140,6 +140,11 @@ def test_unreadable_input_and_corrupted_synopsis(tmp_path, table):
     one_line_error(run("info", bad), "not a pydp_synopsis file")
 
 
+def test_version():
+    proc = run("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"pydp-synopsis {ps.__version__}"
+
+
 def test_usage_error_is_one_line_exit_2():
     proc = run("build")
     one_line_error(proc, "--output")
