@@ -259,7 +259,14 @@ def cmd_info(args):
     print(f"kind:           {kind}")
     print(f"format version: {info['format_version']}")
     print(f"created:        {info['created']}")
-    for key in ("epsilon", "beta", "domain", "horizon", "k", "time"):
+    keys = ("epsilon", "beta", "domain")
+    if isinstance(obj, IntervalSynopsis):
+        keys += ("tree", "k" if obj.tree == "kary" else "fanout", "estimator")
+    elif isinstance(obj, RectangleSynopsis):
+        keys += ("structure",)
+    else:
+        keys += ("horizon", "k", "time")
+    for key in keys:
         value = getattr(obj, key, None)
         if value is not None:
             print(f"{key + ':':<15} {value}")
