@@ -6,12 +6,19 @@ verbatim to ``ffi.cdef()``; ``set_source`` only includes it.  Run through
 ``python -m build`` from the repo root: this file shadows pypa/build; use
 ``pip wheel . -w dist`` for wheels.
 """
+import os
 from pathlib import Path
 
 from cffi import FFI
 
 HERE = Path(__file__).resolve().parent
 CSRC = HERE / "csrc"
+
+# PDS_SANITIZE=1 builds with AddressSanitizer and UBSan for development
+# (see .ci/sanitize); releases never set it.
+SANITIZE = os.environ.get("PDS_SANITIZE") == "1"
+SANITIZER_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                   "-fno-omit-frame-pointer", "-g"]
 
 ffibuilder = FFI()
 ffibuilder.cdef((CSRC / "pydp_synopsis.h").read_text())
@@ -20,7 +27,9 @@ ffibuilder.set_source(
     '#include "pydp_synopsis.h"',
     sources=sorted(str(p.relative_to(HERE)) for p in CSRC.glob("*.c")),
     include_dirs=[str(CSRC.relative_to(HERE))],
-    extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"],
+    extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
+    + (SANITIZER_FLAGS if SANITIZE else []),
+    extra_link_args=SANITIZER_FLAGS if SANITIZE else [],
     libraries=["m"],
 )
 
