@@ -305,6 +305,10 @@ def _stream_chunks(fd, reading, size=1 << 16):
     while True:
         reading["now"] = True
         try:
+            # A SIGINT that came before "now" was set is seen here; one that
+            # comes after raises from the handler: no window to block in.
+            if reading["stop"]:
+                raise KeyboardInterrupt
             data = os.read(fd, size)
         finally:
             reading["now"] = False
@@ -348,11 +352,10 @@ def cmd_count_stream(args):
     # Ctrl-C stops the stream between updates: every item read is either
     # fully processed (its release printed, its state in the checkpoint) or
     # not at all, so a resumed run continues exactly where this one stopped.
-    reading = {"now": False}
-    interrupted = []
+    reading = {"now": False, "stop": False}
 
     def on_sigint(signum, frame):
-        interrupted.append(True)
+        reading["stop"] = True
         if reading["now"]:
             raise KeyboardInterrupt
 
@@ -371,8 +374,6 @@ def cmd_count_stream(args):
             out.flush()
             done += len(chunk)
             progress.update(done)
-            if interrupted:
-                break
     except KeyboardInterrupt:
         pass
     finally:
@@ -380,7 +381,7 @@ def cmd_count_stream(args):
         progress.close()
         if args.checkpoint:
             persist.save(counter, args.checkpoint)
-    return 130 if interrupted else 0
+    return 130 if reading["stop"] else 0
 
 
 # ------------------------------------------------------------------- demo
