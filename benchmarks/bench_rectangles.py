@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import pydp_synopsis.rectangles as rect  # noqa: E402
 from peers_rectangles import AdaptiveGrid, FlatHistogram, UniformGrid  # noqa: E402
-from pydp_synopsis.noise import Rng  # noqa: E402
+from pydp_synopsis import Rng  # noqa: E402
 from workloads import random_rectangles, rectangle_counts  # noqa: E402
 
 DATA = Path(os.environ.get("PDS_DATA", HERE.parent.parent / "shared" / "data"))

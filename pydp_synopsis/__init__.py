@@ -17,7 +17,9 @@ from .errors import (
 )
 from .intervals import IntervalSynopsis
 from .rectangles import RectangleSynopsis
-from .noise import Rng, discrete_laplace, discrete_laplace_variance, exact_epsilon, exact_scale
+from .noise import discrete_laplace, discrete_laplace_variance
+from .params import exact_epsilon, exact_scale
+from .rng import Rng
 from .partition import OnlinePartition, Partition, private_partition
 from .persist import load, save
 

@@ -5,6 +5,8 @@ then pass the returned status to :func:`check`, which turns it into the
 matching exception.  Importing fails loudly when the extension is missing:
 there is no pure-Python fallback.
 """
+import types
+
 from . import errors
 
 try:
@@ -16,7 +18,10 @@ except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
         "importing it from a source checkout."
     ) from exc
 
-__all__ = ["ffi", "lib", "check", "strerror"]
+__all__ = ["ffi", "lib", "check", "strerror", "LIMITS"]
+
+#: Limits of the C core (rational parameter parts stay below ``max_param``).
+LIMITS = types.SimpleNamespace(max_param=1 << 62)
 
 _EXCEPTIONS = {
     lib.PDS_EINVAL: errors.ParameterError,

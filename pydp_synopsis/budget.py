@@ -12,7 +12,7 @@ import threading
 from fractions import Fraction
 
 from .errors import BudgetError
-from .noise import exact_epsilon
+from .params import exact_epsilon
 
 __all__ = ["Budget", "charge"]
 

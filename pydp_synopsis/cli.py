@@ -29,7 +29,8 @@ from .counters import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
 from .errors import SynopsisError
 from .inputs import InputError, read_columns, to_fixed_point
 from .intervals import IntervalSynopsis
-from .noise import Rng, exact_epsilon
+from .params import exact_epsilon
+from .rng import Rng
 from .rectangles import RectangleSynopsis
 
 __all__ = ["main", "parse_domain"]

@@ -38,8 +38,10 @@ from . import persist
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .budget import charge
-from .noise import (Rng, check_beta, discrete_laplace_variance, exact_epsilon, laplace_sum_tail,
-                    resolve_rng, scale_parts)
+from .noise import discrete_laplace_variance
+from .params import check_beta, check_int, check_share, exact_epsilon, scale_parts, split_epsilon
+from .rng import Rng, resolve_rng
+from .tails import laplace_sum_tail
 
 __all__ = ["BinaryTreeCounter", "KaryTreeCounter", "SparseStreamCounter"]
 
@@ -50,19 +52,6 @@ _MAX_FANOUT = 65535
 # range with non-negligible probability; such an epsilon is useless anyway.
 _MAX_SCALE = 2**40
 _STATE_VERSION = 1
-
-
-def _check_int(value, name, lo, hi, error=ParameterError):
-    """Return ``value`` as an int in [lo, hi]; TypeError for a non-integer."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
-    if not lo <= value <= hi:
-        raise error(f"{name} must be in [{lo}, {hi}], got {value}")
-    return value
 
 
 def _offset_digits(t, k):
@@ -109,7 +98,7 @@ class _TreeCounter(abc.ABC):
 
     def _setup(self, horizon, epsilon, fanout, rng, budget=None):
         # Everything is validated before the C state exists or rng is touched.
-        horizon = _check_int(horizon, "horizon", 1, _MAX_HORIZON)
+        horizon = check_int(horizon, "horizon", 1, _MAX_HORIZON)
         eps = exact_epsilon(epsilon, "epsilon")
         height = ffi.new("int32_t *")
         capacity = ffi.new("int32_t *")
@@ -188,7 +177,7 @@ class _TreeCounter(abc.ABC):
         >>> c.update(1), c.update(0), c.update(1)
         (1, 1, 2)
         """
-        x = _check_int(x, "x", 0, _MAX_ITEM, DomainError)
+        x = check_int(x, "x", 0, _MAX_ITEM, DomainError)
         return int(self.update_many(np.array([x], dtype=np.int64))[0])
 
     def update_many(self, xs):
@@ -263,7 +252,7 @@ class _TreeCounter(abc.ABC):
         -----
         O(log(steps)^2) integer operations.
         """
-        steps = self.horizon if steps is None else _check_int(steps, "steps", 1, self.horizon)
+        steps = self.horizon if steps is None else check_int(steps, "steps", 1, self.horizon)
         return float(Fraction(self._path_weight_sum(steps), steps)) * discrete_laplace_variance(self._scale)
 
     def error_bound(self, beta, releases=None):
@@ -276,7 +265,7 @@ class _TreeCounter(abc.ABC):
         ``M(s) = (1-q)^2 / ((1-q e^s)(1-q e^-s))``, ``q = e^{-1/b}``, and a union
         bound over ``releases`` releases and both signs gives the smallest
         integer ``a`` with ``2 * releases * min_s e^{-s a} M(s)^L <= beta``
-        (:func:`~pydp_synopsis.noise.laplace_sum_tail`, rounded up).
+        (:func:`~pydp_synopsis.tails.laplace_sum_tail`, rounded up).
 
         Parameters
         ----------
@@ -296,7 +285,7 @@ class _TreeCounter(abc.ABC):
         bound describes accuracy, it decides nothing that is released).
         """
         beta = check_beta(beta, "beta")
-        releases = self.horizon if releases is None else _check_int(releases, "releases", 1, self.horizon)
+        releases = self.horizon if releases is None else check_int(releases, "releases", 1, self.horizon)
         # the Chernoff t bounds P(S >= t); S is an integer, so ceil(t) is the
         # least integer a whose Chernoff bound is <= beta / (2 releases)
         t = laplace_sum_tail(self._max_path_length(), self._scale, math.log(2.0 * releases / beta))
@@ -534,7 +523,7 @@ class KaryTreeCounter(_TreeCounter):
                 f"k must be odd (offset digits need a symmetric range; even k, Appendix A.3, "
                 f"is not implemented), got {k}"
             )
-        _check_int(k, "k", 3, _MAX_FANOUT)
+        check_int(k, "k", 3, _MAX_FANOUT)
         self._setup(horizon, epsilon, k, rng, budget)
 
     def _path_weight_sum(self, steps):
@@ -548,17 +537,6 @@ persist.register(KaryTreeCounter._record_kind)(KaryTreeCounter._from_record)
 _COUNTERS = {"kary": KaryTreeCounter, "binary": BinaryTreeCounter}
 # The online partition keeps segment counts below 2**61.
 _SPARSE_MAX_TOTAL = 2**61 - 1
-
-
-def _exact_share(value, name):
-    """A budget share as an exact Fraction in (0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number in (0, 1), got {type(value).__name__}")
-    share = Fraction(value) if isinstance(value, Fraction) else (
-        Fraction(repr(float(value))) if math.isfinite(float(value)) else None)
-    if share is None or not 0 < share < 1:
-        raise ParameterError(f"{name} must be in (0, 1), got {value!r}")
-    return share
 
 
 class SparseStreamCounter:
@@ -634,15 +612,15 @@ class SparseStreamCounter:
 
     @staticmethod
     def _parameters(horizon, epsilon, beta, counter, partition_share):
-        horizon = _check_int(horizon, "horizon", 1, _MAX_HORIZON)
+        horizon = check_int(horizon, "horizon", 1, _MAX_HORIZON)
         eps = exact_epsilon(epsilon, "epsilon")
         beta = check_beta(beta, "beta")
         if not isinstance(counter, str) or counter not in _COUNTERS:
             raise ParameterError(f"counter must be one of {sorted(_COUNTERS)}, got {counter!r}")
-        share = _exact_share(partition_share, "partition_share")
+        share = check_share(partition_share, "partition_share")
         # Each part is rounded down to a bounded rational: they sum to <= eps.
-        eps_p = exact_epsilon(eps * share, "epsilon * partition_share")
-        eps_c = exact_epsilon(eps - eps_p, "epsilon * (1 - partition_share)")
+        eps_p, eps_c = split_epsilon(eps, share, ("epsilon * partition_share",
+                                                  "epsilon * (1 - partition_share)"))
         return horizon, eps, beta, counter, share, eps_p, eps_c
 
     def _init(self, horizon, eps, beta, counter, share, eps_p, eps_c, rng, inner, partition):
@@ -744,7 +722,7 @@ class SparseStreamCounter:
         -----
         O(1) amortised.
         """
-        x = _check_int(x, "x", 0, _MAX_ITEM, DomainError)
+        x = check_int(x, "x", 0, _MAX_ITEM, DomainError)
         return int(self.update_many(np.array([x], dtype=np.int64))[0])
 
     def update_many(self, xs):
@@ -836,7 +814,7 @@ class SparseStreamCounter:
         if until is None:
             until = last
         else:
-            until = _check_int(until, "until", 0, _MAX_HORIZON, DomainError)
+            until = check_int(until, "until", 0, _MAX_HORIZON, DomainError)
             if until > self._horizon:
                 raise HorizonError(f"until must be at most the horizon {self._horizon}, got {until}")
             if until < last:
@@ -899,7 +877,7 @@ class SparseStreamCounter:
         """
         releases, beta_inner = self._horizon, self._beta / 2
         if weight is not None:
-            n = _check_int(weight, "weight", 0, _MAX_HORIZON)
+            n = check_int(weight, "weight", 0, _MAX_HORIZON)
             delta0 = self._empty_seal_probability()
             if n + 1 < self._horizon and delta0 < self._beta / 4:
                 releases, beta_inner = n + 1, self._beta / 2 - delta0

@@ -26,8 +26,11 @@ from . import persist
 from .budget import charge
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
-from .noise import check_beta, exact_epsilon, laplace_sum_tail, resolve_rng, scale_parts
-from .partition import Partition, _check_factor, as_offsets, check_domain, private_partition
+from .params import (as_offsets, check_beta, check_domain, check_share, check_threshold_factor,
+                     exact_epsilon, scale_parts, split_epsilon)
+from .partition import Partition, private_partition
+from .rng import resolve_rng
+from .tails import laplace_sum_tail
 
 __all__ = ["IntervalSynopsis"]
 
@@ -261,20 +264,12 @@ class IntervalSynopsis:
             raise ParameterError(f"k must be an odd integer in [3, 65535], got {k!r}")
         if not 2 <= fanout <= 65536:
             raise ParameterError(f"fanout must be an integer in [2, 65536], got {fanout!r}")
-        if isinstance(partition_share, (bool, np.bool_)) or not isinstance(partition_share, numbers.Real):
-            raise TypeError(f"partition_share must be a real number, not {type(partition_share).__name__}")
-        share = Fraction(partition_share) if math.isfinite(partition_share) else None
-        if share is None or not 0 < share < 1:
-            raise ParameterError(f"partition_share must be in the open interval (0, 1), got {partition_share!r}")
-        factor = _check_factor(threshold_factor)
-        if factor < 1:
-            # below 1 the partition seals empty positions at rate ~ D^-c (beta/2)^-c
-            # per position: ~D^(1-c) empty segments, billions at D = 2^64
-            raise ParameterError(f"threshold_factor must be in [1, 1000], got {threshold_factor!r}")
+        share = check_share(partition_share, "partition_share")
+        factor = check_threshold_factor(threshold_factor)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
-        eps_p = exact_epsilon(eps * share, "epsilon * partition_share")
-        eps_t = exact_epsilon(eps - eps_p, "epsilon * (1 - partition_share)")
+        eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
+                                                  "epsilon * (1 - partition_share)"))
         lo, hi = check_domain(domain)
         offsets = as_offsets(values, (lo, hi), "values").ravel()
         if tree == "kary":

@@ -31,21 +31,16 @@ References
 import decimal
 import math
 from fractions import Fraction
-from numbers import Integral
 
 import numpy as np
 
 from ._core import ffi, lib, check
 from .errors import DomainError, FormatError, HorizonError, NativeError, ParameterError
-from .noise import check_beta, exact_epsilon, resolve_rng, scale_parts
+from .params import (as_offsets, check_beta, check_domain, check_positions, check_threshold_factor,
+                     exact_epsilon, is_int, scale_parts)
+from .rng import resolve_rng
 
-__all__ = [
-    "Partition",
-    "OnlinePartition",
-    "private_partition",
-    "as_offsets",
-    "check_domain",
-]
+__all__ = ["Partition", "OnlinePartition", "private_partition"]
 
 _U64 = 1 << 64
 _I64_MIN = -(1 << 63)
@@ -53,127 +48,6 @@ _I64_MAX = (1 << 63) - 1
 _THRESHOLD_MAX = 1 << 53
 _COUNT_GUARD = float(1 << 61)
 _STATE_VERSION = 1
-
-
-# --------------------------------------------------------------------------
-# Validated conversions shared with the interval and rectangle synopses.
-
-def _is_int(v):
-    return isinstance(v, (Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-def check_domain(domain, name="domain"):
-    """Validate an inclusive integer domain ``(lo, hi)``.
-
-    Parameters
-    ----------
-    domain : pair of int
-        ``lo <= hi``; at most ``2**64`` values; the whole domain lies inside
-        the int64 range or inside the uint64 range.
-    name : str
-        Argument name used in error messages.
-
-    Returns
-    -------
-    (int, int)
-        ``(lo, hi)`` as Python ints.
-
-    Raises
-    ------
-    TypeError
-        Not a pair of integers.
-    DomainError
-        ``hi < lo``, more than ``2**64`` values, or outside int64/uint64.
-
-    Examples
-    --------
-    >>> check_domain((0, 2**64 - 1))
-    (0, 18446744073709551615)
-    """
-    try:
-        lo, hi = domain
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a pair (lo, hi) of integers, got {domain!r}") from None
-    if not (_is_int(lo) and _is_int(hi)):
-        raise TypeError(f"{name} must be a pair (lo, hi) of integers, got {domain!r}")
-    lo, hi = int(lo), int(hi)
-    if hi < lo:
-        raise DomainError(f"{name} must have lo <= hi, got ({lo}, {hi})")
-    if hi - lo + 1 > _U64:
-        raise DomainError(f"{name} must hold at most 2**64 values, got {hi - lo + 1}")
-    if lo < _I64_MIN or hi >= _U64 or (lo < 0 and hi > _I64_MAX):
-        raise DomainError(
-            f"{name} must lie within the int64 range [-2**63, 2**63 - 1] or within "
-            f"the uint64 range [0, 2**64 - 1], got ({lo}, {hi})")
-    return lo, hi
-
-
-def as_offsets(values, domain, name="values"):
-    """Validate integer values against a domain and return ``values - lo`` as uint64.
-
-    Parameters
-    ----------
-    values : array_like of int
-        Any shape.  Integer dtypes only (bool, float, complex, strings are
-        refused, so NaN cannot occur); a Python list of ints is accepted.
-    domain : pair of int
-        Inclusive ``(lo, hi)``, see :func:`check_domain`.
-    name : str
-        Argument name used in error messages.
-
-    Returns
-    -------
-    numpy.ndarray of uint64
-        The offsets, same shape.  May share memory with ``values`` when
-        they are already uint64 and ``lo == 0``: do not modify it.
-
-    Raises
-    ------
-    TypeError
-        Non-integer dtype.
-    DomainError
-        A value outside ``[lo, hi]`` (compared exactly: a -1 is never read
-        as ``2**64 - 1``).
-
-    Notes
-    -----
-    O(n): one min/max pass and one subtraction.
-
-    Examples
-    --------
-    >>> as_offsets([-1, 0, 5], (-1, 10)).tolist()
-    [0, 1, 6]
-    """
-    lo, hi = check_domain(domain)
-    arr = np.asarray(values)
-    if arr.size == 0:
-        return np.zeros(arr.shape, dtype=np.uint64)
-    if not isinstance(values, np.ndarray) and arr.dtype.kind not in "iu":
-        # A Python sequence of ints numpy could not type (e.g. 2**64 - 1 next
-        # to a negative): check its elements one by one.
-        arr = np.asarray(values, dtype=object)
-    if arr.dtype.kind == "O":
-        flat = arr.ravel().tolist()
-        if not all(_is_int(v) for v in flat):
-            raise TypeError(f"{name} must be integers")
-        bad = [int(v) for v in flat if not lo <= int(v) <= hi]
-        if bad:
-            raise DomainError(f"{name} must lie in the domain [{lo}, {hi}], found {bad[0]}")
-        return np.array([int(v) - lo for v in flat], dtype=np.uint64).reshape(arr.shape)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be an array of integers, got dtype {arr.dtype}")
-    if arr.size:
-        mn, mx = int(arr.min()), int(arr.max())
-        if mn < lo or mx > hi:
-            raise DomainError(
-                f"{name} must lie in the domain [{lo}, {hi}], found {mn if mn < lo else mx}")
-    if arr.dtype == np.uint64 and lo == 0:
-        return arr
-    # Two's complement wraparound is exact here: every value is in [lo, hi]
-    # and hi - lo < 2**64, so (v - lo) mod 2**64 is the true offset.
-    out = arr.astype(np.uint64)
-    out -= np.uint64(lo % _U64)
-    return out
 
 
 # --------------------------------------------------------------------------
@@ -187,25 +61,6 @@ def _threshold(size, beta, scale, factor=3):
             f"epsilon is too small: the threshold {factor}(ln D + ln(1/beta))/epsilon = {t:.3g} "
             f"must be at most 2**53")
     return max(1, math.ceil(t))
-
-
-def _check_factor(factor, name="threshold_factor"):
-    if isinstance(factor, (bool, np.bool_)) or not isinstance(factor, (Integral, float, Fraction,
-                                                                       np.floating)):
-        raise TypeError(f"{name} must be a real number, got {type(factor).__name__}")
-    factor = float(factor)
-    if not (math.isfinite(factor) and 0 < factor <= 1000):
-        raise ParameterError(f"{name} must be in (0, 1000], got {factor!r}")
-    return factor
-
-
-def _check_size(size, name="size"):
-    if not _is_int(size):
-        raise TypeError(f"{name} must be an integer, got {type(size).__name__}")
-    size = int(size)
-    if not 1 <= size <= _U64:
-        raise DomainError(f"{name} must be in [1, 2**64], got {size}")
-    return size
 
 
 def _interior_weight_bound(size, beta, epsilon, threshold):
@@ -409,7 +264,7 @@ class Partition:
         lo, hi = check_domain(domain)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
-        self._factor = _check_factor(threshold_factor)
+        self._factor = check_threshold_factor(threshold_factor)
         offs = np.asarray(end_offsets)
         if offs.dtype.kind not in "iu" or offs.ndim != 1:
             raise TypeError("end_offsets must be a 1-D integer array")
@@ -626,7 +481,7 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
     lo, hi = check_domain(domain)
     eps = exact_epsilon(epsilon)
     beta = check_beta(beta)
-    factor = _check_factor(threshold_factor)
+    factor = check_threshold_factor(threshold_factor)
     offsets = as_offsets(values, (lo, hi)).ravel()
     if presorted and np.any(offsets[1:] < offsets[:-1]):
         raise DomainError("values must be in non-decreasing order when presorted=True")
@@ -701,7 +556,7 @@ class OnlinePartition:
     """
 
     def __init__(self, *, size, epsilon, beta=0.05, rng=None):
-        size = _check_size(size)
+        size = check_positions(size)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
         scale = Fraction(1) / eps
@@ -868,7 +723,7 @@ class OnlinePartition:
         >>> op.skip(10**18).tolist()[-1] == 10**18 - 1
         True
         """
-        if not _is_int(n):
+        if not is_int(n):
             raise TypeError(f"n must be an integer, got {type(n).__name__}")
         n = int(n)
         if n < 0:
@@ -922,7 +777,7 @@ class OnlinePartition:
         >>> op.finished
         True
         """
-        if not _is_int(n):
+        if not is_int(n):
             raise TypeError(f"n must be an integer, got {type(n).__name__}")
         n = int(n)
         if n < 0:
@@ -1011,7 +866,7 @@ class OnlinePartition:
         try:
             if state["version"] != _STATE_VERSION:
                 raise FormatError(f"state: unknown version {state['version']!r}")
-            size = _check_size(state["size"], "state['size']")
+            size = check_positions(state["size"], "state['size']")
             num, den = state["epsilon"]
             eps = exact_epsilon(Fraction(int(num), int(den)))
             beta = check_beta(state["beta"])

@@ -22,9 +22,12 @@ from .budget import charge
 from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
 from .intervals import _tree_shape
-from .noise import (check_beta, discrete_laplace, discrete_laplace_variance, exact_epsilon,
-                    laplace_sum_tail, resolve_rng, scale_parts)
-from .partition import Partition, as_offsets, check_domain, private_partition
+from .noise import discrete_laplace, discrete_laplace_variance
+from .params import (as_offsets, check_beta, check_choice, check_domain, check_share,
+                     check_threshold_factor, exact_epsilon, scale_parts)
+from .partition import Partition, private_partition
+from .rng import resolve_rng
+from .tails import laplace_sum_tail
 
 __all__ = ["RectangleSynopsis"]
 
@@ -69,26 +72,6 @@ def _u64(a):
 
 def _i64(a):
     return ffi.from_buffer("int64_t[]", a)
-
-
-def _check_choice(value, name, choices):
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    if value not in choices:
-        raise ParameterError(f"{name} must be one of {tuple(choices)}, got {value!r}")
-    return value
-
-
-def _check_share(value, name, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number{' or None' if allow_none else ''}, "
-                        f"not {type(value).__name__}")
-    if not (math.isfinite(value) and 0 < value < 1):
-        raise ParameterError(f"{name} must be in the open interval (0, 1), got {value!r}")
-    # a float's shortest decimal form (0.9 -> 9/10) keeps the budget fractions small
-    return Fraction(repr(float(value))) if isinstance(value, (float, np.floating)) else Fraction(value)
 
 
 def _check_fanout(fanout, c):
@@ -300,8 +283,8 @@ class RectangleSynopsis:
         >>> round(s.count([0, 0], [7, 7]))
         3
         """
-        _check_choice(config, "config", _CONFIGS)
-        _check_choice(structure, "structure", _STRUCTURES)
+        check_choice(config, "config", _CONFIGS)
+        check_choice(structure, "structure", _STRUCTURES)
         base = _DNRR if config == "dnrr" else _DEFAULTS
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
@@ -321,12 +304,12 @@ class RectangleSynopsis:
             adapt = _ADAPTIVE.get(c, _ADAPTIVE_OTHER)
             base = dict(_DEFAULTS, partition_share=adapt["partition_share"],
                         threshold_factor=adapt["threshold_factor"])
-            alpha = _check_share(adapt["coarse_share"] if coarse_share is None else coarse_share,
+            alpha = check_share(adapt["coarse_share"] if coarse_share is None else coarse_share,
                                  "coarse_share")
         elif coarse_share is not None:
             raise ParameterError("coarse_share is an option of structure='adaptive' only")
         fanout = _check_fanout(base["fanout"] if fanout is None else fanout, c)
-        estimator = _check_choice(base["estimator"] if estimator is None else estimator,
+        estimator = check_choice(base["estimator"] if estimator is None else estimator,
                                   "estimator", _ESTIMATORS)
         final_share = base["final_share"] if final_share is ... else final_share
         auto_share = isinstance(final_share, str) and final_share == "auto"
@@ -335,7 +318,7 @@ class RectangleSynopsis:
         elif isinstance(final_share, (int, float, np.floating)) and final_share == 1:
             final_share = Fraction(1)          # intermediate nodes uncounted (no pruning)
         else:
-            final_share = _check_share(final_share, "final_share", allow_none=True)
+            final_share = check_share(final_share, "final_share", allow_none=True)
         prune = base["prune"] if prune is ... else prune
         auto_prune = prune == "auto"
         if auto_prune:
@@ -352,14 +335,10 @@ class RectangleSynopsis:
             if not -(1 << 62) <= int(threshold) <= 1 << 62:
                 raise ParameterError(f"threshold must be in [-2**62, 2**62], got {threshold}")
             threshold = int(threshold)
-        share = _check_share(base["partition_share"] if partition_share is None else partition_share,
+        share = check_share(base["partition_share"] if partition_share is None else partition_share,
                              "partition_share")
-        factor = base["threshold_factor"] if threshold_factor is None else threshold_factor
-        if isinstance(factor, (bool, np.bool_)) or not isinstance(factor, numbers.Real):
-            raise TypeError(f"threshold_factor must be a real number, not {type(factor).__name__}")
-        if not (math.isfinite(factor) and 0.25 <= factor <= 100):
-            raise ParameterError(f"threshold_factor must be in [0.25, 100], got {factor!r}")
-        factor = float(factor)
+        factor = check_threshold_factor(base["threshold_factor"] if threshold_factor is None
+                                        else threshold_factor)
         merge = base["merge"] if merge is None else merge
         if not (isinstance(merge, str) and merge == "auto"):
             items = [merge] * c if not isinstance(merge, (list, tuple, np.ndarray)) else list(merge)

@@ -13,7 +13,7 @@ from scipy import stats
 from pydp_synopsis import persist
 from pydp_synopsis.counters import BinaryTreeCounter, KaryTreeCounter
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
-from pydp_synopsis.noise import Rng, discrete_laplace_variance
+from pydp_synopsis import Rng, discrete_laplace_variance
 from stattests import ALPHA, assert_dp_ratio, clopper_pearson
 
 # A huge epsilon makes every noise term 0 with probability 1 - 1e-(10^9):

@@ -10,7 +10,7 @@ from pydp_synopsis import persist
 from pydp_synopsis._core import check, ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.intervals import IntervalSynopsis, _tree_shape
-from pydp_synopsis.noise import laplace_sum_tail
+from pydp_synopsis.tails import laplace_sum_tail
 from stattests import assert_binomial_at_most, assert_dp_ratio, assert_mean_var
 
 BIG = 10**6  # epsilon at which noise is zero with overwhelming probability

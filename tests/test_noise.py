@@ -14,7 +14,8 @@ import pytest
 import pydp_synopsis as ps
 from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import ParameterError
-from pydp_synopsis.noise import check_beta, scale_parts
+from pydp_synopsis.params import check_beta, scale_parts
+from pydp_synopsis.tails import laplace_sum_tail
 from stattests import assert_dp_ratio, assert_gof, assert_mean_var, dp_ratio_lower_bound
 
 
@@ -356,7 +357,7 @@ def test_errors_are_standard_exceptions():
 
 
 def test_seeded_rng_state_round_trip_continues_the_stream():
-    from pydp_synopsis.noise import Rng
+    from pydp_synopsis import Rng
 
     rng = Rng(seed=3)
     rng.random_uint64(5)
@@ -378,7 +379,7 @@ def test_laplace_sum_tail_against_the_exact_one_term_tail(b, delta):
     """One term: P(Z >= j) = p^j / (1 + p) for integers j >= 1, p = e^{-1/b}.  The
     bound is valid, and within Chernoff's known slack b (1 + 2 ln(1 + j/b)) of the
     exact quantile j (a polynomial prefactor lost in the exponent)."""
-    t = ps.noise.laplace_sum_tail(1, b, -math.log(delta))
+    t = laplace_sum_tail(1, b, -math.log(delta))
     p = math.exp(-1 / b)
     assert p ** math.ceil(t) / (1 + p) <= delta
     j = max(1, math.ceil(math.log(delta * (1 + p)) / math.log(p)))   # exact quantile
@@ -386,7 +387,6 @@ def test_laplace_sum_tail_against_the_exact_one_term_tail(b, delta):
 
 
 def test_laplace_sum_tail_sums_and_arguments():
-    from pydp_synopsis.noise import laplace_sum_tail
     b = 2.0
     # several terms: the exact tail of a sum of 3 (numerical convolution) is below delta
     p = math.exp(-1 / b)

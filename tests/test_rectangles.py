@@ -10,7 +10,7 @@ import pydp_synopsis.persist as persist
 from pydp_synopsis._core import check, ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.intervals import IntervalSynopsis
-from pydp_synopsis.noise import Rng
+from pydp_synopsis import Rng
 from pydp_synopsis.rectangles import RectangleSynopsis as RS
 from stattests import ALPHA, assert_binomial_at_most, assert_dp_ratio
 

@@ -12,7 +12,7 @@ import pytest
 from pydp_synopsis import persist
 from pydp_synopsis.counters import KaryTreeCounter, SparseStreamCounter
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
-from pydp_synopsis.noise import Rng
+from pydp_synopsis import Rng
 from stattests import assert_dp_ratio, clopper_pearson
 
 NOISELESS = 10**12  # every noise term is 0 with probability 1 - e^(-10^11)
