@@ -221,7 +221,7 @@ class _TreeCounter(abc.ABC):
             raise DomainError(f"xs must be integers in [0, 2**62], got values in [{xs.min()}, {xs.max()}]")
         xs = np.ascontiguousarray(xs, dtype=np.int64)
         out = np.empty(n, dtype=np.int64)
-        with self._rng._locked() as p:
+        with self._rng.native() as p:
             st = lib.pds_counter_update_many(self._state, p, ffi.from_buffer("int64_t[]", xs),
                                              ffi.from_buffer("int64_t[]", out), n)
         if st == lib.PDS_ERANGE and not self._state.failed:

@@ -304,7 +304,7 @@ class IntervalSynopsis:
             levels, n_nodes = _tree_shape(m, self.fanout)
             t, s = scale_parts(Fraction(levels) / eps_t)
             released = np.empty(n_nodes, dtype=np.int64)
-            with rng._locked() as p:
+            with rng.native() as p:
                 check(lib.pds_tree_build(p, ffi.from_buffer("int64_t[]", counts), m, self.fanout,
                                          t, s, ffi.from_buffer("int64_t[]", released), n_nodes),
                       "noisy tree")

@@ -62,7 +62,7 @@ def discrete_laplace(scale, size=None, *, rng=None):
     rng = resolve_rng(rng)
     t, s = scale_parts(frac)
     out = np.empty(count, dtype=np.int64)
-    with rng._locked() as p:
+    with rng.native() as p:
         check(lib.pds_discrete_laplace_fill(p, t, s, ffi.from_buffer("int64_t[]", out), count),
               "discrete_laplace")
     return int(out[0]) if shape is None else out.reshape(shape)

@@ -200,7 +200,7 @@ def _run(state, rng, pos, cnt, end):
     done = 0
     consumed = ffi.new("size_t *")
     nseals = ffi.new("size_t *")
-    with rng._locked() as p:
+    with rng.native() as p:
         while True:
             buf = np.empty(cap, dtype=np.uint64)
             st = lib.pds_partition_feed(
@@ -509,7 +509,7 @@ def _partition_sorted(pos, size, t, s, threshold, rng, slack=None):
     ``pos``.  ``slack`` (tests only) overrides the kernel's error allowance
     of the double path, to force the exact decimal fallback."""
     state = _new_state()
-    with rng._locked() as p:
+    with rng.native() as p:
         check(lib.pds_partition_init(state, p, size - 1, t, s, threshold))
     if slack is not None:
         state.slack = slack
@@ -565,7 +565,7 @@ class OnlinePartition:
         self._rng = resolve_rng(rng)
         self._size, self._epsilon, self._beta = size, eps, beta
         self._state = _new_state()
-        with self._rng._locked() as p:
+        with self._rng.native() as p:
             check(lib.pds_partition_init(self._state, p, size - 1, t, s, threshold))
         self._ends = []
 

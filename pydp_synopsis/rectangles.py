@@ -459,7 +459,7 @@ class RectangleSynopsis:
         k_arr = np.array(self._k, dtype=np.uint32)
         segs = np.ascontiguousarray(segs)
         try:
-            with rng._locked() as p:
+            with rng.native() as p:
                 st = lib.pds_multitree_build(
                     p, ffi.from_buffer("uint32_t[]", segs), segs.shape[0], c, _u64(m_arr),
                     ffi.from_buffer("uint32_t[]", k_arr), t_i, s_i, thr[0], t_f, s_f, thr[1],

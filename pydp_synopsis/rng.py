@@ -74,8 +74,13 @@ class Rng:
         return self._seeded
 
     @contextlib.contextmanager
-    def _locked(self):
-        """Hold the generator's lock; yields the C ``pds_rng *``."""
+    def native(self):
+        """Hold the generator's lock and yield its C state (``pds_rng *``).
+
+        For the package's C wrappers, which pass the state to one kernel
+        call per batch; user code never needs it.  The lock makes one
+        ``Rng`` safe to share between threads.
+        """
         with self._lock:
             yield self._state
 
@@ -86,7 +91,7 @@ class Rng:
         """
         shape, count = check_sample_shape(size)
         out = np.empty(count, dtype=np.uint64)
-        with self._locked() as p:
+        with self.native() as p:
             check(lib.pds_rng_fill_u64(p, ffi.from_buffer("uint64_t[]", out), count))
         return int(out[0]) if shape is None else out.reshape(shape)
 
@@ -109,10 +114,10 @@ class Rng:
         shape, count = check_sample_shape(size)
         out = np.empty(count, dtype=np.uint64)
         if span == 1 << 64:
-            with self._locked() as p:
+            with self.native() as p:
                 check(lib.pds_rng_fill_u64(p, ffi.from_buffer("uint64_t[]", out), count))
         else:
-            with self._locked() as p:
+            with self.native() as p:
                 check(lib.pds_uniform_fill(p, span, ffi.from_buffer("uint64_t[]", out), count))
         if shape is None:
             return low + int(out[0])
@@ -133,7 +138,7 @@ class Rng:
         """
         if not self._seeded:
             return None
-        with self._locked() as p:
+        with self.native() as p:
             return {
                 "key": [int(w) for w in p.key],
                 "block": int(p.block),
@@ -161,7 +166,7 @@ class Rng:
                 or not 0 <= fields["block"] < 2**64):
             raise ValueError("bad generator state (field out of range)")
         rng = cls(seed=0)
-        with rng._locked() as p:
+        with rng.native() as p:
             for i, w in enumerate(key):
                 p.key[i] = w
             for i, w in enumerate(buf):

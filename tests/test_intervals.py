@@ -26,7 +26,7 @@ def _nodes(counts, t=0, s=1, rng=None, f=2):
         check(lib.pds_tree_build(ffi.NULL, ffi.from_buffer("int64_t[]", counts), m, f, t, s,
                                  ffi.from_buffer("int64_t[]", out), n))
     else:
-        with rng._locked() as p:
+        with rng.native() as p:
             check(lib.pds_tree_build(p, ffi.from_buffer("int64_t[]", counts), m, f, t, s,
                                      ffi.from_buffer("int64_t[]", out), n))
     return out

@@ -135,7 +135,7 @@ def test_import_fails_loudly_without_native():
 def sample_u8(fn, num, den, n, seed):
     out = np.empty(n, dtype=np.uint8)
     rng = ps.Rng(seed=seed)
-    with rng._locked() as p:
+    with rng.native() as p:
         assert fn(p, num, den, ffi.from_buffer("uint8_t[]", out), n) == 0
     return out
 
@@ -169,7 +169,7 @@ def test_geometric(num, den):
     n = 200_000
     out = np.empty(n, dtype=np.uint64)
     rng = ps.Rng(seed=3)
-    with rng._locked() as p:
+    with rng.native() as p:
         assert lib.pds_geometric_exp_fill(p, num, den, ffi.from_buffer("uint64_t[]", out), n) == 0
     q = math.exp(-num / den)
     kmax = int(math.log(1e-7) / math.log(q))
@@ -183,7 +183,7 @@ def test_uniform_below_covers_range_without_bias():
     for bound in (3, 10, 2**40 + 3):
         out = np.empty(n, dtype=np.uint64)
         rng = ps.Rng(seed=bound)
-        with rng._locked() as p:
+        with rng.native() as p:
             assert lib.pds_uniform_fill(p, bound, ffi.from_buffer("uint64_t[]", out), n) == 0
         assert int(out.max()) < bound
         bins = 10 if bound > 10 else bound
@@ -195,7 +195,7 @@ def test_uniform_below_covers_range_without_bias():
 def test_c_entry_points_reject_bad_parameters():
     rng = ps.Rng(seed=1)
     out = np.empty(1, dtype=np.int64)
-    with rng._locked() as p:
+    with rng.native() as p:
         assert lib.pds_discrete_laplace_fill(p, 0, 1, ffi.from_buffer("int64_t[]", out), 1) == lib.PDS_EINVAL
         assert lib.pds_discrete_laplace_fill(p, 1, 0, ffi.from_buffer("int64_t[]", out), 1) == lib.PDS_EINVAL
         assert lib.pds_discrete_laplace_fill(p, 2**62, 1, ffi.from_buffer("int64_t[]", out), 1) == lib.PDS_EINVAL

@@ -241,16 +241,16 @@ def test_resolver_extends_bits_from_the_stream():
     """A pending comparison whose first word straddles pi is decided exactly."""
     state = P._new_state()
     rng = ps.Rng(seed=5)
-    with rng._locked() as p:
+    with rng.native() as p:
         assert P.lib.pds_partition_init(state, p, 100, 1, 1, 10) == 0
     pi = _pi_mp(1, 4, 1, 9)
     word = int(mpmath.floor(pi * 2**64))
     state.pending = 1
     state.pending_kind, state.run_m, state.pending_mult, state.pending_word = 1, 4, 9, word
-    with rng._locked() as p:
+    with rng.native() as p:
         out = P._resolve_pending(state, p)
     nxt = ps.Rng(seed=5)
-    with nxt._locked() as p:  # reproduce the extension word
+    with nxt.native() as p:  # reproduce the extension word
         P.lib.pds_partition_init(P._new_state(), p, 100, 1, 1, 10)
         buf = P.ffi.new("uint64_t[1]")
         P.lib.pds_rng_fill_u64(p, buf, 1)
