@@ -26,8 +26,8 @@ import numpy as np
 from . import persist
 from .budget import Budget
 from .counters import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
-from .errors import SynopsisError
-from .inputs import InputError, read_columns, to_fixed_point
+from .errors import InputError, SynopsisError, UsageError
+from .inputs import read_columns, to_fixed_point
 from .intervals import IntervalSynopsis
 from .params import exact_epsilon
 from .rng import Rng
@@ -43,10 +43,6 @@ DTYPE_DOMAINS = {
 
 DEMO_LAT = (-90_000_000, 90_000_000)
 DEMO_LON = (-180_000_000, 180_000_000)
-
-
-class UsageError(SynopsisError, ValueError):
-    """The command line is wrong."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -229,28 +225,10 @@ def cmd_query(args):
         writer.writerow([r[n] for n in names] + [f"{ans[i]:.6g}", f"{bound:.6g}"])
     if args.output:
         _check_output(args.output)
-        _write_text_atomic(args.output, buf.getvalue())
+        persist.atomic_write(args.output, lambda fh: fh.write(buf.getvalue().encode()))
     else:
         sys.stdout.write(buf.getvalue())
     return 0
-
-
-def _write_text_atomic(path, text):
-    import tempfile
-
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pdsyn-", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # ------------------------------------------------------------------- info
@@ -481,17 +459,8 @@ def _plot(path, true1, ans1, true2, ans2):
         ax.set_ylabel("private answer")
         ax.set_title(title)
     fig.tight_layout()
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=".pdsyn-", suffix=".png", dir=os.path.dirname(os.path.abspath(path)))
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=100)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    persist.atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=100))
+    plt.close(fig)
 
 
 # ----------------------------------------------------------------- parser

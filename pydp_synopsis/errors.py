@@ -15,6 +15,8 @@ __all__ = [
     "BudgetError",
     "EntropyError",
     "NativeError",
+    "InputError",
+    "UsageError",
 ]
 
 
@@ -48,3 +50,11 @@ class EntropyError(SynopsisError, OSError):
 
 class NativeError(SynopsisError, RuntimeError):
     """The C core reported a failure that is not the caller's fault."""
+
+
+class InputError(DomainError):
+    """An input table is missing, unreadable, or holds values that are not numbers."""
+
+
+class UsageError(SynopsisError, ValueError):
+    """The command line is wrong (the ``pydp-synopsis`` command exits with status 2)."""

@@ -27,13 +27,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from .errors import DomainError, ParameterError
+from .errors import InputError, ParameterError
 
-__all__ = ["InputError", "parse_scale", "read_columns", "to_fixed_point"]
-
-
-class InputError(DomainError):
-    """The input table is missing, unreadable, or holds values that are not numbers."""
+__all__ = ["parse_scale", "read_columns", "to_fixed_point"]
 
 
 def parse_scale(scale):

@@ -29,7 +29,7 @@ import numpy as np
 
 from .errors import FormatError
 
-__all__ = ["FORMAT_VERSION", "write_record", "read_record", "register", "save", "load"]
+__all__ = ["FORMAT_VERSION", "atomic_write", "write_record", "read_record", "register", "save", "load"]
 
 FORMAT_VERSION = 1
 _MAGIC = b"PDSYN\x00v"
@@ -70,30 +70,50 @@ def _encode(kind, meta, arrays):
     return body + hashlib.sha256(body).digest()
 
 
-def write_record(path, kind, meta, arrays, *, mode=0o644):
-    """Atomically write one record to ``path`` with permission bits ``mode``.
+def _umask():
+    """The process umask (read without changing it for longer than one call)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path, write, *, mode=None):
+    """Write a file so that ``path`` holds either its old content or all of the new.
+
+    ``write(fh)`` writes the content to a binary file object of a temporary
+    file in the same directory; the file is flushed, ``fsync``-ed and renamed
+    over ``path`` (``os.replace``), and the directory is ``fsync``-ed.  On any
+    exception the temporary file is removed and nothing changes at ``path``.
+    The one writer of the package: synopses, checkpoints and the command
+    line's CSV and PNG outputs all go through it.
 
     Parameters
     ----------
     path : str or os.PathLike
-    kind : str
-        Which object this is (dispatch key for :func:`load`).
-    meta : dict
-        JSON-serialisable scalars and lists.
-    arrays : dict of str to numpy.ndarray
-        Numeric arrays (dtypes int8..uint64, float64).
-    mode : int
-        Permission bits; the temporary file already has them, so secret
-        content is never readable by others even for an instant.
+    write : callable
+        ``write(fh)`` with ``fh`` a binary file open for writing.
+    mode : int, optional
+        Permission bits, set on the temporary file before anything is
+        written (secret content is never readable by others, even for an
+        instant).  ``None``: ``0o666`` less the process umask, as ``open``
+        would create it.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.txt")
+    >>> atomic_write(path, lambda fh: fh.write(b"hello"), mode=0o600)
+    >>> oct(os.stat(path).st_mode & 0o777), open(path).read()
+    ('0o600', 'hello')
     """
-    data = _encode(kind, meta, arrays)
     path = os.fspath(path)
+    mode = 0o666 & ~_umask() if mode is None else mode
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".pdsyn-", dir=directory)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -111,6 +131,26 @@ def write_record(path, kind, meta, arrays, *, mode=0o644):
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def write_record(path, kind, meta, arrays, *, mode=None):
+    """Atomically write one record to ``path`` (see :func:`atomic_write`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    kind : str
+        Which object this is (dispatch key for :func:`load`).
+    meta : dict
+        JSON-serialisable scalars and lists.
+    arrays : dict of str to numpy.ndarray
+        Numeric arrays (dtypes int8..uint64, float64).
+    mode : int, optional
+        Permission bits; ``None`` honours the umask (synopses hold only
+        released numbers); checkpoints pass ``0o600`` (they hold secret noise).
+    """
+    data = _encode(kind, meta, arrays)
+    atomic_write(path, lambda fh: fh.write(data), mode=mode)
 
 
 def read_record(path):
