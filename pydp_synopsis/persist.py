@@ -22,6 +22,7 @@ import datetime
 import hashlib
 import json
 import os
+import stat
 import struct
 import tempfile
 
@@ -153,53 +154,132 @@ def write_record(path, kind, meta, arrays, *, mode=None):
     atomic_write(path, lambda fh: fh.write(data), mode=mode)
 
 
+#: Largest header accepted (the JSON part; real headers are a few KiB).
+_MAX_HEADER = 1 << 24
+#: Largest array dimension and element count accepted from a header.
+_MAX_ELEMENTS = 1 << 40
+_PREFIX = len(_MAGIC) + 1 + 8
+
+
+def _no_constant(name):
+    raise ValueError(f"non-finite number {name} in JSON")
+
+
+def _open_regular(path):
+    """Open ``path`` for reading without blocking (a FIFO or device is refused
+    before anything is read); returns ``(fd, size)``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except IsADirectoryError:
+        raise FormatError(f"{path}: not a regular file") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FormatError(f"{path}: not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
+
+
+def _read_exact(fd, n):
+    chunks, left = [], n
+    while left:
+        chunk = os.read(fd, min(left, 1 << 24))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _array_specs(path, specs, payload_size):
+    """Validate the header's array list with exact integer arithmetic: names,
+    dtypes from the allow-list, shapes, and offsets tiling the payload."""
+    if not isinstance(specs, list):
+        raise FormatError(f"{path}: malformed header (arrays is not a list)")
+    out, seen = [], set()
+    for spec in specs:
+        if not isinstance(spec, dict):
+            raise FormatError(f"{path}: malformed array entry")
+        name, dtype, shape = spec.get("name"), spec.get("dtype"), spec.get("shape")
+        off, nbytes = spec.get("offset"), spec.get("nbytes")
+        if not isinstance(name, str) or name in seen:
+            raise FormatError(f"{path}: malformed array entry (name)")
+        if not isinstance(dtype, str) or dtype not in _DTYPES:
+            raise FormatError(f"{path}: array {name!r} has a dtype outside the allow-list")
+        if (not isinstance(shape, list) or len(shape) > 8
+                or not all(type(d) is int and 0 <= d <= _MAX_ELEMENTS for d in shape)):
+            raise FormatError(f"{path}: array {name!r} has a malformed shape")
+        count = 1
+        for d in shape:
+            count *= d
+        if not (type(off) is int and type(nbytes) is int and count <= _MAX_ELEMENTS
+                and 0 <= off and nbytes == count * np.dtype(dtype).itemsize
+                and off + nbytes <= payload_size):
+            raise FormatError(f"{path}: array {name!r} out of bounds")
+        seen.add(name)
+        out.append((name, np.dtype(dtype).newbyteorder("<"), tuple(shape), off, count))
+    return out
+
+
 def read_record(path):
     """Read and verify a record; returns ``(kind, meta, arrays, info)``.
 
-    ``info`` holds ``format_version`` and ``created``.  Raises FormatError
-    for a file that is truncated, edited, of another format or version.
+    The checks run cheapest first, before the file is read whole: a regular
+    file (a FIFO, device or directory is refused without blocking), the
+    magic and version in the first bytes, a header length that fits the
+    file; then the SHA-256 over the file, then a strict parse of the header
+    (no ``NaN``/``Infinity``, bounded nesting) and every array's dtype,
+    shape and extent computed with exact integers.  Anything wrong raises
+    :class:`~pydp_synopsis.errors.FormatError`; ``info`` holds
+    ``format_version`` and ``created``.
+
+    Notes
+    -----
+    O(file size); memory: the file once plus its arrays.  A file that is not
+    a record costs a few bytes of reading.
     """
     path = os.fspath(path)
-    with open(path, "rb") as fh:
-        data = fh.read()
-    if len(data) < len(_MAGIC) + 1 + 8 + 32 or not data.startswith(_MAGIC):
-        raise FormatError(f"{path}: not a pydp_synopsis file (bad magic or too short)")
-    version = data[len(_MAGIC)] - ord("0")
-    if version != FORMAT_VERSION:
-        raise FormatError(f"{path}: format version {version} is not supported "
-                          f"(this pydp_synopsis reads version {FORMAT_VERSION})")
+    fd, size = _open_regular(path)
+    try:
+        head = _read_exact(fd, _PREFIX)
+        if len(head) < _PREFIX or size < _PREFIX + 32 or not head.startswith(_MAGIC):
+            raise FormatError(f"{path}: not a pydp_synopsis file (bad magic or too short)")
+        version = head[len(_MAGIC)] - ord("0")
+        if version != FORMAT_VERSION:
+            raise FormatError(f"{path}: format version {version} is not supported "
+                              f"(this pydp_synopsis reads version {FORMAT_VERSION})")
+        (hlen,) = struct.unpack_from("<Q", head, len(_MAGIC) + 1)
+        if hlen > min(_MAX_HEADER, size - _PREFIX - 32):
+            raise FormatError(f"{path}: header length out of range")
+        rest = _read_exact(fd, size - _PREFIX)
+    finally:
+        os.close(fd)
+    data = head + rest
+    if len(data) != size:
+        raise FormatError(f"{path}: the file changed while it was read")
     body, digest = data[:-32], data[-32:]
     if hashlib.sha256(body).digest() != digest:
         raise FormatError(f"{path}: checksum mismatch (file truncated or modified)")
-    start = len(_MAGIC) + 1
-    (hlen,) = struct.unpack_from("<Q", body, start)
-    hstart = start + 8
-    if hstart + hlen > len(body):
-        raise FormatError(f"{path}: header length out of range")
     try:
-        header = json.loads(body[hstart:hstart + hlen].decode())
-        kind = header["kind"]
-        meta = header["meta"]
-        specs = header["arrays"]
-        info = {"format_version": header["format_version"], "created": header["created"]}
-    except (ValueError, KeyError, TypeError) as exc:
-        raise FormatError(f"{path}: malformed header ({exc})") from None
-    payload = body[hstart + hlen:]
+        header = json.loads(body[_PREFIX:_PREFIX + hlen].decode(), parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise FormatError(f"{path}: malformed header ({type(exc).__name__})") from None
+    if not isinstance(header, dict):
+        raise FormatError(f"{path}: malformed header (not an object)")
+    kind, meta = header.get("kind"), header.get("meta")
+    info = {"format_version": header.get("format_version"), "created": header.get("created")}
+    if not isinstance(kind, str) or not isinstance(meta, dict) or info["format_version"] != version \
+            or not isinstance(info["created"], str):
+        raise FormatError(f"{path}: malformed header (kind, meta, format_version or created)")
+    payload = memoryview(body)[_PREFIX + hlen:]
     arrays = {}
-    for spec in specs:
-        try:
-            dtype = np.dtype(spec["dtype"]).newbyteorder("<")
-            if spec["dtype"] not in _DTYPES:
-                raise ValueError(spec["dtype"])
-            shape = tuple(int(d) for d in spec["shape"])
-            off, nbytes = int(spec["offset"]), int(spec["nbytes"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise FormatError(f"{path}: malformed array entry ({exc})") from None
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        if off < 0 or off + nbytes > len(payload) or count * dtype.itemsize != nbytes:
-            raise FormatError(f"{path}: array {spec.get('name')!r} out of bounds")
+    for name, dtype, shape, off, count in _array_specs(path, header.get("arrays"), len(payload)):
         arr = np.frombuffer(payload, dtype=dtype, count=count, offset=off).reshape(shape)
-        arrays[spec["name"]] = arr.astype(dtype.newbyteorder("="), copy=True)
+        arrays[name] = arr.astype(dtype.newbyteorder("="), copy=True)
     return kind, meta, arrays, info
 
 
@@ -230,5 +310,8 @@ def load(path):
         return loader(meta, arrays)
     except FormatError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise FormatError(f"{os.fspath(path)}: inconsistent {kind} record ({exc})") from None
+    except MemoryError:
+        raise FormatError(f"{os.fspath(path)}: inconsistent {kind} record (sizes too large)") from None
+    except Exception as exc:  # a crafted record must never escape as another error
+        raise FormatError(f"{os.fspath(path)}: inconsistent {kind} record "
+                          f"({type(exc).__name__})") from None
