@@ -17,9 +17,11 @@ import importlib.resources
 import io
 import math
 import os
+import re
 import signal
 import sys
 import time
+import zipfile
 
 import numpy as np
 
@@ -128,12 +130,33 @@ def _rng(args):
     return Rng(seed=args.seed) if getattr(args, "seed", None) is not None else None
 
 
-def _check_output(path):
+def _check_output(path, *inputs):
+    """Refuse an output path that cannot be written or that is one of the inputs."""
+    for src in inputs:
+        if src is not None and _same_file(path, src):
+            raise UsageError(f"the output {path} is also an input: choose another output file")
     directory = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(directory):
         raise UsageError(f"cannot write {path}: directory {directory} does not exist")
     if not os.access(directory, os.W_OK):
         raise UsageError(f"cannot write {path}: directory {directory} is not writable")
+
+
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _database_file(database):
+    """The file behind a --database URL or path (None for a server)."""
+    if not database:
+        return None
+    for prefix in ("sqlite:///", "duckdb:///"):
+        if database.startswith(prefix):
+            return database[len(prefix):]
+    return None if "://" in database else database
 
 
 # ------------------------------------------------------------------ build
@@ -142,7 +165,7 @@ def cmd_build(args):
         raise UsageError("--epsilon is required (the privacy loss of this release, e.g. --epsilon 1)")
     exact_epsilon(args.epsilon)
     columns = [c for c in (args.columns or "").split(",") if c.strip()]
-    _check_output(args.output)
+    _check_output(args.output, args.input, _database_file(args.database))
     progress = Progress("reading")
     cols = read_columns(args.input, columns, sql=args.sql, database=args.database, scale=args.scale)
     if not cols:
@@ -160,7 +183,8 @@ def cmd_build(args):
         syn = RectangleSynopsis.build(points, domain=domain, epsilon=args.epsilon, beta=args.beta, rng=rng)
         what = f"rectangle synopsis over {len(cols)} columns: {syn.num_nodes:,} nodes"
     syn.save(args.output)
-    print(f"wrote {args.output}: {what}, epsilon={syn.epsilon}, n={len(cols[0]):,} rows")
+    # the true number of rows is not private: it is never printed
+    print(f"wrote {args.output}: {what}, epsilon={syn.epsilon}")
     return 0
 
 
@@ -186,6 +210,8 @@ def _answer(syn, lo, hi):
 
 
 def cmd_query(args):
+    if args.output:
+        _check_output(args.output, args.synopsis, args.queries)
     syn = persist.load(args.synopsis)
     if not isinstance(syn, (IntervalSynopsis, RectangleSynopsis)):
         raise UsageError(f"{args.synopsis} is a {type(syn).__name__} checkpoint, not a synopsis")
@@ -224,7 +250,6 @@ def cmd_query(args):
     for i, r in enumerate(rows):
         writer.writerow([r[n] for n in names] + [f"{ans[i]:.6g}", f"{bound:.6g}"])
     if args.output:
-        _check_output(args.output)
         persist.atomic_write(args.output, lambda fh: fh.write(buf.getvalue().encode()))
     else:
         sys.stdout.write(buf.getvalue())
@@ -265,12 +290,41 @@ def _new_counter(args):
     if args.horizon is None or args.epsilon is None:
         raise UsageError("--horizon and --epsilon are required to start a stream "
                          "(or --checkpoint FILE of an existing one)")
+    name = args.counter or "kary"
     kwargs = dict(horizon=args.horizon, epsilon=args.epsilon, rng=_rng(args))
-    if args.counter == "kary":
-        kwargs["k"] = args.k
-    if args.counter == "sparse":
+    if name == "kary":
+        kwargs["k"] = 19 if args.k is None else args.k
+    if name == "sparse":
         kwargs["beta"] = args.beta
-    return COUNTERS[args.counter](**kwargs)
+    return COUNTERS[name](**kwargs)
+
+
+def _resume_counter(args):
+    """The counter of an existing checkpoint and the releases it still owes (annex).
+
+    Every option given on the command line must agree with the checkpoint:
+    a mismatch is refused before anything is read from the stream.
+    """
+    counter, annex = persist.load(args.checkpoint, with_annex=True)
+    names = {cls: name for name, cls in COUNTERS.items()}
+    name = names.get(type(counter))
+    if name is None:
+        raise UsageError(f"{args.checkpoint} is not a counter checkpoint")
+    given = {"--counter": (args.counter, name),
+             "--horizon": (args.horizon, counter.horizon),
+             "--epsilon": (None if args.epsilon is None else exact_epsilon(args.epsilon), counter.epsilon),
+             "--k": (args.k, getattr(counter, "k", None) if name == "kary" else None)}
+    for flag, (value, saved) in given.items():
+        if value is not None and value != saved:
+            raise UsageError(f"{flag} {value} differs from the checkpoint's {saved} "
+                             f"(omit it to continue the saved stream)")
+    pending = (annex or {}).get("pending", "")
+    if not isinstance(pending, str):
+        raise UsageError(f"{args.checkpoint}: malformed checkpoint annex")
+    return counter, pending
+
+
+_INTEGERS = re.compile(r"\s*(?:-?[0-9]+\s+)*(?:-?[0-9]+)?\s*")
 
 
 def _stream_chunks(fd, reading, size=1 << 16):
@@ -278,13 +332,14 @@ def _stream_chunks(fd, reading, size=1 << 16):
 
     ``os.read`` returns what is available, so a live stream is answered as it
     arrives.  ``reading["now"]`` is True only while blocked in ``read``: the
-    SIGINT handler interrupts there, never in the middle of an update.
+    signal handler interrupts there, never in the middle of an update.
     """
     pending = b""
+    done = 0
     while True:
         reading["now"] = True
         try:
-            # A SIGINT that came before "now" was set is seen here; one that
+            # A signal that came before "now" was set is seen here; one that
             # comes after raises from the handler: no window to block in.
             if reading["stop"]:
                 raise KeyboardInterrupt
@@ -299,67 +354,107 @@ def _stream_chunks(fd, reading, size=1 << 16):
             pending = data
             continue
         pending = data[cut + 1:]
-        yield _parse_ints(data[:cut].decode("ascii", "replace"))
+        chunk = _parse_ints(data[:cut].decode("ascii", "replace"), done)
+        done += len(chunk)
+        yield chunk
     if pending.strip():
-        yield _parse_ints(pending.decode("ascii", "replace"))
+        yield _parse_ints(pending.decode("ascii", "replace"), done)
 
 
-def _parse_ints(text):
+def _parse_ints(text, before=0):
+    """The integers of ``text``; InputError naming the item (never its text) otherwise."""
+    if _INTEGERS.fullmatch(text) is None:
+        bad = next(i for i, t in enumerate(text.split()) if re.fullmatch(r"-?[0-9]+", t) is None)
+        raise InputError(f"stream item {before + bad + 1:,} of this run is not an integer "
+                         f"(expected one integer per line, such as 0 or 1)")
     tokens = text.split()
-    if not tokens:
-        return np.zeros(0, dtype=np.int64)
     try:
-        return np.array(tokens, dtype=np.int64)
-    except ValueError:
-        bad = next(t for t in tokens if not t.lstrip("-").isdigit())
-        raise InputError(f"stream item {bad!r} is not an integer (expected 0/1 per line)") from None
+        return np.array(tokens, dtype=np.int64) if tokens else np.zeros(0, dtype=np.int64)
+    except OverflowError:
+        bad = next(i for i, t in enumerate(tokens) if not -2**63 <= int(t) < 2**63)
+        raise InputError(f"stream item {before + bad + 1:,} of this run is outside the int64 range") from None
+
+
+class CheckpointError(SynopsisError, OSError):
+    """A checkpoint could not be saved: the stream stops releasing."""
+
+
+def _save_checkpoint(counter, path, pending):
+    try:
+        persist.save(counter, path, annex={"pending": pending})
+    except OSError as exc:
+        raise CheckpointError(f"could not save the checkpoint {path} ({exc.strerror or exc}): "
+                              f"stopped; nothing after the last saved state was released") from None
 
 
 def cmd_count_stream(args):
+    """Private running counts of a stream on stdin, write-ahead checkpointed.
+
+    With ``--checkpoint``, every batch goes: update the counter in memory,
+    save the new state *with the batch's releases* atomically, then print the
+    releases.  A release is never printed before the state that drew its
+    noise is durable, so a crash, a kill or a full disk can never make a
+    resumed run draw fresh noise for a position already released.  After an
+    unclean stop (SIGKILL, power loss) between the save and the print, the
+    resumed run first prints that batch's releases again -- the very same
+    values, which costs no privacy -- and says so on stderr.
+    """
     if args.checkpoint and os.path.exists(args.checkpoint):
-        counter = persist.load(args.checkpoint)
-        if not isinstance(counter, (KaryTreeCounter, BinaryTreeCounter, SparseStreamCounter)):
-            raise UsageError(f"{args.checkpoint} is not a counter checkpoint")
-        for name in ("horizon", "epsilon"):
-            given = getattr(args, name)
-            if given is not None and (exact_epsilon(given) if name == "epsilon" else given) != getattr(counter, name):
-                raise UsageError(f"--{name} {given} differs from the checkpoint's {getattr(counter, name)}")
+        counter, pending = _resume_counter(args)
+        resumed = True
     else:
         if args.checkpoint:
             _check_output(args.checkpoint)
-        counter = _new_counter(args)
-    # Ctrl-C stops the stream between updates: every item read is either
-    # fully processed (its release printed, its state in the checkpoint) or
-    # not at all, so a resumed run continues exactly where this one stopped.
+        counter, pending, resumed = _new_counter(args), "", False
+    if args.positions and not isinstance(counter, SparseStreamCounter):
+        raise UsageError("--positions needs --counter sparse (the positions of the 1s of a sparse stream)")
+    err = sys.stderr
+    if resumed:
+        print(f"pydp-synopsis: resuming the stream saved after {counter.time:,} positions", file=err)
+    out = sys.stdout
+    if pending:
+        print(f"pydp-synopsis: printing again the {pending.count(chr(10)):,} release lines of the last "
+              f"batch, which an unclean stop may have cut (the same values: no new noise)", file=err)
+        out.write(pending)
+        out.flush()
+    # SIGINT, SIGTERM and SIGHUP stop the stream between updates: every item
+    # read is either fully processed (saved, then printed) or not at all.
     reading = {"now": False, "stop": False}
 
-    def on_sigint(signum, frame):
+    def on_signal(signum, frame):
         reading["stop"] = True
         if reading["now"]:
             raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    out = sys.stdout
+    stops = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    previous = {sig: signal.signal(sig, on_signal) for sig in stops}
     progress = Progress("counting", total=None)
-    done = 0
+    done, clean = 0, False
     try:
         for chunk in _stream_chunks(sys.stdin.fileno(), reading):
             if args.positions:
                 times, values = counter.update_sparse(chunk)
-                out.write("".join(f"{t},{v}\n" for t, v in zip(times.tolist(), values.tolist())))
+                text = "".join(f"{t},{v}\n" for t, v in zip(times.tolist(), values.tolist()))
             else:
                 released = counter.update_many(chunk)
-                out.write("\n".join(map(str, released.tolist())) + ("\n" if len(released) else ""))
+                text = "\n".join(map(str, released.tolist())) + ("\n" if len(released) else "")
+            if args.checkpoint:
+                _save_checkpoint(counter, args.checkpoint, text)
+            out.write(text)
             out.flush()
             done += len(chunk)
             progress.update(done)
+        clean = True
     except KeyboardInterrupt:
-        pass
+        clean = True
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         progress.close()
-        if args.checkpoint:
-            persist.save(counter, args.checkpoint)
+    if args.checkpoint and clean:
+        _save_checkpoint(counter, args.checkpoint, "")     # everything printed
+        print(f"pydp-synopsis: saved after {counter.time:,} positions to {args.checkpoint}; "
+              f"resume with: pydp-synopsis count-stream --checkpoint {args.checkpoint} < rest", file=err)
     return 130 if reading["stop"] else 0
 
 
@@ -517,8 +612,9 @@ def build_parser():
     c = sub.add_parser("count-stream", help="private running counts of a 0/1 stream on stdin")
     c.add_argument("--horizon", type=int, help="maximum stream length (public)")
     c.add_argument("--epsilon", type=float)
-    c.add_argument("--counter", choices=sorted(COUNTERS), default="kary")
-    c.add_argument("--k", type=int, default=19, help="fanout of the k-ary counter")
+    c.add_argument("--counter", choices=sorted(COUNTERS), default=None,
+                   help="kary (default for a new stream), binary or sparse")
+    c.add_argument("--k", type=int, default=None, help="fanout of the k-ary counter (default 19)")
     c.add_argument("--beta", type=float, default=0.05, help="failure probability (sparse counter)")
     c.add_argument("--positions", action="store_true",
                    help="stdin holds the increasing positions of the 1s (sparse counter); "
@@ -535,7 +631,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (SynopsisError, ValueError, TypeError, OSError) as exc:
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, as other Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except (SynopsisError, ValueError, TypeError, OSError, ArithmeticError, csv.Error,
+            zipfile.BadZipFile, EOFError) as exc:
         if args.debug:
             raise
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

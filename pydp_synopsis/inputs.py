@@ -20,6 +20,8 @@ decide (within one unit in the last place of a tie) are settled one by one
 with exact rational arithmetic.
 """
 import csv
+import re
+import warnings
 import os
 import sqlite3
 from decimal import Decimal, InvalidOperation
@@ -55,16 +57,18 @@ def _decimal_strings_to_fixed(values, k, column):
     if s.size == 0:
         return np.zeros(0, dtype=np.int64)
     neg = np.char.startswith(s, "-")
-    body = np.where(neg | np.char.startswith(s, "+"), np.char.lstrip(np.char.lstrip(s, "-"), "+"), s)
+    body = _unsigned(s)
     whole, dot, frac = np.char.partition(body, ".").T if body.ndim == 1 else (None, None, None)
     whole = np.where(whole == "", "0", whole)
     good = np.char.isdigit(whole) & ((frac == "") | np.char.isdigit(frac)) & ~((dot == ".") & (body == "."))
     good &= np.char.str_len(body) > 0
     if not good.all():
-        bad = s[~good][0]
-        raise InputError(f"column {column!r}: {bad!r} is not a decimal number "
+        row = int(np.flatnonzero(~good)[0]) + 1
+        raise InputError(f"column {column!r}, data row {row:,}: not a decimal number "
                          f"(plain digits with an optional sign and point; no exponents)")
     if int(np.char.str_len(whole).max()) + k > 18:
+        if k == 0 and not (dot == ".").any():
+            return _long_integers(whole, neg, column)
         raise InputError(f"column {column!r}: a value is too large for int64 after scaling by 1e{k}")
     width = max(int(np.char.str_len(frac).max()), k + 1)
     digits = np.char.ljust(frac, width, "0")
@@ -77,6 +81,27 @@ def _decimal_strings_to_fixed(values, k, column):
     up = (first > 5) | ((first == 5) & (rest_nonzero | (result % 2 == 1)))
     result = result + up
     return np.where(neg, -result, result)
+
+
+_U64_MAX = "18446744073709551615"
+_I64_NEG_MAX = "09223372036854775808"
+
+
+def _long_integers(whole, neg, column):
+    """Exact integers of up to 20 digits (the int64 and uint64 extremes), vectorised:
+    digit strings padded to 20 compare like the numbers they write."""
+    padded = np.char.rjust(whole, 20, "0")
+    if (np.char.str_len(whole) > 20).any() or (padded > _U64_MAX).any() \
+            or (neg & (padded > _I64_NEG_MAX)).any():
+        raise InputError(f"column {column!r}: a value is outside [-2**63, 2**64 - 1]")
+    grid = np.frombuffer(padded.astype("U20").tobytes(), dtype="U1").reshape(-1, 20).astype(np.uint64)
+    mag = grid @ (np.uint64(10) ** np.arange(19, -1, -1, dtype=np.uint64))
+    if not neg.any():
+        return mag if (mag > np.uint64(2**63 - 1)).any() else mag.astype(np.int64)
+    if not (mag[~neg] > np.uint64(2**63 - 1)).any():
+        return np.where(neg, (0 - mag).view(np.int64), mag.view(np.int64))  # exact mod 2**64
+    # negatives beside values above 2**63: only Python ints hold both
+    return np.array([-int(m) if n else int(m) for m, n in zip(mag.tolist(), neg.tolist())], dtype=object)
 
 
 def _floats_to_fixed(values, k, column):
@@ -159,28 +184,42 @@ def to_fixed_point(values, scale=None, column="values"):
     raise InputError(f"column {column!r} has unsupported type {arr.dtype}")
 
 
+def _unsigned(s):
+    """``s`` without one leading sign ("--5" keeps a "-" and is then no number)."""
+    neg, pos = np.char.startswith(s, "-"), np.char.startswith(s, "+")
+    return np.where(neg, np.char.partition(s, "-")[..., 2],
+                    np.where(pos, np.char.partition(s, "+")[..., 2], s))
+
+
 def _all_integers(strings):
-    s = np.char.lstrip(np.char.lstrip(np.char.strip(strings), "-"), "+")
-    return bool(np.char.isdigit(s).all())
+    return bool(np.char.isdigit(_unsigned(np.char.strip(strings))).all())
 
 
 def _raise_non_integer(column, strings):
-    s = np.char.lstrip(np.char.lstrip(np.char.strip(strings), "-"), "+")
-    bad = strings[~np.char.isdigit(s)][0]
+    s = _unsigned(np.char.strip(strings))
+    i = int(np.flatnonzero(~np.char.isdigit(s))[0])
     try:
-        Decimal(bad.strip())
+        Decimal(strings[i].strip())
         ok = True
     except InvalidOperation:
         ok = False
     if ok:
-        raise InputError(f"column {column!r} holds non-integer numbers such as {bad!r}: pass --scale "
+        raise InputError(f"column {column!r} holds non-integer numbers (data row {i + 1:,}): pass --scale "
                          f"(e.g. --scale 1e6) to turn decimals into integers exactly")
-    raise InputError(f"column {column!r}: {bad!r} is not a number")
+    raise InputError(f"column {column!r}, data row {i + 1:,}: not a number")
 
 
 def _read_csv(path, columns):
-    with open(path, newline="") as fh:
-        header = next(csv.reader(fh), None)
+    """Strict CSV: a header row naming distinct columns, every row with as many
+    fields as the header (row numbers in errors; never a value).  Tolerated
+    where the meaning is clear: a UTF-8 byte order mark, CRLF line ends,
+    blank lines, a header with no rows (an empty table).  Nothing is a
+    comment: a row starting with ``#`` is data (and not a number)."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        try:
+            header = next(csv.reader(fh), None)
+        except csv.Error as exc:
+            raise InputError(f"{path}: the header row is not valid CSV ({exc})") from None
     if not header:
         raise InputError(f"{path}: empty CSV file (a header row naming the columns is required)")
     header = [h.strip() for h in header]
@@ -188,10 +227,25 @@ def _read_csv(path, columns):
     for c in columns:
         if c not in header:
             raise InputError(f"{path}: no column {c!r} (columns: {', '.join(header)})")
+        if header.count(c) > 1:
+            raise InputError(f"{path}: the header names column {c!r} more than once")
         idx.append(header.index(c))
-    raw = np.loadtxt(path, delimiter=",", skiprows=1, usecols=idx, dtype=str, ndmin=2,
-                     quotechar='"')
-    return [raw[:, j] for j in range(len(columns))]
+    with open(path, newline="", encoding="utf-8-sig") as fh, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)      # blank lines, header-only files
+        try:
+            raw = np.loadtxt(fh, delimiter=",", skiprows=1, dtype=str, ndmin=2, quotechar='"',
+                             comments=None)
+        except ValueError as exc:
+            where = re.search(r"at row (\d+)", str(exc))
+            row = f"data row {where.group(1)}" if where else "a row"
+            raise InputError(f"{path}: {row} has a different number of fields than the header "
+                             f"({len(header)})") from None
+    if raw.shape[0] == 0:
+        return [np.zeros(0, dtype=np.int64) for _ in columns]
+    if raw.shape[1] != len(header):
+        raise InputError(f"{path}: the rows have {raw.shape[1]} fields but the header names "
+                         f"{len(header)} columns")
+    return [raw[:, j] for j in idx]
 
 
 def _read_npz(path, columns):
@@ -232,6 +286,15 @@ def _read_parquet(path, columns):
     return [table.column(c).to_numpy(zero_copy_only=False) for c in columns]
 
 
+_READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+                           getattr(sqlite3, "SQLITE_RECURSIVE", 33)})
+
+
+def _read_only(action, arg1, arg2, database, trigger):
+    """SQLite authorizer: SELECT, column reads, functions and recursive CTEs only."""
+    return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
+
+
 def _read_sql(sql, database, columns):
     prefix = "sqlite:///"
     if not database or not database.startswith(prefix):
@@ -240,6 +303,9 @@ def _read_sql(sql, database, columns):
     if not os.path.isfile(path):
         raise InputError(f"database file {path!r} does not exist")
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    # mode=ro alone still lets VACUUM INTO and ATTACH create files: only
+    # reading statements are authorised.
+    conn.set_authorizer(_read_only)
     try:
         cur = conn.execute(sql)
         names = [d[0] for d in cur.description or []]

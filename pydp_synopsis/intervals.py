@@ -579,13 +579,14 @@ class IntervalSynopsis:
         return self._noise_bound(delta - part_fail) + self._bias_bound(int(multiplicity))
 
     # ----------------------------------------------------------- persistence
-    def save(self, path, *, mode=0o644):
+    def save(self, path, *, mode=None):
         """Write the synopsis to ``path`` (atomic, checksummed; only released numbers).
+
+        New files get ``0o666`` less the umask unless ``mode`` is given.
 
         O(m).  Load with :func:`pydp_synopsis.load`.
         """
-        persist.save(self, path) if mode == 0o644 else persist.write_record(
-            path, *self._to_record()[:3], mode=mode)
+        persist.write_record(path, *self._to_record()[:3], mode=mode)
 
     def _to_record(self):
         eps = lambda f: [f.numerator, f.denominator]  # noqa: E731
@@ -603,7 +604,7 @@ class IntervalSynopsis:
             "k": self.k,
         }
         arrays = {"end_offsets": self._ends, "released": self._released}
-        return _KIND, meta, arrays, 0o644
+        return _KIND, meta, arrays, None
 
 
 @persist.register(_KIND)

@@ -48,7 +48,7 @@ def register(kind):
     return decorate
 
 
-def _encode(kind, meta, arrays):
+def _encode(kind, meta, arrays, annex=None):
     specs, chunks, offset = [], [], 0
     for name, arr in arrays.items():
         arr = np.ascontiguousarray(arr)
@@ -65,7 +65,8 @@ def _encode(kind, meta, arrays):
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "meta": meta,
         "arrays": specs,
-    }, sort_keys=True).encode()
+        **({"annex": annex} if annex is not None else {}),
+    }, sort_keys=True, allow_nan=False).encode()
     body = _MAGIC + bytes([ord("0") + FORMAT_VERSION]) + struct.pack("<Q", len(header)) + header
     body += b"".join(chunks)
     return body + hashlib.sha256(body).digest()
@@ -134,7 +135,7 @@ def atomic_write(path, write, *, mode=None):
         os.close(dfd)
 
 
-def write_record(path, kind, meta, arrays, *, mode=None):
+def write_record(path, kind, meta, arrays, *, mode=None, annex=None):
     """Atomically write one record to ``path`` (see :func:`atomic_write`).
 
     Parameters
@@ -149,8 +150,12 @@ def write_record(path, kind, meta, arrays, *, mode=None):
     mode : int, optional
         Permission bits; ``None`` honours the umask (synopses hold only
         released numbers); checkpoints pass ``0o600`` (they hold secret noise).
+    annex : dict, optional
+        JSON data of the caller stored beside the object (returned by
+        :func:`read_record` in ``info["annex"]``); e.g. the command line's
+        releases not yet confirmed written.
     """
-    data = _encode(kind, meta, arrays)
+    data = _encode(kind, meta, arrays, annex)
     atomic_write(path, lambda fh: fh.write(data), mode=mode)
 
 
@@ -271,9 +276,10 @@ def read_record(path):
     if not isinstance(header, dict):
         raise FormatError(f"{path}: malformed header (not an object)")
     kind, meta = header.get("kind"), header.get("meta")
-    info = {"format_version": header.get("format_version"), "created": header.get("created")}
+    info = {"format_version": header.get("format_version"), "created": header.get("created"),
+            "annex": header.get("annex")}
     if not isinstance(kind, str) or not isinstance(meta, dict) or info["format_version"] != version \
-            or not isinstance(info["created"], str):
+            or not isinstance(info["created"], str) or not isinstance(info["annex"], (dict, type(None))):
         raise FormatError(f"{path}: malformed header (kind, meta, format_version or created)")
     payload = memoryview(body)[_PREFIX + hlen:]
     arrays = {}
@@ -283,17 +289,26 @@ def read_record(path):
     return kind, meta, arrays, info
 
 
-def save(obj, path):
-    """Save a synopsis or counter: ``obj._to_record()`` -> ``(kind, meta, arrays, mode)``."""
+def save(obj, path, *, annex=None):
+    """Save a synopsis or counter (``obj._to_record()`` -> ``(kind, meta, arrays, mode)``).
+
+    ``annex``: optional JSON data stored beside the object, see :func:`write_record`.
+    """
     to_record = getattr(obj, "_to_record", None)
     if to_record is None:
         raise TypeError(f"cannot save a {type(obj).__name__}: not a synopsis or counter")
     kind, meta, arrays, mode = to_record()
-    write_record(path, kind, meta, arrays, mode=mode)
+    write_record(path, kind, meta, arrays, mode=mode, annex=annex)
 
 
-def load(path):
+def load(path, *, with_annex=False):
     """Load any object written by :func:`save` (synopses and counter checkpoints).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    with_annex : bool
+        Return ``(obj, annex)`` (``annex`` None when the file has none).
 
     Raises
     ------
@@ -302,12 +317,12 @@ def load(path):
     OSError
         The file cannot be read.
     """
-    kind, meta, arrays, _ = read_record(path)
+    kind, meta, arrays, info = read_record(path)
     loader = _LOADERS.get(kind)
     if loader is None:
         raise FormatError(f"{os.fspath(path)}: unknown kind {kind!r}")
     try:
-        return loader(meta, arrays)
+        obj = loader(meta, arrays)
     except FormatError:
         raise
     except MemoryError:
@@ -315,3 +330,4 @@ def load(path):
     except Exception as exc:  # a crafted record must never escape as another error
         raise FormatError(f"{os.fspath(path)}: inconsistent {kind} record "
                           f"({type(exc).__name__})") from None
+    return (obj, info["annex"]) if with_annex else obj

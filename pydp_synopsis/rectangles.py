@@ -989,8 +989,10 @@ class RectangleSynopsis:
         return 2 * g * (w + mu)
 
     # ----------------------------------------------------------- persistence
-    def save(self, path, *, mode=0o644):
+    def save(self, path, *, mode=None):
         """Write the synopsis to ``path`` (atomic, checksummed; only released numbers).
+
+        New files get ``0o666`` less the umask unless ``mode`` is given.
 
         O(N + sum_a m_a).  Load with :func:`pydp_synopsis.load`.
         """
@@ -1009,7 +1011,7 @@ class RectangleSynopsis:
                     "threshold_factor": self.threshold_factor, "merge": list(self.merge)}
             arrays = {f"ends_{a}": e for a, e in enumerate(self._ends)}
             arrays.update(coarse=self._grid["v"], fine=self._grid["u"], fine_shape=self._grid["m2"])
-            return _KIND, meta, arrays, 0o644
+            return _KIND, meta, arrays, None
         meta = {
             "format": _FORMAT,
             "domain": [[int(lo), int(hi)] for lo, hi in self.domain],
@@ -1029,7 +1031,7 @@ class RectangleSynopsis:
         }
         arrays = {f"ends_{a}": e for a, e in enumerate(self._ends)}
         arrays.update(count=self._count, child=self._child, succ=self._succ)
-        return _KIND, meta, arrays, 0o644
+        return _KIND, meta, arrays, None
 
 
 @persist.register(_KIND)
