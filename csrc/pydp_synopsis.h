@@ -338,7 +338,9 @@ int pds_multitree_describe(const int64_t *child, const int64_t *succ,
                            uint64_t n_records, uint32_t c, const uint64_t *m,
                            const uint32_t *k, uint8_t *axis, uint8_t *level,
                            uint64_t *index, int64_t *pred);
-/* Adaptive two-level grid (rectangles.py structure="adaptive"): coarse
+
+/* --------------------------------------------------------------- grid.c --
+ * Adaptive two-level grid (rectangles.py structure="adaptive"): coarse
  * cells = runs of g[a] of the m[a] partition segments per axis, t1[a] =
  * ceil(m[a] / g[a]) per axis, row-major; cell i holds a fine grid of
  * q[i c + a] runs of its partition segments per axis (run j of w segments
