@@ -1,7 +1,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "pydp_synopsis.h"
+#include "internal.h"
 
 /* Continual counters as streaming state machines.
  *

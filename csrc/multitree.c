@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pydp_synopsis.h"
+#include "internal.h"
 
 enum { MT_MAX_AXES = 8, MT_MAX_LEVELS = 33 };   /* m < 2^32, k >= 2 */
 static const uint64_t MT_MAX_SEGMENTS = (uint64_t)1 << 32;

@@ -52,7 +52,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <math.h>
-#include "pydp_synopsis.h"
+#include "internal.h"
 
 static const int64_t COUNT_MAX = (int64_t)1 << 62;
 static const int64_t THRESHOLD_MAX = (int64_t)1 << 53;

@@ -43,12 +43,9 @@ typedef struct pds_rng {
 int pds_rng_init_os(pds_rng *rng);
 /* Reproducible stream from a 32-byte key (tests and benchmarks only). */
 int pds_rng_init_key(pds_rng *rng, const uint8_t *key32);
-/* Reseed from the OS if the calling process is not the one that seeded
- * (a fork() happened).  Every public entry point calls this once. */
-int pds_rng_check_fork(pds_rng *rng);
-/* Next keystream word; no fork check (callers checked at entry). */
-uint64_t pds_rng_u64(pds_rng *rng);
-/* n keystream words; checks fork first. */
+/* n keystream words.  Every entry point that draws first reseeds from the
+ * OS if the calling process is not the one that seeded (a fork()
+ * happened), so a child never replays its parent's stream. */
 int pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n);
 /* RFC 8439 section 2.3 block function, for the test vectors. */
 int pds_chacha20_block(const uint8_t *key32, uint32_t counter,
@@ -58,30 +55,23 @@ int pds_chacha20_block(const uint8_t *key32, uint32_t counter,
  * Exact samplers, integer arithmetic only (Canonne, Kamath, Steinke 2020,
  * "The Discrete Gaussian for Differential Privacy", section 5).
  * Rational parameters num/den need 1 <= den < 2^62 and 0 <= num < 2^62.
- * The single-draw functions do no fork check and no argument check: they
- * are for other C kernels that validated at their entry point.
  */
-/* Next half word / single bit of the keystream (each bit used at most
- * once); no fork check. */
-uint32_t pds_rng_u32(pds_rng *rng);
-int pds_rng_coin(pds_rng *rng);
-uint64_t pds_uniform_below(pds_rng *rng, uint64_t n);          /* n >= 1 */
-int pds_bernoulli_frac(pds_rng *rng, uint64_t num, uint64_t den); /* num <= den */
-int pds_bernoulli_exp(pds_rng *rng, uint64_t num, uint64_t den);  /* P = exp(-num/den) */
-/* P(k) = (1 - e^{-g}) e^{-g k}, k >= 0, g = num/den > 0; PDS_ERANGE-free:
- * saturates at UINT64_MAX, which has probability < 2^-60 for g >= 2^-50. */
-uint64_t pds_geometric_exp(pds_rng *rng, uint64_t num, uint64_t den);
-/* Discrete Laplace, pmf proportional to exp(-|z| s / t) (scale t/s). */
-int64_t pds_discrete_laplace_one(pds_rng *rng, uint64_t t, uint64_t s);
-
-/* Batch entry points: check arguments and fork, fill caller buffers. */
+/* Batch entry points: check the arguments and the fork (as rng.c does), then
+ * fill out[0 .. count) with independent draws. */
+/* Uniform on {0, ..., n - 1}, n >= 1 (any uint64). */
 int pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count);
+/* Bernoulli(num / den), num <= den. */
 int pds_bernoulli_frac_fill(pds_rng *rng, uint64_t num, uint64_t den,
                             uint8_t *out, size_t count);
+/* Bernoulli(exp(-num / den)). */
 int pds_bernoulli_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
                            uint8_t *out, size_t count);
+/* P(k) = (1 - e^{-g}) e^{-g k}, k >= 0, g = num/den > 0 (num >= 1);
+ * saturates at UINT64_MAX, which has probability < 2^-60 for g >= 2^-50. */
 int pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
                            uint64_t *out, size_t count);
+/* Discrete Laplace, pmf proportional to exp(-|z| s / t) (scale t/s,
+ * s >= 1). */
 int pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
                               int64_t *out, size_t count);
 

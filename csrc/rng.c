@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <sys/random.h>
-#include "pydp_synopsis.h"
+#include "internal.h"
 
 static const uint32_t SIGMA[4] = {0x61707865u, 0x3320646eu, 0x79622d32u,
                                   0x6b206574u};

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "pydp_synopsis.h"
+#include "internal.h"
 
 enum { TREE_MAX_LEVELS = 64 };
 
