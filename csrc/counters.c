@@ -39,8 +39,8 @@ static int counter_fanout_ok(uint64_t fanout)
     return fanout == 2 || (fanout >= 3 && fanout <= MAX_FANOUT && (fanout & 1));
 }
 
-int pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
-                      int32_t *capacity)
+pds_status pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
+                             int32_t *capacity)
 {
     if (!counter_fanout_ok(fanout) || horizon < 1 || horizon > MAX_HORIZON) {
         return PDS_EINVAL;
@@ -62,9 +62,9 @@ int pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
     return PDS_OK;
 }
 
-int pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
-                     uint64_t scale_t, uint64_t scale_s, int32_t *digits,
-                     int64_t *slots, int32_t height, int32_t capacity)
+pds_status pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
+                            uint64_t scale_t, uint64_t scale_s, int32_t *digits,
+                            int64_t *slots, int32_t height, int32_t capacity)
 {
     int32_t h, cap;
     int st = pds_counter_shape(fanout, horizon, &h, &cap);
@@ -97,7 +97,7 @@ int pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
     return PDS_OK;
 }
 
-int pds_counter_check(const pds_counter *c)
+pds_status pds_counter_check(const pds_counter *c)
 {
     int32_t h, cap;
     if (pds_counter_shape(c->fanout, c->horizon, &h, &cap) != PDS_OK
@@ -212,8 +212,8 @@ static int counter_step_offset(pds_counter *c, pds_rng *rng)
     return st;
 }
 
-int pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
-                            int64_t *out, size_t n)
+pds_status pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
+                                   int64_t *out, size_t n)
 {
     if (c->failed) {
         return PDS_ESTATE;

@@ -107,8 +107,8 @@ static void gr_boundary(gr_axis *x, uint64_t s0, uint64_t w, uint64_t q,
     gr_put(x, jh + 1, wh);
 }
 
-int pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
-                         const int64_t *base, double *fine)
+pds_status pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
+                                const int64_t *base, double *fine)
 {
     uint64_t stride[GR_MAX_AXES], coord[GR_MAX_AXES];
     if (c == 0 || c > GR_MAX_AXES || (n_cells > 0 && (q == NULL || base == NULL
@@ -143,11 +143,11 @@ int pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
     return PDS_OK;
 }
 
-int pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
-                    const double *coarse, const int64_t *q,
-                    const int64_t *base, const double *fine, size_t count_q,
-                    const uint64_t *k, const uint64_t *r, const double *fk,
-                    const double *fr, double *out)
+pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
+                           const double *coarse, const int64_t *q,
+                           const int64_t *base, const double *fine, size_t count_q,
+                           const uint64_t *k, const uint64_t *r, const double *fk,
+                           const double *fr, double *out)
 {
     uint64_t t1[GR_MAX_AXES], cstride[GR_MAX_AXES];
     if (c == 0 || c > GR_MAX_AXES || m == NULL || g == NULL || coarse == NULL

@@ -231,11 +231,11 @@ void pds_multitree_free(pds_multitree *tree)
     tree->n_records = tree->capacity = 0;
 }
 
-int pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
-                        uint32_t c, const uint64_t *m, const uint32_t *k,
-                        uint64_t t_int, uint64_t s_int, int64_t thr_int,
-                        uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
-                        uint64_t max_records, pds_multitree *out)
+pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
+                               uint32_t c, const uint64_t *m, const uint32_t *k,
+                               uint64_t t_int, uint64_t s_int, int64_t thr_int,
+                               uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
+                               uint64_t max_records, pds_multitree *out)
 {
     mt_build b;
     int64_t top;
@@ -380,9 +380,9 @@ static int walk_all(mt_walk *w)
     return st;
 }
 
-int pds_multitree_check(const int64_t *count, const int64_t *child,
-                        const int64_t *succ, uint64_t n_records, uint32_t c,
-                        const uint64_t *m, const uint32_t *k)
+pds_status pds_multitree_check(const int64_t *count, const int64_t *child,
+                               const int64_t *succ, uint64_t n_records, uint32_t c,
+                               const uint64_t *m, const uint32_t *k)
 {
     mt_walk w;
     int st;
@@ -398,10 +398,10 @@ int pds_multitree_check(const int64_t *count, const int64_t *child,
     return walk_all(&w);
 }
 
-int pds_multitree_describe(const int64_t *child, const int64_t *succ,
-                           uint64_t n_records, uint32_t c, const uint64_t *m,
-                           const uint32_t *k, uint8_t *axis, uint8_t *level,
-                           uint64_t *index, int64_t *pred)
+pds_status pds_multitree_describe(const int64_t *child, const int64_t *succ,
+                                  uint64_t n_records, uint32_t c, const uint64_t *m,
+                                  const uint32_t *k, uint8_t *axis, uint8_t *level,
+                                  uint64_t *index, int64_t *pred)
 {
     mt_walk w;
     int st;
@@ -428,7 +428,7 @@ typedef struct {
     const int64_t *count, *child, *succ;
     const uint64_t *cum;
     pds_cover_run runs[MT_MAX_AXES][2 * MT_MAX_LEVELS];
-    int n_runs[MT_MAX_AXES];
+    uint32_t n_runs[MT_MAX_AXES];
     uint64_t kl[MT_MAX_AXES], kr[MT_MAX_AXES];
     double fl[MT_MAX_AXES], fr[MT_MAX_AXES];
     double acc;
@@ -488,7 +488,7 @@ static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
     mt_path p;
     const mt_shape *sh = q->sh;
     p.depth = sh->levels[a];
-    for (int i = 0; i < q->n_runs[a]; i++) {
+    for (uint32_t i = 0; i < q->n_runs[a]; i++) {
         const pds_cover_run *run = &q->runs[a][i];
         if (a + 1 < sh->c) {
             for (uint64_t u = run->first; u < run->end; u++)
@@ -519,14 +519,14 @@ static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
         emit(q, a, locate(q, a, top, &p, 0, q->kr[a]), w * q->fr[a]);
 }
 
-int pds_multitree_answer(const int64_t *count, const int64_t *child,
-                         const int64_t *succ, const uint64_t *cum,
-                         uint64_t n_records, uint32_t c,
-                         const uint64_t *m, const uint32_t *k,
-                         const uint64_t *wa, const uint64_t *wb,
-                         const uint64_t *kl, const double *fl,
-                         const uint64_t *kr, const double *fr,
-                         size_t count_q, double *out)
+pds_status pds_multitree_answer(const int64_t *count, const int64_t *child,
+                                const int64_t *succ, const uint64_t *cum,
+                                uint64_t n_records, uint32_t c,
+                                const uint64_t *m, const uint32_t *k,
+                                const uint64_t *wa, const uint64_t *wb,
+                                const uint64_t *kl, const double *fl,
+                                const uint64_t *kr, const double *fr,
+                                size_t count_q, double *out)
 {
     mt_shape sh;
     mt_query q;
@@ -553,10 +553,13 @@ int pds_multitree_answer(const int64_t *count, const int64_t *child,
                 || !(fl[x] >= 0.0 && fl[x] <= 1.0)
                 || !(fr[x] >= 0.0 && fr[x] <= 1.0))
                 return PDS_EINVAL;
-            q.n_runs[a] = wa[x] == wb[x] ? 0
-                          : pds_tree_cover(m[a], k[a], wa[x], wb[x], q.runs[a]);
-            if (q.n_runs[a] < 0)
-                return PDS_EINVAL;
+            q.n_runs[a] = 0;
+            if (wa[x] < wb[x]) {
+                st = pds_tree_cover(m[a], k[a], wa[x], wb[x], q.runs[a],
+                                    2 * MT_MAX_LEVELS, &q.n_runs[a]);
+                if (st != PDS_OK)
+                    return st;
+            }
             q.kl[a] = kl[x];
             q.kr[a] = kr[x];
             q.fl[a] = fl[x];

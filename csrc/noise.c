@@ -155,7 +155,7 @@ static int check_ratio(uint64_t num, uint64_t den)
     return den >= 1 && den < PARAM_LIMIT && num < PARAM_LIMIT;
 }
 
-int pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count)
+pds_status pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count)
 {
     if (!rng || n == 0 || (count && !out)) return PDS_EINVAL;
     int st = pds_rng_check_fork(rng);
@@ -164,8 +164,8 @@ int pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count)
     return PDS_OK;
 }
 
-int pds_bernoulli_frac_fill(pds_rng *rng, uint64_t num, uint64_t den,
-                            uint8_t *out, size_t count)
+pds_status pds_bernoulli_frac_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                                   uint8_t *out, size_t count)
 {
     if (!rng || !check_ratio(num, den) || num > den || (count && !out))
         return PDS_EINVAL;
@@ -176,8 +176,8 @@ int pds_bernoulli_frac_fill(pds_rng *rng, uint64_t num, uint64_t den,
     return PDS_OK;
 }
 
-int pds_bernoulli_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
-                           uint8_t *out, size_t count)
+pds_status pds_bernoulli_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                                  uint8_t *out, size_t count)
 {
     if (!rng || !check_ratio(num, den) || (count && !out)) return PDS_EINVAL;
     int st = pds_rng_check_fork(rng);
@@ -187,8 +187,8 @@ int pds_bernoulli_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
     return PDS_OK;
 }
 
-int pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
-                           uint64_t *out, size_t count)
+pds_status pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                                  uint64_t *out, size_t count)
 {
     if (!rng || !check_ratio(num, den) || num == 0 || (count && !out))
         return PDS_EINVAL;
@@ -199,8 +199,8 @@ int pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
     return PDS_OK;
 }
 
-int pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
-                              int64_t *out, size_t count)
+pds_status pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
+                                     int64_t *out, size_t count)
 {
     if (!rng || !check_ratio(s, t) || s == 0 || (count && !out))
         return PDS_EINVAL;

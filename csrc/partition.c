@@ -90,8 +90,8 @@ static void set_derived(pds_partition *p)
     p->run_err = -1.0;
 }
 
-int pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
-                       uint64_t t, uint64_t s, int64_t threshold)
+pds_status pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
+                              uint64_t t, uint64_t s, int64_t threshold)
 {
     if (p == NULL || rng == NULL || t == 0 || s == 0 || t >= SCALE_LIMIT ||
         s >= SCALE_LIMIT || threshold < 0 || threshold > THRESHOLD_MAX)
@@ -110,10 +110,10 @@ int pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
     return draw_noisy_threshold(p, rng);
 }
 
-int pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
-                          uint64_t s, int64_t threshold,
-                          int64_t noisy_threshold, int64_t count,
-                          uint64_t position, int32_t finished)
+pds_status pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
+                                 uint64_t s, int64_t threshold,
+                                 int64_t noisy_threshold, int64_t count,
+                                 uint64_t position, int32_t finished)
 {
     if (p == NULL)
         return PDS_EINVAL;
@@ -283,10 +283,10 @@ static int seal_at(pds_partition *p, pds_rng *rng, uint64_t y)
     return draw_noisy_threshold(p, rng);
 }
 
-int pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
-                       const int64_t *cnt, size_t n, uint64_t end,
-                       size_t *consumed, uint64_t *seals, size_t cap,
-                       size_t *nseals)
+pds_status pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
+                              const int64_t *cnt, size_t n, uint64_t end,
+                              size_t *consumed, uint64_t *seals, size_t cap,
+                              size_t *nseals)
 {
     if (p == NULL || rng == NULL || consumed == NULL || nseals == NULL ||
         (n > 0 && pos == NULL) || (cap > 0 && seals == NULL))
@@ -362,7 +362,7 @@ int pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
     return PDS_OK;
 }
 
-int pds_partition_resolve(pds_partition *p, int32_t outcome)
+pds_status pds_partition_resolve(pds_partition *p, int32_t outcome)
 {
     if (p == NULL || !p->pending || (outcome != 0 && outcome != 1))
         return PDS_EINVAL;
