@@ -23,11 +23,6 @@
  * (Lemma 4.12).
  */
 
-static const uint64_t MAX_HORIZON = ((uint64_t)1 << 63) - 1;
-static const int64_t MAX_PREFIX = (int64_t)1 << 62;
-/* Keeps the state small: a level holds (k-1)/2 noise terms. */
-static const uint64_t MAX_FANOUT = 65535;
-
 /* Half-width of the digit range: the number of slots per level. */
 static uint64_t counter_slots_per_level(uint64_t fanout)
 {
@@ -36,13 +31,13 @@ static uint64_t counter_slots_per_level(uint64_t fanout)
 
 static int counter_fanout_ok(uint64_t fanout)
 {
-    return fanout == 2 || (fanout >= 3 && fanout <= MAX_FANOUT && (fanout & 1));
+    return fanout == 2 || (fanout >= 3 && fanout <= PDS_MAX_COUNTER_FANOUT && (fanout & 1));
 }
 
 pds_status pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
                              int32_t *capacity)
 {
-    if (!counter_fanout_ok(fanout) || horizon < 1 || horizon > MAX_HORIZON) {
+    if (!counter_fanout_ok(fanout) || horizon < 1 || horizon > PDS_MAX_HORIZON) {
         return PDS_EINVAL;
     }
     /* Smallest h with fanout^h >= need, need = T + 1 (binary, section 3.1) or
@@ -72,8 +67,8 @@ pds_status pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
         return st;
     }
     if (h != height || cap != capacity || digits == NULL || slots == NULL
-        || scale_t == 0 || scale_s == 0 || scale_t >= ((uint64_t)1 << 62)
-        || scale_s >= ((uint64_t)1 << 62)) {
+        || scale_t == 0 || scale_s == 0 || scale_t >= PDS_PARAM_LIMIT
+        || scale_s >= PDS_PARAM_LIMIT) {
         return PDS_EINVAL;
     }
     c->horizon = horizon;
@@ -103,9 +98,9 @@ pds_status pds_counter_check(const pds_counter *c)
     if (pds_counter_shape(c->fanout, c->horizon, &h, &cap) != PDS_OK
         || h != c->height || cap != c->capacity || c->digits == NULL
         || c->slots == NULL || c->scale_t == 0 || c->scale_s == 0
-        || c->scale_t >= ((uint64_t)1 << 62) || c->scale_s >= ((uint64_t)1 << 62)
+        || c->scale_t >= PDS_PARAM_LIMIT || c->scale_s >= PDS_PARAM_LIMIT
         || c->failed != 0 || c->time > c->horizon || c->prefix < 0
-        || c->prefix > MAX_PREFIX) {
+        || c->prefix > PDS_MAX_COUNT) {
         return PDS_ESTATE;
     }
     int64_t m = (int64_t)counter_slots_per_level(c->fanout);
@@ -227,7 +222,7 @@ pds_status pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *
         if (xs[i] < 0) {
             return PDS_EINVAL;
         }
-        if (xs[i] > MAX_PREFIX - prefix) {
+        if (xs[i] > PDS_MAX_COUNT - prefix) {
             return PDS_ERANGE;
         }
         prefix += xs[i];

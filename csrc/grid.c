@@ -18,9 +18,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "pydp_synopsis.h"
-
-enum { GR_MAX_AXES = 8 };
+#include "internal.h"
 
 /* One axis of a weighted box read: up to 4 (exclusive position, coef). */
 typedef struct {
@@ -42,7 +40,7 @@ static void gr_put(gr_axis *x, uint64_t pos, double coef)
 static double gr_read(const double *p, uint32_t c, const gr_axis *ax,
                       const uint64_t *stride)
 {
-    int idx[GR_MAX_AXES];
+    int idx[PDS_MAX_AXES];
     double total = 0.0;
     for (uint32_t a = 0; a < c; a++) {
         if (ax[a].n == 0)
@@ -110,8 +108,8 @@ static void gr_boundary(gr_axis *x, uint64_t s0, uint64_t w, uint64_t q,
 pds_status pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
                                 const int64_t *base, double *fine)
 {
-    uint64_t stride[GR_MAX_AXES], coord[GR_MAX_AXES];
-    if (c == 0 || c > GR_MAX_AXES || (n_cells > 0 && (q == NULL || base == NULL
+    uint64_t stride[PDS_MAX_AXES], coord[PDS_MAX_AXES];
+    if (c == 0 || c > PDS_MAX_AXES || (n_cells > 0 && (q == NULL || base == NULL
                                                       || fine == NULL)))
         return PDS_EINVAL;
     for (uint64_t cell = 0; cell < n_cells; cell++) {
@@ -149,8 +147,8 @@ pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
                            const uint64_t *k, const uint64_t *r, const double *fk,
                            const double *fr, double *out)
 {
-    uint64_t t1[GR_MAX_AXES], cstride[GR_MAX_AXES];
-    if (c == 0 || c > GR_MAX_AXES || m == NULL || g == NULL || coarse == NULL
+    uint64_t t1[PDS_MAX_AXES], cstride[PDS_MAX_AXES];
+    if (c == 0 || c > PDS_MAX_AXES || m == NULL || g == NULL || coarse == NULL
         || q == NULL || base == NULL || fine == NULL)
         return PDS_EINVAL;
     if (count_q > 0 && (k == NULL || r == NULL || fk == NULL || fr == NULL
@@ -167,10 +165,10 @@ pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
         }
     }
     for (size_t i = 0; i < count_q; i++) {
-        uint64_t ck[GR_MAX_AXES], cr[GR_MAX_AXES], kk[GR_MAX_AXES], rr[GR_MAX_AXES];
-        double wk[GR_MAX_AXES], wr[GR_MAX_AXES];
+        uint64_t ck[PDS_MAX_AXES], cr[PDS_MAX_AXES], kk[PDS_MAX_AXES], rr[PDS_MAX_AXES];
+        double wk[PDS_MAX_AXES], wr[PDS_MAX_AXES];
         /* per axis parts: 0 = cell ck, 1 = coarse cells strictly between, 2 = cell cr */
-        int part[GR_MAX_AXES], n_parts[GR_MAX_AXES];
+        int part[PDS_MAX_AXES], n_parts[PDS_MAX_AXES];
         double acc = 0.0;
         for (uint32_t a = 0; a < c; a++) {
             size_t x = i * c + a;
@@ -195,7 +193,7 @@ pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
             if (empty) {
                 /* no coarse cell strictly between on some axis */
             } else if (all_inside) {
-                gr_axis ax[GR_MAX_AXES];
+                gr_axis ax[PDS_MAX_AXES];
                 for (uint32_t a = 0; a < c; a++) {
                     ax[a].n = 0;
                     gr_put(&ax[a], ck[a] + 1, -1.0);
@@ -204,15 +202,15 @@ pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
                 acc += gr_read(coarse, c, ax, cstride);
             } else {
                 /* every coarse cell of this part: boundary axes fixed, the rest ranges */
-                uint64_t cell[GR_MAX_AXES], first[GR_MAX_AXES], last[GR_MAX_AXES];
+                uint64_t cell[PDS_MAX_AXES], first[PDS_MAX_AXES], last[PDS_MAX_AXES];
                 for (uint32_t a = 0; a < c; a++) {
                     first[a] = part[a] == 0 ? ck[a] : part[a] == 2 ? cr[a] : ck[a] + 1;
                     last[a] = part[a] == 0 ? ck[a] : part[a] == 2 ? cr[a] : cr[a] - 1;
                     cell[a] = first[a];
                 }
                 for (;;) {
-                    uint64_t flat = 0, stride[GR_MAX_AXES], size = 1;
-                    gr_axis ax[GR_MAX_AXES];
+                    uint64_t flat = 0, stride[PDS_MAX_AXES], size = 1;
+                    gr_axis ax[PDS_MAX_AXES];
                     for (uint32_t a = 0; a < c; a++)
                         flat += cell[a] * cstride[a];
                     const int64_t *qc = q + flat * c;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "pydp_synopsis.h"
+#include "pds_limits.h"
 
 /* ---------------------------------------------------------------- rng.c */
 

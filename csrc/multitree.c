@@ -33,27 +33,24 @@
 
 #include "internal.h"
 
-enum { MT_MAX_AXES = 8, MT_MAX_LEVELS = 33 };   /* m < 2^32, k >= 2 */
-static const uint64_t MT_MAX_SEGMENTS = (uint64_t)1 << 32;
-
 typedef struct {
     uint32_t c;
-    uint64_t m[MT_MAX_AXES];
-    uint32_t k[MT_MAX_AXES];
-    uint32_t levels[MT_MAX_AXES];
-    uint64_t span[MT_MAX_AXES][MT_MAX_LEVELS];   /* k^l */
-    uint64_t width[MT_MAX_AXES][MT_MAX_LEVELS];  /* ceil(m / k^l) */
+    uint64_t m[PDS_MAX_AXES];
+    uint32_t k[PDS_MAX_AXES];
+    uint32_t levels[PDS_MAX_AXES];
+    uint64_t span[PDS_MAX_AXES][PDS_MT_MAX_LEVELS];   /* k^l */
+    uint64_t width[PDS_MAX_AXES][PDS_MT_MAX_LEVELS];  /* ceil(m / k^l) */
 } mt_shape;
 
 static int shape_init(mt_shape *sh, uint32_t c, const uint64_t *m,
                       const uint32_t *k)
 {
-    if (c == 0 || c > MT_MAX_AXES || m == NULL || k == NULL)
+    if (c == 0 || c > PDS_MAX_AXES || m == NULL || k == NULL)
         return PDS_EINVAL;
     sh->c = c;
     for (uint32_t a = 0; a < c; a++) {
         uint64_t p = 1, nodes;
-        if (m[a] >= MT_MAX_SEGMENTS
+        if (m[a] >= PDS_MT_SEGMENT_LIMIT
             || pds_tree_shape(m[a], k[a], &sh->levels[a], &nodes) != PDS_OK)
             return PDS_EINVAL;
         sh->m[a] = m[a];
@@ -82,7 +79,7 @@ typedef struct {
     pds_rng *rng;
     const uint32_t *seg;
     uint32_t *idx, *scratch;
-    uint64_t *buckets[MT_MAX_AXES];   /* (levels + 1) x (k + 1) offsets */
+    uint64_t *buckets[PDS_MAX_AXES];   /* (levels + 1) x (k + 1) offsets */
     uint64_t t[2], s[2];
     int64_t thr[2];
     uint64_t max_records;
@@ -240,7 +237,6 @@ pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
     mt_build b;
     int64_t top;
     int st;
-    const uint64_t lim = (uint64_t)1 << 62;
 
     if (out == NULL)
         return PDS_EINVAL;
@@ -249,12 +245,14 @@ pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
     st = shape_init(&b.sh, c, m, k);
     if (st != PDS_OK)
         return st;
-    if ((n > 0 && seg == NULL) || n >= ((uint64_t)1 << 32) || max_records == 0
-        || max_records > ((uint64_t)1 << 40))
+    if ((n > 0 && seg == NULL) || n >= PDS_MT_POINT_LIMIT || max_records == 0
+        || max_records > PDS_MT_MAX_RECORDS)
         return PDS_EINVAL;
-    if ((t_int != 0 && (s_int == 0 || t_int >= lim || s_int >= lim))
+    if ((t_int != 0 && (s_int == 0 || t_int >= PDS_PARAM_LIMIT
+                        || s_int >= PDS_PARAM_LIMIT))
         || (t_int == 0 && s_int != 0)
-        || (t_fin != 0 && (s_fin == 0 || t_fin >= lim || s_fin >= lim)))
+        || (t_fin != 0 && (s_fin == 0 || t_fin >= PDS_PARAM_LIMIT
+                           || s_fin >= PDS_PARAM_LIMIT)))
         return PDS_EINVAL;
     if ((t_int != 0 || t_fin != 0) && rng == NULL)
         return PDS_EINVAL;
@@ -427,10 +425,10 @@ typedef struct {
     const mt_shape *sh;
     const int64_t *count, *child, *succ;
     const uint64_t *cum;
-    pds_cover_run runs[MT_MAX_AXES][2 * MT_MAX_LEVELS];
-    uint32_t n_runs[MT_MAX_AXES];
-    uint64_t kl[MT_MAX_AXES], kr[MT_MAX_AXES];
-    double fl[MT_MAX_AXES], fr[MT_MAX_AXES];
+    pds_cover_run runs[PDS_MAX_AXES][2 * PDS_MT_MAX_LEVELS];
+    uint32_t n_runs[PDS_MAX_AXES];
+    uint64_t kl[PDS_MAX_AXES], kr[PDS_MAX_AXES];
+    double fl[PDS_MAX_AXES], fr[PDS_MAX_AXES];
     double acc;
 } mt_query;
 
@@ -438,8 +436,8 @@ typedef struct {
  * idx[l] of level l for l >= depth, a chain of ancestors. */
 typedef struct {
     uint32_t depth;
-    uint64_t idx[MT_MAX_LEVELS];
-    int64_t rec[MT_MAX_LEVELS];
+    uint64_t idx[PDS_MT_MAX_LEVELS];
+    int64_t rec[PDS_MT_MAX_LEVELS];
 } mt_path;
 
 /* Record of node u of level l in the axis-a tree whose top level starts at
@@ -556,7 +554,7 @@ pds_status pds_multitree_answer(const int64_t *count, const int64_t *child,
             q.n_runs[a] = 0;
             if (wa[x] < wb[x]) {
                 st = pds_tree_cover(m[a], k[a], wa[x], wb[x], q.runs[a],
-                                    2 * MT_MAX_LEVELS, &q.n_runs[a]);
+                                    2 * PDS_MT_MAX_LEVELS, &q.n_runs[a]);
                 if (st != PDS_OK)
                     return st;
             }

@@ -10,8 +10,6 @@
 #include <stddef.h>
 #include "internal.h"
 
-static const uint64_t PARAM_LIMIT = (uint64_t)1 << 62;
-
 /* Half words and single bits of the keystream, so that small draws do not
  * waste a whole word; each keystream bit is used at most once. */
 static inline uint32_t next_u32(pds_rng *rng)
@@ -152,7 +150,7 @@ int64_t pds_discrete_laplace_one(pds_rng *rng, uint64_t t, uint64_t s)
 
 static int check_ratio(uint64_t num, uint64_t den)
 {
-    return den >= 1 && den < PARAM_LIMIT && num < PARAM_LIMIT;
+    return den >= 1 && den < PDS_PARAM_LIMIT && num < PDS_PARAM_LIMIT;
 }
 
 pds_status pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count)

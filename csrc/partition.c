@@ -54,18 +54,13 @@
 #include <math.h>
 #include "internal.h"
 
-static const int64_t COUNT_MAX = (int64_t)1 << 62;
-static const int64_t THRESHOLD_MAX = (int64_t)1 << 53;
-static const int64_t NOISE_MAX = (int64_t)1 << 61;
-static const uint64_t SCALE_LIMIT = (uint64_t)1 << 62;
-
 /* Draw T~ = T + Z for a new segment (Fig. 1, step 1). */
 static int draw_noisy_threshold(pds_partition *p, pds_rng *rng)
 {
     int64_t z = pds_discrete_laplace_one(rng, p->t, p->s);
     /* |Z| > 2^61 has probability exp(-2^61 / b) with b <= 2^53 / 9: zero in
      * practice; refusing it keeps every later sum inside int64. */
-    if (z > NOISE_MAX || z < -NOISE_MAX)
+    if (z > PDS_MAX_NOISE || z < -PDS_MAX_NOISE)
         return PDS_ERANGE;
     p->noisy_threshold = p->threshold + z;
     return PDS_OK;
@@ -93,8 +88,8 @@ static void set_derived(pds_partition *p)
 pds_status pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
                               uint64_t t, uint64_t s, int64_t threshold)
 {
-    if (p == NULL || rng == NULL || t == 0 || s == 0 || t >= SCALE_LIMIT ||
-        s >= SCALE_LIMIT || threshold < 0 || threshold > THRESHOLD_MAX)
+    if (p == NULL || rng == NULL || t == 0 || s == 0 || t >= PDS_PARAM_LIMIT ||
+        s >= PDS_PARAM_LIMIT || threshold < 0 || threshold > PDS_MAX_THRESHOLD)
         return PDS_EINVAL;
     int st = pds_rng_check_fork(rng);
     if (st != PDS_OK)
@@ -117,11 +112,11 @@ pds_status pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
 {
     if (p == NULL)
         return PDS_EINVAL;
-    if (t == 0 || s == 0 || t >= SCALE_LIMIT || s >= SCALE_LIMIT ||
-        threshold < 0 || threshold > THRESHOLD_MAX ||
-        noisy_threshold > threshold + NOISE_MAX ||
-        noisy_threshold < threshold - NOISE_MAX || count < 0 ||
-        count > COUNT_MAX || position > last ||
+    if (t == 0 || s == 0 || t >= PDS_PARAM_LIMIT || s >= PDS_PARAM_LIMIT ||
+        threshold < 0 || threshold > PDS_MAX_THRESHOLD ||
+        noisy_threshold > threshold + PDS_MAX_NOISE ||
+        noisy_threshold < threshold - PDS_MAX_NOISE || count < 0 ||
+        count > PDS_MAX_COUNT || position > last ||
         (finished != 0 && finished != 1) ||
         (finished == 1 && (position != last || count != 0)))
         return PDS_ESTATE;
@@ -316,7 +311,7 @@ pds_status pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *po
             /* Fig. 1 step 2(a): add the counts at this position. */
             while (i < n && pos[i] == p->position) {
                 int64_t add = cnt == NULL ? 1 : cnt[i];
-                if (add > COUNT_MAX - p->count) {
+                if (add > PDS_MAX_COUNT - p->count) {
                     *consumed = i;
                     return PDS_ERANGE;
                 }

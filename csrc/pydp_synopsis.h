@@ -25,6 +25,32 @@ typedef enum {
  * that are not a pds_status give "unknown status". */
 const char *pds_strerror(int status);
 
+/* ------------------------------------------------------------- limits.c --
+ * The kernels' limits (csrc/pds_limits.h), for the Python layer to read
+ * instead of retyping them.  max_* are inclusive maxima (x <= max),
+ * *_limit are exclusive bounds (x < limit).
+ */
+typedef struct pds_limits {
+    uint64_t param_limit;        /* every part of a rational parameter (noise
+                                    scale t/s, probability num/den): 2^62 */
+    uint64_t max_horizon;        /* a counter's horizon T: 2^63 - 1 */
+    int64_t max_count;           /* a counter's prefix sum, a partition
+                                    segment's count: 2^62 */
+    uint64_t max_counter_fanout; /* odd counter fanout k: 65535 */
+    int64_t max_threshold;       /* partition threshold T: 2^53 */
+    int64_t max_noise;           /* |noise| of a partition's noisy threshold
+                                    (larger draws: PDS_ERANGE): 2^61 */
+    uint64_t tree_segment_limit; /* segments m of a tree.c tree: 2^62 */
+    uint32_t max_tree_fanout;    /* tree.c fanout: 2^24 */
+    uint32_t max_axes;           /* axes c of a multi-tree or grid: 8 */
+    uint64_t multitree_segment_limit; /* segments m[a] per multi-tree axis: 2^32 */
+    uint64_t multitree_point_limit;   /* points n of a multi-tree build: 2^32 */
+    uint64_t max_multitree_records;   /* max_records of a multi-tree: 2^40 */
+} pds_limits;
+
+/* Fill *out; PDS_EINVAL if out is NULL. */
+pds_status pds_get_limits(pds_limits *out);
+
 /* ---------------------------------------------------------------- rng.c --
  * ChaCha20 (RFC 8439) keystream as a CSPRNG.  key = 32 bytes, nonce fixed
  * to zero, 64-bit block counter (low word = RFC counter word, high word =
