@@ -28,7 +28,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._core import check, ffi, lib
+from ._core import LIMITS, check, ffi, lib
 from .errors import ParameterError
 
 __all__ = [
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 #: Numerators and denominators handed to C stay below this bound.
-_PARAM_LIMIT = 1 << 62
+_PARAM_LIMIT = LIMITS.param_limit   # 2**62
 #: Largest admitted noise scale; keeps every sample far inside int64.
 MAX_SCALE = 1 << 48
 #: Largest admitted epsilon.

@@ -35,7 +35,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ._core import ffi, lib, check
+from ._core import LIMITS, ffi, lib, check
 from .errors import DomainError, FormatError, HorizonError, NativeError, ParameterError
 from .noise import check_beta, exact_epsilon, resolve_rng, scale_parts
 
@@ -50,7 +50,7 @@ __all__ = [
 _U64 = 1 << 64
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
-_THRESHOLD_MAX = 1 << 53
+_THRESHOLD_MAX = LIMITS.max_threshold   # 2**53
 _COUNT_GUARD = float(1 << 61)
 _STATE_VERSION = 1
 

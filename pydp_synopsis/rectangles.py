@@ -19,7 +19,7 @@ import numpy as np
 
 from . import persist
 from .budget import charge
-from ._core import check, ffi, lib
+from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
 from .intervals import _tree_shape
 from .noise import (check_beta, discrete_laplace, discrete_laplace_variance, exact_epsilon,
@@ -30,7 +30,7 @@ __all__ = ["RectangleSynopsis"]
 
 _KIND = "rectangle-synopsis"
 _FORMAT = 1
-_MAX_AXES = 8
+_MAX_AXES = LIMITS.max_axes   # 8
 _ESTIMATORS = {"cover": 0, "uniform": 1}
 _CONFIGS = ("default", "dnrr")
 #: prune="auto" builds the unpruned tree up to this many nodes (~100 MB).
