@@ -82,12 +82,28 @@ static double gr_wsum(uint64_t x, uint64_t y, uint64_t k, uint64_t r,
 /* The fine-run weights of a boundary cell on one axis, as prefix entries:
  * the cell covers partition segments [s0, s0 + w), split into q runs, run j
  * starting at ceil(j w / q) (the build's mapping loc * q / w). */
+/* floor(a b / d) and ceil(a b / d) in 128 bits, for a b / d < 2^64: a cell
+ * of w segments may hold up to w runs, and w^2 may pass 2^64. */
+static uint64_t gr_muldiv(uint64_t a, uint64_t b, uint64_t d)
+{
+    return (uint64_t)((unsigned __int128)a * b / d);
+}
+
+static uint64_t gr_muldiv_up(uint64_t a, uint64_t b, uint64_t d)
+{
+    return (uint64_t)(((unsigned __int128)a * b + d - 1) / d);
+}
+
+/* The fine-run weights of a boundary cell on one axis, as prefix entries:
+ * the cell covers partition segments [s0, s0 + w), split into q runs, run j
+ * starting at ceil(j w / q) (the build's mapping loc * q / w); 1 <= q <= w,
+ * so every position written is in [0, q]. */
 static void gr_boundary(gr_axis *x, uint64_t s0, uint64_t w, uint64_t q,
                         uint64_t k, uint64_t r, double fk, double fr)
 {
     uint64_t lo = k > s0 ? k : s0, hi = r < s0 + w - 1 ? r : s0 + w - 1;
-    uint64_t jl = (lo - s0) * q / w, jh = (hi - s0) * q / w;
-    uint64_t bl = (jl * w + q - 1) / q, el = ((jl + 1) * w + q - 1) / q;
+    uint64_t jl = gr_muldiv(lo - s0, q, w), jh = gr_muldiv(hi - s0, q, w);
+    uint64_t bl = gr_muldiv_up(jl, w, q), el = gr_muldiv_up(jl + 1, w, q);
     x->n = 0;
     if (jl == jh) {
         double wl = gr_wsum(lo, hi, k, r, fk, fr) / (double)(el - bl);
@@ -95,7 +111,7 @@ static void gr_boundary(gr_axis *x, uint64_t s0, uint64_t w, uint64_t q,
         gr_put(x, jl + 1, wl);
         return;
     }
-    uint64_t bh = (jh * w + q - 1) / q, eh = ((jh + 1) * w + q - 1) / q;
+    uint64_t bh = gr_muldiv_up(jh, w, q), eh = gr_muldiv_up(jh + 1, w, q);
     double wl = gr_wsum(lo, s0 + el - 1, k, r, fk, fr) / (double)(el - bl);
     double wh = gr_wsum(s0 + bh, hi, k, r, fk, fr) / (double)(eh - bh);
     /* wl (P[jl+1]-P[jl]) + (P[jh]-P[jl+1]) + wh (P[jh+1]-P[jh]) */
@@ -105,23 +121,41 @@ static void gr_boundary(gr_axis *x, uint64_t s0, uint64_t w, uint64_t q,
     gr_put(x, jh + 1, wh);
 }
 
+/* The number of fine cells of a coarse cell whose fine grid has qc[a] runs
+ * per axis, with the row-major strides of that grid; 0 if some qc[a] < 1 or
+ * the grid, stored from fine[base], would not lie inside fine[0 .. n_fine). */
+static uint64_t gr_fine_size(uint32_t c, const int64_t *qc, int64_t base,
+                             uint64_t n_fine, uint64_t *stride)
+{
+    uint64_t size = 1;
+    for (uint32_t a = c; a-- > 0;) {
+        if (qc[a] < 1)
+            return 0;
+        stride[a] = size;
+        if (__builtin_mul_overflow(size, (uint64_t)qc[a], &size))
+            return 0;
+    }
+    if (base < 0 || (uint64_t)base > n_fine || size > n_fine - (uint64_t)base)
+        return 0;
+    return size;
+}
+
 pds_status pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
-                                const int64_t *base, double *fine)
+                                const int64_t *base, double *fine,
+                                uint64_t n_fine)
 {
     uint64_t stride[PDS_MAX_AXES], coord[PDS_MAX_AXES];
     if (c == 0 || c > PDS_MAX_AXES || (n_cells > 0 && (q == NULL || base == NULL
                                                       || fine == NULL)))
         return PDS_EINVAL;
+    /* every cell's grid inside fine[] before anything is written */
+    for (uint64_t cell = 0; cell < n_cells; cell++)
+        if (gr_fine_size(c, q + cell * c, base[cell], n_fine, stride) == 0)
+            return PDS_EINVAL;
     for (uint64_t cell = 0; cell < n_cells; cell++) {
         const int64_t *qc = q + cell * c;
         double *p = fine + base[cell];
-        uint64_t size = 1;
-        for (uint32_t a = c; a-- > 0;) {
-            if (qc[a] < 1)
-                return PDS_EINVAL;
-            stride[a] = size;
-            size *= (uint64_t)qc[a];
-        }
+        uint64_t size = gr_fine_size(c, qc, base[cell], n_fine, stride);
         /* inclusive prefix sums: one in-place pass per axis, row-major order */
         for (uint32_t a = 0; a < c; a++) {
             if (qc[a] == 1)
@@ -142,8 +176,9 @@ pds_status pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
 }
 
 pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
-                           const double *coarse, const int64_t *q,
-                           const int64_t *base, const double *fine, size_t count_q,
+                           const double *coarse, uint64_t n_cells,
+                           const int64_t *q, const int64_t *base,
+                           const double *fine, uint64_t n_fine, size_t count_q,
                            const uint64_t *k, const uint64_t *r, const double *fk,
                            const double *fr, double *out)
 {
@@ -161,8 +196,12 @@ pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
                 return PDS_EINVAL;
             t1[a] = (m[a] - 1) / g[a] + 1;
             cstride[a] = size;
-            size *= t1[a];
+            if (__builtin_mul_overflow(size, t1[a], &size))
+                return PDS_EINVAL;
         }
+        /* coarse[] and base[] hold one entry per coarse cell, q[] c */
+        if (size != n_cells)
+            return PDS_EINVAL;
     }
     for (size_t i = 0; i < count_q; i++) {
         uint64_t ck[PDS_MAX_AXES], cr[PDS_MAX_AXES], kk[PDS_MAX_AXES], rr[PDS_MAX_AXES];
@@ -209,16 +248,18 @@ pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
                     cell[a] = first[a];
                 }
                 for (;;) {
-                    uint64_t flat = 0, stride[PDS_MAX_AXES], size = 1;
+                    uint64_t flat = 0, stride[PDS_MAX_AXES];
                     gr_axis ax[PDS_MAX_AXES];
                     for (uint32_t a = 0; a < c; a++)
                         flat += cell[a] * cstride[a];
                     const int64_t *qc = q + flat * c;
+                    if (gr_fine_size(c, qc, base[flat], n_fine, stride) == 0)
+                        return PDS_EINVAL;
                     for (uint32_t a = c; a-- > 0;) {
                         uint64_t qa = (uint64_t)qc[a], s0 = cell[a] * g[a];
                         uint64_t w = m[a] - s0 < g[a] ? m[a] - s0 : g[a];
-                        stride[a] = size;
-                        size *= qa;
+                        if (qa > w)
+                            return PDS_EINVAL;   /* an empty fine run */
                         if (part[a] == 1) {
                             ax[a].n = 0;
                             gr_put(&ax[a], qa, 1.0);   /* the whole cell on this axis */

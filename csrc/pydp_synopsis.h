@@ -364,24 +364,32 @@ pds_status pds_multitree_describe(const int64_t *child, const int64_t *succ,
 /* --------------------------------------------------------------- grid.c --
  * Adaptive two-level grid (rectangles.py structure="adaptive"): coarse
  * cells = runs of g[a] of the m[a] partition segments per axis, t1[a] =
- * ceil(m[a] / g[a]) per axis, row-major; cell i holds a fine grid of
- * q[i c + a] runs of its partition segments per axis (run j of w segments
- * starts at ceil(j w / q)), stored row-major at fine[base[i] ...].
- * pds_grid_fine_prefix turns every cell's fine estimates in place into
- * inclusive prefix sums over its own grid.  pds_grid_answer: coarse holds
- * the inclusive prefix sums of the cells' totals (row-major over t1), fine
- * the per-cell prefix sums; per query i and axis a (q x c row-major) the
+ * ceil(m[a] / g[a]) per axis, n_cells = prod t1 cells, row-major; cell i
+ * holds a fine grid of q[i c + a] runs of its w partition segments per axis
+ * (1 <= q <= w; run j starts at ceil(j w / q)), stored row-major at
+ * fine[base[i] ...] inside fine[0 .. n_fine).  q has n_cells x c entries,
+ * base n_cells; every cell's grid is checked against n_fine before it is
+ * read or written (PDS_EINVAL if it does not fit).
+ */
+/* Turn every cell's fine estimates in place into inclusive prefix sums over
+ * its own grid (nothing is written unless every cell fits). */
+pds_status pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
+                                const int64_t *base, double *fine,
+                                uint64_t n_fine);
+/* coarse (n_cells entries, which must equal prod t1) holds the inclusive
+ * prefix sums of the cells' totals (row-major over t1), fine the per-cell
+ * prefix sums; per query i and axis a (count_q x c row-major) the
  * partition-segment weights are fk at k, 1 on (k, r), fr at r (k == r: fk
  * alone); the fine estimates are spread uniformly over their partition
  * segments.  out[i] = sum over partition cells of the product of weights
  * times the spread estimate: coarse cells strictly inside on every axis
  * from the coarse prefix, the O(perimeter) boundary cells from their fine
  * prefix sums.  PDS_EINVAL on bad arguments (k > r, r >= m, weights
- * outside [0, 1]). */
-pds_status pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
-                                const int64_t *base, double *fine);
+ * outside [0, 1], n_cells != prod t1, a boundary cell's q outside [1, w] or
+ * its grid outside fine[0 .. n_fine)). */
 pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
-                           const double *coarse, const int64_t *q,
-                           const int64_t *base, const double *fine, size_t count_q,
+                           const double *coarse, uint64_t n_cells,
+                           const int64_t *q, const int64_t *base,
+                           const double *fine, uint64_t n_fine, size_t count_q,
                            const uint64_t *k, const uint64_t *r, const double *fk,
                            const double *fr, double *out);
