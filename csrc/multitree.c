@@ -425,6 +425,8 @@ typedef struct {
     const mt_shape *sh;
     const int64_t *count, *child, *succ;
     const uint64_t *cum;
+    uint64_t n_records;
+    int bad;                      /* a record index left [0, n_records) */
     pds_cover_run runs[PDS_MAX_AXES][2 * PDS_MT_MAX_LEVELS];
     uint32_t n_runs[PDS_MAX_AXES];
     uint64_t kl[PDS_MAX_AXES], kr[PDS_MAX_AXES];
@@ -441,8 +443,9 @@ typedef struct {
 } mt_path;
 
 /* Record of node u of level l in the axis-a tree whose top level starts at
- * record `top`, or -1 if an ancestor was pruned (the node is absent). */
-static int64_t locate(const mt_query *q, uint32_t a, int64_t top, mt_path *p,
+ * record `top` (>= 0), or -1 if an ancestor was pruned (the node is absent)
+ * or, with q->bad set, if a record index leaves [0, n_records). */
+static int64_t locate(mt_query *q, uint32_t a, int64_t top, mt_path *p,
                       uint32_t l, uint64_t u)
 {
     const mt_shape *sh = q->sh;
@@ -452,18 +455,21 @@ static int64_t locate(const mt_query *q, uint32_t a, int64_t top, mt_path *p,
     while (j < L && !(j >= p->depth && p->idx[j] == seg / sh->span[a][j]))
         j++;
     while (j > l) {
-        uint64_t idx = seg / sh->span[a][--j];
-        int64_t r;
+        uint64_t idx = seg / sh->span[a][--j], r;
         if (j + 1 == L) {
-            r = top + (int64_t)idx;
+            r = (uint64_t)top + idx;
         } else {
             int64_t parent = p->rec[j + 1];
             if (q->child[parent] < 0)
                 return -1;
-            r = q->child[parent] + (int64_t)(idx - p->idx[j + 1] * sh->k[a]);
+            r = (uint64_t)q->child[parent] + (idx - p->idx[j + 1] * sh->k[a]);
+        }
+        if (r >= q->n_records) {
+            q->bad = 1;
+            return -1;
         }
         p->idx[j] = idx;
-        p->rec[j] = r;
+        p->rec[j] = (int64_t)r;
         p->depth = j;
     }
     return p->rec[l];
@@ -506,7 +512,9 @@ static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
                     stop = block_end;
             }
             int64_t r = locate(q, a, top, &p, run->level, u);
-            if (r >= 0)
+            if (r >= 0 && (uint64_t)r + (stop - u) > q->n_records)
+                q->bad = 1;       /* cum has n_records + 1 entries */
+            else if (r >= 0)
                 q->acc += w * (double)(int64_t)(q->cum[r + (int64_t)(stop - u)] - q->cum[r]);
             u = stop;
         }
@@ -542,6 +550,8 @@ pds_status pds_multitree_answer(const int64_t *count, const int64_t *child,
     q.child = child;
     q.succ = succ;
     q.cum = cum;
+    q.n_records = n_records;
+    q.bad = 0;
     for (size_t i = 0; i < count_q; i++) {
         for (uint32_t a = 0; a < c; a++) {
             size_t x = i * c + a;
@@ -565,6 +575,8 @@ pds_status pds_multitree_answer(const int64_t *count, const int64_t *child,
         }
         q.acc = 0.0;
         visit_axis(&q, 0, 0, 1.0);
+        if (q.bad)
+            return PDS_ESTATE;
         out[i] = q.acc;
     }
     return PDS_OK;

@@ -335,7 +335,8 @@ pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
 void pds_multitree_free(pds_multitree *tree);
 /* Check that caller-supplied records describe a well-formed multi-tree for
  * (c, m, k): every block in bounds, every record reached exactly once.
- * PDS_ESTATE if not.  Query functions assume a checked tree. */
+ * PDS_ESTATE if not.  Answers are meaningful only on a checked tree (on
+ * others they still stay inside the arrays). */
 pds_status pds_multitree_check(const int64_t *count, const int64_t *child,
                                const int64_t *succ, uint64_t n_records, uint32_t c,
                                const uint64_t *m, const uint32_t *k);
@@ -346,7 +347,9 @@ pds_status pds_multitree_check(const int64_t *count, const int64_t *child,
  * nodes' counts times the product of the weights; absent nodes count 0.
  * cum (n_records + 1) holds the records' prefix sums of count mod 2^64
  * (cum[r] = sum of count[0 .. r-1]): final-axis runs are read as one
- * difference per sibling block. */
+ * difference per sibling block.  Every record index followed is checked
+ * against n_records: PDS_ESTATE, instead of a read outside the arrays, when
+ * one points past them (pds_multitree_check refuses those and more). */
 pds_status pds_multitree_answer(const int64_t *count, const int64_t *child,
                                 const int64_t *succ, const uint64_t *cum,
                                 uint64_t n_records, uint32_t c,

@@ -1,5 +1,7 @@
-"""The adaptive-grid kernels (csrc/grid.c) called directly: answers equal the estimator
-computed by brute force, and every array is checked against the length it is given."""
+"""C kernels called directly with arrays whose lengths are given: the adaptive grid
+(csrc/grid.c) equals the estimator computed by brute force and checks every index against
+the lengths it is given; multi-tree answers (csrc/multitree.c) refuse records that point
+outside [0, n_records) instead of reading there."""
 import itertools
 import math
 
@@ -134,3 +136,51 @@ def test_grid_kernels_check_indices_against_the_lengths_given():
     wider[0, 0] = width[0][0] + 1                                   # an empty fine run
     padded = np.concatenate([fine, np.zeros(10**4)])                # room for the wider grid
     assert answer(q_=wider, n_f=padded.size, fine_=padded) == lib.PDS_EINVAL
+
+
+def _multitree(c=2, m=9, k=3, n=200, seed=5):
+    gen = np.random.default_rng(seed)
+    seg = np.ascontiguousarray(gen.integers(0, m, (n, c)), dtype=np.uint32)
+    m_arr, k_arr = np.full(c, m, dtype=np.uint64), np.full(c, k, dtype=np.uint32)
+    tree = ffi.new("pds_multitree *")
+    # no noise (t = 0), intermediate nodes uncounted, final nodes kept iff count >= 1
+    assert lib.pds_multitree_build(ffi.NULL, ffi.from_buffer("uint32_t[]", seg), n, c,
+                                   _u64(m_arr), ffi.from_buffer("uint32_t[]", k_arr),
+                                   0, 0, 0, 0, 0, 1, 1 << 20, tree) == lib.PDS_OK
+    try:
+        n_rec = int(tree.n_records)
+        arrays = [np.frombuffer(ffi.buffer(x, 8 * n_rec), dtype=np.int64).copy()
+                  for x in (tree.count, tree.child, tree.succ)]
+    finally:
+        lib.pds_multitree_free(tree)
+    return seg, m_arr, k_arr, arrays
+
+
+def test_multitree_answer_refuses_records_outside_the_arrays():
+    c, m = 2, 9
+    seg, m_arr, k_arr, (count, child, succ) = _multitree(c, m)
+    n_rec = count.size
+
+    def answer(child_=child, succ_=succ):
+        cum = np.concatenate([[0], np.cumsum(count)]).astype(np.uint64)
+        wa = np.ones((1, c), dtype=np.uint64)          # segments [1, m): leaves are read
+        wb = np.full((1, c), m, dtype=np.uint64)
+        zero_u, zero_f = np.zeros((1, c), dtype=np.uint64), np.zeros((1, c))
+        out = np.zeros(1)
+        st = lib.pds_multitree_answer(_i64(count), _i64(child_), _i64(succ_),
+                                      _u64(cum), n_rec, c, _u64(m_arr),
+                                      ffi.from_buffer("uint32_t[]", k_arr), _u64(wa), _u64(wb),
+                                      _u64(zero_u), _dbl(zero_f), _u64(zero_u), _dbl(zero_f),
+                                      1, _dbl(out))
+        return st, out[0]
+
+    assert answer() == (lib.PDS_OK, int((seg >= 1).all(axis=1).sum()))
+    # final-axis child blocks that run past the last record
+    final = (child >= 0) & (succ == -1)
+    assert final.any()
+    bad = np.where(final, n_rec - 1, child)
+    assert answer(child_=bad)[0] == lib.PDS_ESTATE
+    # successor trees starting past the end
+    for start in (n_rec, 2**62):
+        bad = np.where(succ >= 0, start, succ)
+        assert answer(succ_=bad)[0] == lib.PDS_ESTATE
