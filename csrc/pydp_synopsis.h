@@ -1,8 +1,10 @@
-/* pydp_synopsis C core: the one header.
+/* pydp_synopsis C core: the one public header, everything Python can call.
  *
  * Declarations only -- no #include, no macros -- because build.py feeds this
  * file verbatim to cffi's cdef().  Every .c file includes <stdint.h> and
- * <stddef.h> before this header.  All state lives in caller-owned structs;
+ * <stddef.h> before this header (through the private csrc/internal.h, which
+ * also declares the helpers shared between .c files and includes
+ * csrc/pds_limits.h).  All state lives in caller-owned structs;
  * there are no globals except constants.  Functions return a pds_status
  * (PDS_OK = 0 on success) unless documented otherwise -- the only others
  * are pds_strerror (a string) and pds_multitree_free (nothing); results
