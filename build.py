@@ -1,10 +1,11 @@
 """cffi out-of-line API-mode builder for ``pydp_synopsis._native``.
 
-The C declarations live in one header, ``csrc/pydp_synopsis.h``, which is fed
-verbatim to ``ffi.cdef()``; ``set_source`` only includes it.  Run through
-``pip install .`` (setup.py declares ``cffi_modules``).  Do not run
-``python -m build`` from the repo root: this file shadows pypa/build; use
-``pip wheel . -w dist`` for wheels.
+The C declarations Python sees live in one header, ``csrc/pydp_synopsis.h``,
+which is fed verbatim to ``ffi.cdef()``; ``set_source`` only includes it.
+Every ``csrc/*.c`` is compiled; ``csrc/internal.h`` and ``csrc/pds_limits.h``
+are private to the C files.  Run through ``pip install .`` (setup.py
+declares ``cffi_modules``).  Do not run ``python -m build`` from the repo
+root: this file shadows pypa/build; use ``pip wheel . -w dist`` for wheels.
 """
 import os
 from pathlib import Path
@@ -26,6 +27,9 @@ ffibuilder.set_source(
     "pydp_synopsis._native",
     '#include "pydp_synopsis.h"',
     sources=sorted(str(p.relative_to(HERE)) for p in CSRC.glob("*.c")),
+    # the public header and the private ones (internal.h, pds_limits.h):
+    # editing any of them rebuilds the extension
+    depends=sorted(str(p.relative_to(HERE)) for p in CSRC.glob("*.h")),
     include_dirs=[str(CSRC.relative_to(HERE))],
     extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
     + (SANITIZER_FLAGS if SANITIZE else []),

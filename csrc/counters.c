@@ -1,7 +1,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "pydp_synopsis.h"
+#include "internal.h"
 
 /* Continual counters as streaming state machines.
  *
@@ -23,11 +23,6 @@
  * (Lemma 4.12).
  */
 
-static const uint64_t MAX_HORIZON = ((uint64_t)1 << 63) - 1;
-static const int64_t MAX_PREFIX = (int64_t)1 << 62;
-/* Keeps the state small: a level holds (k-1)/2 noise terms. */
-static const uint64_t MAX_FANOUT = 65535;
-
 /* Half-width of the digit range: the number of slots per level. */
 static uint64_t counter_slots_per_level(uint64_t fanout)
 {
@@ -36,13 +31,13 @@ static uint64_t counter_slots_per_level(uint64_t fanout)
 
 static int counter_fanout_ok(uint64_t fanout)
 {
-    return fanout == 2 || (fanout >= 3 && fanout <= MAX_FANOUT && (fanout & 1));
+    return fanout == 2 || (fanout >= 3 && fanout <= PDS_MAX_COUNTER_FANOUT && (fanout & 1));
 }
 
-int pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
-                      int32_t *capacity)
+pds_status pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
+                             int32_t *capacity)
 {
-    if (!counter_fanout_ok(fanout) || horizon < 1 || horizon > MAX_HORIZON) {
+    if (!counter_fanout_ok(fanout) || horizon < 1 || horizon > PDS_MAX_HORIZON) {
         return PDS_EINVAL;
     }
     /* Smallest h with fanout^h >= need, need = T + 1 (binary, section 3.1) or
@@ -62,9 +57,9 @@ int pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
     return PDS_OK;
 }
 
-int pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
-                     uint64_t scale_t, uint64_t scale_s, int32_t *digits,
-                     int64_t *slots, int32_t height, int32_t capacity)
+pds_status pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
+                            uint64_t scale_t, uint64_t scale_s, int32_t *digits,
+                            int64_t *slots, int32_t height, int32_t capacity)
 {
     int32_t h, cap;
     int st = pds_counter_shape(fanout, horizon, &h, &cap);
@@ -72,8 +67,8 @@ int pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
         return st;
     }
     if (h != height || cap != capacity || digits == NULL || slots == NULL
-        || scale_t == 0 || scale_s == 0 || scale_t >= ((uint64_t)1 << 62)
-        || scale_s >= ((uint64_t)1 << 62)) {
+        || scale_t == 0 || scale_s == 0 || scale_t >= PDS_PARAM_LIMIT
+        || scale_s >= PDS_PARAM_LIMIT) {
         return PDS_EINVAL;
     }
     c->horizon = horizon;
@@ -97,15 +92,15 @@ int pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
     return PDS_OK;
 }
 
-int pds_counter_check(const pds_counter *c)
+pds_status pds_counter_check(const pds_counter *c)
 {
     int32_t h, cap;
     if (pds_counter_shape(c->fanout, c->horizon, &h, &cap) != PDS_OK
         || h != c->height || cap != c->capacity || c->digits == NULL
         || c->slots == NULL || c->scale_t == 0 || c->scale_s == 0
-        || c->scale_t >= ((uint64_t)1 << 62) || c->scale_s >= ((uint64_t)1 << 62)
+        || c->scale_t >= PDS_PARAM_LIMIT || c->scale_s >= PDS_PARAM_LIMIT
         || c->failed != 0 || c->time > c->horizon || c->prefix < 0
-        || c->prefix > MAX_PREFIX) {
+        || c->prefix > PDS_MAX_COUNT) {
         return PDS_ESTATE;
     }
     int64_t m = (int64_t)counter_slots_per_level(c->fanout);
@@ -212,8 +207,8 @@ static int counter_step_offset(pds_counter *c, pds_rng *rng)
     return st;
 }
 
-int pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
-                            int64_t *out, size_t n)
+pds_status pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
+                                   int64_t *out, size_t n)
 {
     if (c->failed) {
         return PDS_ESTATE;
@@ -227,7 +222,7 @@ int pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
         if (xs[i] < 0) {
             return PDS_EINVAL;
         }
-        if (xs[i] > MAX_PREFIX - prefix) {
+        if (xs[i] > PDS_MAX_COUNT - prefix) {
             return PDS_ERANGE;
         }
         prefix += xs[i];

@@ -31,29 +31,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pydp_synopsis.h"
-
-enum { MT_MAX_AXES = 8, MT_MAX_LEVELS = 33 };   /* m < 2^32, k >= 2 */
-static const uint64_t MT_MAX_SEGMENTS = (uint64_t)1 << 32;
+#include "internal.h"
 
 typedef struct {
     uint32_t c;
-    uint64_t m[MT_MAX_AXES];
-    uint32_t k[MT_MAX_AXES];
-    uint32_t levels[MT_MAX_AXES];
-    uint64_t span[MT_MAX_AXES][MT_MAX_LEVELS];   /* k^l */
-    uint64_t width[MT_MAX_AXES][MT_MAX_LEVELS];  /* ceil(m / k^l) */
+    uint64_t m[PDS_MAX_AXES];
+    uint32_t k[PDS_MAX_AXES];
+    uint32_t levels[PDS_MAX_AXES];
+    uint64_t span[PDS_MAX_AXES][PDS_MT_MAX_LEVELS];   /* k^l */
+    uint64_t width[PDS_MAX_AXES][PDS_MT_MAX_LEVELS];  /* ceil(m / k^l) */
 } mt_shape;
 
 static int shape_init(mt_shape *sh, uint32_t c, const uint64_t *m,
                       const uint32_t *k)
 {
-    if (c == 0 || c > MT_MAX_AXES || m == NULL || k == NULL)
+    if (c == 0 || c > PDS_MAX_AXES || m == NULL || k == NULL)
         return PDS_EINVAL;
     sh->c = c;
     for (uint32_t a = 0; a < c; a++) {
         uint64_t p = 1, nodes;
-        if (m[a] >= MT_MAX_SEGMENTS
+        if (m[a] >= PDS_MT_SEGMENT_LIMIT
             || pds_tree_shape(m[a], k[a], &sh->levels[a], &nodes) != PDS_OK)
             return PDS_EINVAL;
         sh->m[a] = m[a];
@@ -82,7 +79,7 @@ typedef struct {
     pds_rng *rng;
     const uint32_t *seg;
     uint32_t *idx, *scratch;
-    uint64_t *buckets[MT_MAX_AXES];   /* (levels + 1) x (k + 1) offsets */
+    uint64_t *buckets[PDS_MAX_AXES];   /* (levels + 1) x (k + 1) offsets */
     uint64_t t[2], s[2];
     int64_t thr[2];
     uint64_t max_records;
@@ -231,16 +228,15 @@ void pds_multitree_free(pds_multitree *tree)
     tree->n_records = tree->capacity = 0;
 }
 
-int pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
-                        uint32_t c, const uint64_t *m, const uint32_t *k,
-                        uint64_t t_int, uint64_t s_int, int64_t thr_int,
-                        uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
-                        uint64_t max_records, pds_multitree *out)
+pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
+                               uint32_t c, const uint64_t *m, const uint32_t *k,
+                               uint64_t t_int, uint64_t s_int, int64_t thr_int,
+                               uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
+                               uint64_t max_records, pds_multitree *out)
 {
     mt_build b;
     int64_t top;
     int st;
-    const uint64_t lim = (uint64_t)1 << 62;
 
     if (out == NULL)
         return PDS_EINVAL;
@@ -249,12 +245,14 @@ int pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
     st = shape_init(&b.sh, c, m, k);
     if (st != PDS_OK)
         return st;
-    if ((n > 0 && seg == NULL) || n >= ((uint64_t)1 << 32) || max_records == 0
-        || max_records > ((uint64_t)1 << 40))
+    if ((n > 0 && seg == NULL) || n >= PDS_MT_POINT_LIMIT || max_records == 0
+        || max_records > PDS_MT_MAX_RECORDS)
         return PDS_EINVAL;
-    if ((t_int != 0 && (s_int == 0 || t_int >= lim || s_int >= lim))
+    if ((t_int != 0 && (s_int == 0 || t_int >= PDS_PARAM_LIMIT
+                        || s_int >= PDS_PARAM_LIMIT))
         || (t_int == 0 && s_int != 0)
-        || (t_fin != 0 && (s_fin == 0 || t_fin >= lim || s_fin >= lim)))
+        || (t_fin != 0 && (s_fin == 0 || t_fin >= PDS_PARAM_LIMIT
+                           || s_fin >= PDS_PARAM_LIMIT)))
         return PDS_EINVAL;
     if ((t_int != 0 || t_fin != 0) && rng == NULL)
         return PDS_EINVAL;
@@ -380,9 +378,9 @@ static int walk_all(mt_walk *w)
     return st;
 }
 
-int pds_multitree_check(const int64_t *count, const int64_t *child,
-                        const int64_t *succ, uint64_t n_records, uint32_t c,
-                        const uint64_t *m, const uint32_t *k)
+pds_status pds_multitree_check(const int64_t *count, const int64_t *child,
+                               const int64_t *succ, uint64_t n_records, uint32_t c,
+                               const uint64_t *m, const uint32_t *k)
 {
     mt_walk w;
     int st;
@@ -398,10 +396,10 @@ int pds_multitree_check(const int64_t *count, const int64_t *child,
     return walk_all(&w);
 }
 
-int pds_multitree_describe(const int64_t *child, const int64_t *succ,
-                           uint64_t n_records, uint32_t c, const uint64_t *m,
-                           const uint32_t *k, uint8_t *axis, uint8_t *level,
-                           uint64_t *index, int64_t *pred)
+pds_status pds_multitree_describe(const int64_t *child, const int64_t *succ,
+                                  uint64_t n_records, uint32_t c, const uint64_t *m,
+                                  const uint32_t *k, uint8_t *axis, uint8_t *level,
+                                  uint64_t *index, int64_t *pred)
 {
     mt_walk w;
     int st;
@@ -427,10 +425,12 @@ typedef struct {
     const mt_shape *sh;
     const int64_t *count, *child, *succ;
     const uint64_t *cum;
-    pds_cover_run runs[MT_MAX_AXES][2 * MT_MAX_LEVELS];
-    int n_runs[MT_MAX_AXES];
-    uint64_t kl[MT_MAX_AXES], kr[MT_MAX_AXES];
-    double fl[MT_MAX_AXES], fr[MT_MAX_AXES];
+    uint64_t n_records;
+    int bad;                      /* a record index left [0, n_records) */
+    pds_cover_run runs[PDS_MAX_AXES][2 * PDS_MT_MAX_LEVELS];
+    uint32_t n_runs[PDS_MAX_AXES];
+    uint64_t kl[PDS_MAX_AXES], kr[PDS_MAX_AXES];
+    double fl[PDS_MAX_AXES], fr[PDS_MAX_AXES];
     double acc;
 } mt_query;
 
@@ -438,13 +438,14 @@ typedef struct {
  * idx[l] of level l for l >= depth, a chain of ancestors. */
 typedef struct {
     uint32_t depth;
-    uint64_t idx[MT_MAX_LEVELS];
-    int64_t rec[MT_MAX_LEVELS];
+    uint64_t idx[PDS_MT_MAX_LEVELS];
+    int64_t rec[PDS_MT_MAX_LEVELS];
 } mt_path;
 
 /* Record of node u of level l in the axis-a tree whose top level starts at
- * record `top`, or -1 if an ancestor was pruned (the node is absent). */
-static int64_t locate(const mt_query *q, uint32_t a, int64_t top, mt_path *p,
+ * record `top` (>= 0), or -1 if an ancestor was pruned (the node is absent)
+ * or, with q->bad set, if a record index leaves [0, n_records). */
+static int64_t locate(mt_query *q, uint32_t a, int64_t top, mt_path *p,
                       uint32_t l, uint64_t u)
 {
     const mt_shape *sh = q->sh;
@@ -454,18 +455,21 @@ static int64_t locate(const mt_query *q, uint32_t a, int64_t top, mt_path *p,
     while (j < L && !(j >= p->depth && p->idx[j] == seg / sh->span[a][j]))
         j++;
     while (j > l) {
-        uint64_t idx = seg / sh->span[a][--j];
-        int64_t r;
+        uint64_t idx = seg / sh->span[a][--j], r;
         if (j + 1 == L) {
-            r = top + (int64_t)idx;
+            r = (uint64_t)top + idx;
         } else {
             int64_t parent = p->rec[j + 1];
             if (q->child[parent] < 0)
                 return -1;
-            r = q->child[parent] + (int64_t)(idx - p->idx[j + 1] * sh->k[a]);
+            r = (uint64_t)q->child[parent] + (idx - p->idx[j + 1] * sh->k[a]);
+        }
+        if (r >= q->n_records) {
+            q->bad = 1;
+            return -1;
         }
         p->idx[j] = idx;
-        p->rec[j] = r;
+        p->rec[j] = (int64_t)r;
         p->depth = j;
     }
     return p->rec[l];
@@ -488,7 +492,7 @@ static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
     mt_path p;
     const mt_shape *sh = q->sh;
     p.depth = sh->levels[a];
-    for (int i = 0; i < q->n_runs[a]; i++) {
+    for (uint32_t i = 0; i < q->n_runs[a]; i++) {
         const pds_cover_run *run = &q->runs[a][i];
         if (a + 1 < sh->c) {
             for (uint64_t u = run->first; u < run->end; u++)
@@ -508,7 +512,9 @@ static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
                     stop = block_end;
             }
             int64_t r = locate(q, a, top, &p, run->level, u);
-            if (r >= 0)
+            if (r >= 0 && (uint64_t)r + (stop - u) > q->n_records)
+                q->bad = 1;       /* cum has n_records + 1 entries */
+            else if (r >= 0)
                 q->acc += w * (double)(int64_t)(q->cum[r + (int64_t)(stop - u)] - q->cum[r]);
             u = stop;
         }
@@ -519,14 +525,14 @@ static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
         emit(q, a, locate(q, a, top, &p, 0, q->kr[a]), w * q->fr[a]);
 }
 
-int pds_multitree_answer(const int64_t *count, const int64_t *child,
-                         const int64_t *succ, const uint64_t *cum,
-                         uint64_t n_records, uint32_t c,
-                         const uint64_t *m, const uint32_t *k,
-                         const uint64_t *wa, const uint64_t *wb,
-                         const uint64_t *kl, const double *fl,
-                         const uint64_t *kr, const double *fr,
-                         size_t count_q, double *out)
+pds_status pds_multitree_answer(const int64_t *count, const int64_t *child,
+                                const int64_t *succ, const uint64_t *cum,
+                                uint64_t n_records, uint32_t c,
+                                const uint64_t *m, const uint32_t *k,
+                                const uint64_t *wa, const uint64_t *wb,
+                                const uint64_t *kl, const double *fl,
+                                const uint64_t *kr, const double *fr,
+                                size_t count_q, double *out)
 {
     mt_shape sh;
     mt_query q;
@@ -544,6 +550,8 @@ int pds_multitree_answer(const int64_t *count, const int64_t *child,
     q.child = child;
     q.succ = succ;
     q.cum = cum;
+    q.n_records = n_records;
+    q.bad = 0;
     for (size_t i = 0; i < count_q; i++) {
         for (uint32_t a = 0; a < c; a++) {
             size_t x = i * c + a;
@@ -553,10 +561,13 @@ int pds_multitree_answer(const int64_t *count, const int64_t *child,
                 || !(fl[x] >= 0.0 && fl[x] <= 1.0)
                 || !(fr[x] >= 0.0 && fr[x] <= 1.0))
                 return PDS_EINVAL;
-            q.n_runs[a] = wa[x] == wb[x] ? 0
-                          : pds_tree_cover(m[a], k[a], wa[x], wb[x], q.runs[a]);
-            if (q.n_runs[a] < 0)
-                return PDS_EINVAL;
+            q.n_runs[a] = 0;
+            if (wa[x] < wb[x]) {
+                st = pds_tree_cover(m[a], k[a], wa[x], wb[x], q.runs[a],
+                                    2 * PDS_MT_MAX_LEVELS, &q.n_runs[a]);
+                if (st != PDS_OK)
+                    return st;
+            }
             q.kl[a] = kl[x];
             q.kr[a] = kr[x];
             q.fl[a] = fl[x];
@@ -564,260 +575,9 @@ int pds_multitree_answer(const int64_t *count, const int64_t *child,
         }
         q.acc = 0.0;
         visit_axis(&q, 0, 0, 1.0);
+        if (q.bad)
+            return PDS_ESTATE;
         out[i] = q.acc;
-    }
-    return PDS_OK;
-}
-
-/* ------------------------------------------------- adaptive two-level grid
- *
- * structure="adaptive" of the rectangle synopsis (rectangles.py): a dense
- * grid of coarse cells (runs of g[a] partition segments per axis), each
- * holding its own fine grid of q[a] runs of its partition segments (the
- * adaptive grid of Qardaji, Yang and Li, ICDE 2013, over DNRR's partition
- * cells).  A fine cell's estimate is spread uniformly over its partition
- * segments, so the answer of a rectangle whose per-axis partition-segment
- * weights are w_a (fk at segment k, 1 strictly between, fr at r) is
- *     sum_f est_f prod_a W_a(f_a),  W_a(j) = mean of w_a over fine run j.
- * Coarse cells strictly inside on every axis contribute their totals (one
- * box of the coarse prefix sums); the O(perimeter) cells that hold k or r
- * on some axis are read from their own fine prefix sums.  Prefix sums are
- * inclusive (P[i] = sum over j <= i), so they take no more room than the
- * counts; an exclusive position 0 reads 0 and is skipped. */
-
-enum { GR_MAX_AXES = 8 };
-
-/* One axis of a weighted box read: up to 4 (exclusive position, coef). */
-typedef struct {
-    int n;
-    uint64_t pos[4];
-    double coef[4];
-} gr_axis;
-
-static void gr_put(gr_axis *x, uint64_t pos, double coef)
-{
-    if (pos > 0 && coef != 0.0) {
-        x->pos[x->n] = pos;
-        x->coef[x->n] = coef;
-        x->n++;
-    }
-}
-
-/* sum over the product of the axes' entries of prod coef * P[sum (pos-1) stride] */
-static double gr_read(const double *p, uint32_t c, const gr_axis *ax,
-                      const uint64_t *stride)
-{
-    int idx[GR_MAX_AXES];
-    double total = 0.0;
-    for (uint32_t a = 0; a < c; a++) {
-        if (ax[a].n == 0)
-            return 0.0;
-        idx[a] = 0;
-    }
-    for (;;) {
-        uint64_t off = 0;
-        double w = 1.0;
-        for (uint32_t a = 0; a < c; a++) {
-            off += (ax[a].pos[idx[a]] - 1) * stride[a];
-            w *= ax[a].coef[idx[a]];
-        }
-        total += w * p[off];
-        uint32_t a = c;
-        while (a > 0) {
-            a--;
-            if (++idx[a] < ax[a].n)
-                break;
-            idx[a] = 0;
-            if (a == 0)
-                return total;
-        }
-    }
-}
-
-/* Sum of w over partition segments [x, y] (k <= x <= y <= r). */
-static double gr_wsum(uint64_t x, uint64_t y, uint64_t k, uint64_t r,
-                      double fk, double fr)
-{
-    double s = (double)(y - x + 1);
-    if (x == k)
-        s -= 1.0 - fk;
-    if (y == r && r != k)
-        s -= 1.0 - fr;
-    return s;
-}
-
-/* The fine-run weights of a boundary cell on one axis, as prefix entries:
- * the cell covers partition segments [s0, s0 + w), split into q runs, run j
- * starting at ceil(j w / q) (the build's mapping loc * q / w). */
-static void gr_boundary(gr_axis *x, uint64_t s0, uint64_t w, uint64_t q,
-                        uint64_t k, uint64_t r, double fk, double fr)
-{
-    uint64_t lo = k > s0 ? k : s0, hi = r < s0 + w - 1 ? r : s0 + w - 1;
-    uint64_t jl = (lo - s0) * q / w, jh = (hi - s0) * q / w;
-    uint64_t bl = (jl * w + q - 1) / q, el = ((jl + 1) * w + q - 1) / q;
-    x->n = 0;
-    if (jl == jh) {
-        double wl = gr_wsum(lo, hi, k, r, fk, fr) / (double)(el - bl);
-        gr_put(x, jl, -wl);
-        gr_put(x, jl + 1, wl);
-        return;
-    }
-    uint64_t bh = (jh * w + q - 1) / q, eh = ((jh + 1) * w + q - 1) / q;
-    double wl = gr_wsum(lo, s0 + el - 1, k, r, fk, fr) / (double)(el - bl);
-    double wh = gr_wsum(s0 + bh, hi, k, r, fk, fr) / (double)(eh - bh);
-    /* wl (P[jl+1]-P[jl]) + (P[jh]-P[jl+1]) + wh (P[jh+1]-P[jh]) */
-    gr_put(x, jl, -wl);
-    gr_put(x, jl + 1, wl - 1.0);
-    gr_put(x, jh, 1.0 - wh);
-    gr_put(x, jh + 1, wh);
-}
-
-int pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
-                         const int64_t *base, double *fine)
-{
-    uint64_t stride[GR_MAX_AXES], coord[GR_MAX_AXES];
-    if (c == 0 || c > GR_MAX_AXES || (n_cells > 0 && (q == NULL || base == NULL
-                                                      || fine == NULL)))
-        return PDS_EINVAL;
-    for (uint64_t cell = 0; cell < n_cells; cell++) {
-        const int64_t *qc = q + cell * c;
-        double *p = fine + base[cell];
-        uint64_t size = 1;
-        for (uint32_t a = c; a-- > 0;) {
-            if (qc[a] < 1)
-                return PDS_EINVAL;
-            stride[a] = size;
-            size *= (uint64_t)qc[a];
-        }
-        /* inclusive prefix sums: one in-place pass per axis, row-major order */
-        for (uint32_t a = 0; a < c; a++) {
-            if (qc[a] == 1)
-                continue;
-            memset(coord, 0, sizeof coord);
-            for (uint64_t i = 0; i < size; i++) {
-                if (coord[a] > 0)
-                    p[i] += p[i - stride[a]];
-                for (uint32_t b = c; b-- > 0;) {
-                    if (++coord[b] < (uint64_t)qc[b])
-                        break;
-                    coord[b] = 0;
-                }
-            }
-        }
-    }
-    return PDS_OK;
-}
-
-int pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
-                    const double *coarse, const int64_t *q,
-                    const int64_t *base, const double *fine, size_t count_q,
-                    const uint64_t *k, const uint64_t *r, const double *fk,
-                    const double *fr, double *out)
-{
-    uint64_t t1[GR_MAX_AXES], cstride[GR_MAX_AXES];
-    if (c == 0 || c > GR_MAX_AXES || m == NULL || g == NULL || coarse == NULL
-        || q == NULL || base == NULL || fine == NULL)
-        return PDS_EINVAL;
-    if (count_q > 0 && (k == NULL || r == NULL || fk == NULL || fr == NULL
-                        || out == NULL))
-        return PDS_EINVAL;
-    {
-        uint64_t size = 1;
-        for (uint32_t a = c; a-- > 0;) {
-            if (m[a] == 0 || g[a] == 0)
-                return PDS_EINVAL;
-            t1[a] = (m[a] - 1) / g[a] + 1;
-            cstride[a] = size;
-            size *= t1[a];
-        }
-    }
-    for (size_t i = 0; i < count_q; i++) {
-        uint64_t ck[GR_MAX_AXES], cr[GR_MAX_AXES], kk[GR_MAX_AXES], rr[GR_MAX_AXES];
-        double wk[GR_MAX_AXES], wr[GR_MAX_AXES];
-        /* per axis parts: 0 = cell ck, 1 = coarse cells strictly between, 2 = cell cr */
-        int part[GR_MAX_AXES], n_parts[GR_MAX_AXES];
-        double acc = 0.0;
-        for (uint32_t a = 0; a < c; a++) {
-            size_t x = i * c + a;
-            if (k[x] > r[x] || r[x] >= m[a] || !(fk[x] >= 0.0 && fk[x] <= 1.0)
-                || !(fr[x] >= 0.0 && fr[x] <= 1.0))
-                return PDS_EINVAL;
-            kk[a] = k[x];
-            rr[a] = r[x];
-            wk[a] = fk[x];
-            wr[a] = k[x] == r[x] ? 0.0 : fr[x];
-            ck[a] = k[x] / g[a];
-            cr[a] = r[x] / g[a];
-            n_parts[a] = ck[a] == cr[a] ? 1 : 3;
-            part[a] = 0;
-        }
-        for (;;) {
-            int all_inside = 1, empty = 0;
-            for (uint32_t a = 0; a < c; a++) {
-                all_inside &= part[a] == 1;
-                empty |= part[a] == 1 && cr[a] == ck[a] + 1;
-            }
-            if (empty) {
-                /* no coarse cell strictly between on some axis */
-            } else if (all_inside) {
-                gr_axis ax[GR_MAX_AXES];
-                for (uint32_t a = 0; a < c; a++) {
-                    ax[a].n = 0;
-                    gr_put(&ax[a], ck[a] + 1, -1.0);
-                    gr_put(&ax[a], cr[a], 1.0);
-                }
-                acc += gr_read(coarse, c, ax, cstride);
-            } else {
-                /* every coarse cell of this part: boundary axes fixed, the rest ranges */
-                uint64_t cell[GR_MAX_AXES], first[GR_MAX_AXES], last[GR_MAX_AXES];
-                for (uint32_t a = 0; a < c; a++) {
-                    first[a] = part[a] == 0 ? ck[a] : part[a] == 2 ? cr[a] : ck[a] + 1;
-                    last[a] = part[a] == 0 ? ck[a] : part[a] == 2 ? cr[a] : cr[a] - 1;
-                    cell[a] = first[a];
-                }
-                for (;;) {
-                    uint64_t flat = 0, stride[GR_MAX_AXES], size = 1;
-                    gr_axis ax[GR_MAX_AXES];
-                    for (uint32_t a = 0; a < c; a++)
-                        flat += cell[a] * cstride[a];
-                    const int64_t *qc = q + flat * c;
-                    for (uint32_t a = c; a-- > 0;) {
-                        uint64_t qa = (uint64_t)qc[a], s0 = cell[a] * g[a];
-                        uint64_t w = m[a] - s0 < g[a] ? m[a] - s0 : g[a];
-                        stride[a] = size;
-                        size *= qa;
-                        if (part[a] == 1) {
-                            ax[a].n = 0;
-                            gr_put(&ax[a], qa, 1.0);   /* the whole cell on this axis */
-                        } else {
-                            gr_boundary(&ax[a], s0, w, qa, kk[a], rr[a], wk[a], wr[a]);
-                        }
-                    }
-                    acc += gr_read(fine + base[flat], c, ax, stride);
-                    uint32_t a = c;
-                    while (a > 0) {
-                        a--;
-                        if (++cell[a] <= last[a])
-                            break;
-                        cell[a] = first[a];
-                        if (a == 0)
-                            goto next_part;
-                    }
-                }
-            }
-        next_part:;
-            uint32_t a = c;
-            while (a > 0) {
-                a--;
-                if (++part[a] < n_parts[a])
-                    break;
-                part[a] = 0;
-                if (a == 0)
-                    goto done;
-            }
-        }
-    done:
-        out[i] = acc;
     }
     return PDS_OK;
 }

@@ -8,13 +8,10 @@
  */
 #include <stdint.h>
 #include <stddef.h>
-#include "pydp_synopsis.h"
-
-static const uint64_t PARAM_LIMIT = (uint64_t)1 << 62;
+#include "internal.h"
 
 /* Half words and single bits of the keystream, so that small draws do not
- * waste a whole word; each keystream bit is used at most once.  Inline here,
- * where the samplers call them per draw; exported below for other kernels. */
+ * waste a whole word; each keystream bit is used at most once. */
 static inline uint32_t next_u32(pds_rng *rng)
 {
     if (rng->nhalf) {
@@ -37,16 +34,6 @@ static inline int next_coin(pds_rng *rng)
     rng->bits >>= 1;
     rng->nbits--;
     return b;
-}
-
-uint32_t pds_rng_u32(pds_rng *rng)
-{
-    return next_u32(rng);
-}
-
-int pds_rng_coin(pds_rng *rng)
-{
-    return next_coin(rng);
 }
 
 /* Uniform on {0, ..., n-1} without modulo bias: Lemire's multiply-and-
@@ -81,21 +68,11 @@ static inline uint64_t uniform_below(pds_rng *rng, uint64_t n)
     return (uint64_t)(m >> 64);
 }
 
-uint64_t pds_uniform_below(pds_rng *rng, uint64_t n)
-{
-    return uniform_below(rng, n);
-}
-
 static inline int bernoulli_frac(pds_rng *rng, uint64_t num, uint64_t den)
 {
     if (num == 0) return 0;
     if (num >= den) return 1;
     return uniform_below(rng, den) < num;
-}
-
-int pds_bernoulli_frac(pds_rng *rng, uint64_t num, uint64_t den)
-{
-    return bernoulli_frac(rng, num, den);
 }
 
 /* Bernoulli(num / (den * k)); splits into two independent coins when the
@@ -127,7 +104,8 @@ static inline int bernoulli_exp_minus_one(pds_rng *rng)
     return (int)(k & 1);
 }
 
-int pds_bernoulli_exp(pds_rng *rng, uint64_t num, uint64_t den)
+/* Bernoulli(exp(-num/den)). */
+static int bernoulli_exp(pds_rng *rng, uint64_t num, uint64_t den)
 {
     /* exp(-gamma) = exp(-1)^floor(gamma) * exp(-frac(gamma)). */
     uint64_t whole = num / den;
@@ -141,7 +119,7 @@ int pds_bernoulli_exp(pds_rng *rng, uint64_t num, uint64_t den)
  * exp(-1/den) (U uniform below den accepted with prob exp(-U/den), V
  * geometric with ratio exp(-1)); floor(X / num) then has ratio
  * exp(-num/den). */
-uint64_t pds_geometric_exp(pds_rng *rng, uint64_t num, uint64_t den)
+static uint64_t geometric_exp(pds_rng *rng, uint64_t num, uint64_t den)
 {
     uint64_t u;
     do {
@@ -160,7 +138,7 @@ uint64_t pds_geometric_exp(pds_rng *rng, uint64_t num, uint64_t den)
 int64_t pds_discrete_laplace_one(pds_rng *rng, uint64_t t, uint64_t s)
 {
     for (;;) {
-        uint64_t y = pds_geometric_exp(rng, s, t);
+        uint64_t y = geometric_exp(rng, s, t);
         int negative = next_coin(rng);
         if (negative && y == 0) continue;
         /* Saturation has probability exp(-2^63 s/t): zero for the scales
@@ -172,10 +150,10 @@ int64_t pds_discrete_laplace_one(pds_rng *rng, uint64_t t, uint64_t s)
 
 static int check_ratio(uint64_t num, uint64_t den)
 {
-    return den >= 1 && den < PARAM_LIMIT && num < PARAM_LIMIT;
+    return den >= 1 && den < PDS_PARAM_LIMIT && num < PDS_PARAM_LIMIT;
 }
 
-int pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count)
+pds_status pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count)
 {
     if (!rng || n == 0 || (count && !out)) return PDS_EINVAL;
     int st = pds_rng_check_fork(rng);
@@ -184,8 +162,8 @@ int pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count)
     return PDS_OK;
 }
 
-int pds_bernoulli_frac_fill(pds_rng *rng, uint64_t num, uint64_t den,
-                            uint8_t *out, size_t count)
+pds_status pds_bernoulli_frac_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                                   uint8_t *out, size_t count)
 {
     if (!rng || !check_ratio(num, den) || num > den || (count && !out))
         return PDS_EINVAL;
@@ -196,31 +174,31 @@ int pds_bernoulli_frac_fill(pds_rng *rng, uint64_t num, uint64_t den,
     return PDS_OK;
 }
 
-int pds_bernoulli_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
-                           uint8_t *out, size_t count)
+pds_status pds_bernoulli_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                                  uint8_t *out, size_t count)
 {
     if (!rng || !check_ratio(num, den) || (count && !out)) return PDS_EINVAL;
     int st = pds_rng_check_fork(rng);
     if (st != PDS_OK) return st;
     for (size_t i = 0; i < count; i++)
-        out[i] = (uint8_t)pds_bernoulli_exp(rng, num, den);
+        out[i] = (uint8_t)bernoulli_exp(rng, num, den);
     return PDS_OK;
 }
 
-int pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
-                           uint64_t *out, size_t count)
+pds_status pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                                  uint64_t *out, size_t count)
 {
     if (!rng || !check_ratio(num, den) || num == 0 || (count && !out))
         return PDS_EINVAL;
     int st = pds_rng_check_fork(rng);
     if (st != PDS_OK) return st;
     for (size_t i = 0; i < count; i++)
-        out[i] = pds_geometric_exp(rng, num, den);
+        out[i] = geometric_exp(rng, num, den);
     return PDS_OK;
 }
 
-int pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
-                              int64_t *out, size_t count)
+pds_status pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
+                                     int64_t *out, size_t count)
 {
     if (!rng || !check_ratio(s, t) || s == 0 || (count && !out))
         return PDS_EINVAL;

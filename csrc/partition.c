@@ -52,12 +52,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <math.h>
-#include "pydp_synopsis.h"
-
-static const int64_t COUNT_MAX = (int64_t)1 << 62;
-static const int64_t THRESHOLD_MAX = (int64_t)1 << 53;
-static const int64_t NOISE_MAX = (int64_t)1 << 61;
-static const uint64_t SCALE_LIMIT = (uint64_t)1 << 62;
+#include "internal.h"
 
 /* Draw T~ = T + Z for a new segment (Fig. 1, step 1). */
 static int draw_noisy_threshold(pds_partition *p, pds_rng *rng)
@@ -65,7 +60,7 @@ static int draw_noisy_threshold(pds_partition *p, pds_rng *rng)
     int64_t z = pds_discrete_laplace_one(rng, p->t, p->s);
     /* |Z| > 2^61 has probability exp(-2^61 / b) with b <= 2^53 / 9: zero in
      * practice; refusing it keeps every later sum inside int64. */
-    if (z > NOISE_MAX || z < -NOISE_MAX)
+    if (z > PDS_MAX_NOISE || z < -PDS_MAX_NOISE)
         return PDS_ERANGE;
     p->noisy_threshold = p->threshold + z;
     return PDS_OK;
@@ -90,11 +85,11 @@ static void set_derived(pds_partition *p)
     p->run_err = -1.0;
 }
 
-int pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
-                       uint64_t t, uint64_t s, int64_t threshold)
+pds_status pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
+                              uint64_t t, uint64_t s, int64_t threshold)
 {
-    if (p == NULL || rng == NULL || t == 0 || s == 0 || t >= SCALE_LIMIT ||
-        s >= SCALE_LIMIT || threshold < 0 || threshold > THRESHOLD_MAX)
+    if (p == NULL || rng == NULL || t == 0 || s == 0 || t >= PDS_PARAM_LIMIT ||
+        s >= PDS_PARAM_LIMIT || threshold < 0 || threshold > PDS_MAX_THRESHOLD)
         return PDS_EINVAL;
     int st = pds_rng_check_fork(rng);
     if (st != PDS_OK)
@@ -110,18 +105,18 @@ int pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
     return draw_noisy_threshold(p, rng);
 }
 
-int pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
-                          uint64_t s, int64_t threshold,
-                          int64_t noisy_threshold, int64_t count,
-                          uint64_t position, int32_t finished)
+pds_status pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
+                                 uint64_t s, int64_t threshold,
+                                 int64_t noisy_threshold, int64_t count,
+                                 uint64_t position, int32_t finished)
 {
     if (p == NULL)
         return PDS_EINVAL;
-    if (t == 0 || s == 0 || t >= SCALE_LIMIT || s >= SCALE_LIMIT ||
-        threshold < 0 || threshold > THRESHOLD_MAX ||
-        noisy_threshold > threshold + NOISE_MAX ||
-        noisy_threshold < threshold - NOISE_MAX || count < 0 ||
-        count > COUNT_MAX || position > last ||
+    if (t == 0 || s == 0 || t >= PDS_PARAM_LIMIT || s >= PDS_PARAM_LIMIT ||
+        threshold < 0 || threshold > PDS_MAX_THRESHOLD ||
+        noisy_threshold > threshold + PDS_MAX_NOISE ||
+        noisy_threshold < threshold - PDS_MAX_NOISE || count < 0 ||
+        count > PDS_MAX_COUNT || position > last ||
         (finished != 0 && finished != 1) ||
         (finished == 1 && (position != last || count != 0)))
         return PDS_ESTATE;
@@ -283,10 +278,10 @@ static int seal_at(pds_partition *p, pds_rng *rng, uint64_t y)
     return draw_noisy_threshold(p, rng);
 }
 
-int pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
-                       const int64_t *cnt, size_t n, uint64_t end,
-                       size_t *consumed, uint64_t *seals, size_t cap,
-                       size_t *nseals)
+pds_status pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
+                              const int64_t *cnt, size_t n, uint64_t end,
+                              size_t *consumed, uint64_t *seals, size_t cap,
+                              size_t *nseals)
 {
     if (p == NULL || rng == NULL || consumed == NULL || nseals == NULL ||
         (n > 0 && pos == NULL) || (cap > 0 && seals == NULL))
@@ -316,7 +311,7 @@ int pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
             /* Fig. 1 step 2(a): add the counts at this position. */
             while (i < n && pos[i] == p->position) {
                 int64_t add = cnt == NULL ? 1 : cnt[i];
-                if (add > COUNT_MAX - p->count) {
+                if (add > PDS_MAX_COUNT - p->count) {
                     *consumed = i;
                     return PDS_ERANGE;
                 }
@@ -362,7 +357,7 @@ int pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
     return PDS_OK;
 }
 
-int pds_partition_resolve(pds_partition *p, int32_t outcome)
+pds_status pds_partition_resolve(pds_partition *p, int32_t outcome)
 {
     if (p == NULL || !p->pending || (outcome != 0 && outcome != 1))
         return PDS_EINVAL;

@@ -1,10 +1,14 @@
-/* pydp_synopsis C core: the one header.
+/* pydp_synopsis C core: the one public header, everything Python can call.
  *
  * Declarations only -- no #include, no macros -- because build.py feeds this
  * file verbatim to cffi's cdef().  Every .c file includes <stdint.h> and
- * <stddef.h> before this header.  All state lives in caller-owned structs;
+ * <stddef.h> before this header (through the private csrc/internal.h, which
+ * also declares the helpers shared between .c files and includes
+ * csrc/pds_limits.h).  All state lives in caller-owned structs;
  * there are no globals except constants.  Functions return a pds_status
- * (0 = success) unless documented otherwise; pds_strerror() names a status.
+ * (PDS_OK = 0 on success) unless documented otherwise -- the only others
+ * are pds_strerror (a string) and pds_multitree_free (nothing); results
+ * go to out-parameters.  pds_strerror() names a status.
  */
 
 typedef enum {
@@ -19,7 +23,35 @@ typedef enum {
     PDS_ESTATE = 7       /* a restored state is inconsistent */
 } pds_status;
 
+/* A static message for a status; never NULL (no error sentinel): codes
+ * that are not a pds_status give "unknown status". */
 const char *pds_strerror(int status);
+
+/* ------------------------------------------------------------- limits.c --
+ * The kernels' limits (csrc/pds_limits.h), for the Python layer to read
+ * instead of retyping them.  max_* are inclusive maxima (x <= max),
+ * *_limit are exclusive bounds (x < limit).
+ */
+typedef struct pds_limits {
+    uint64_t param_limit;        /* every part of a rational parameter (noise
+                                    scale t/s, probability num/den): 2^62 */
+    uint64_t max_horizon;        /* a counter's horizon T: 2^63 - 1 */
+    int64_t max_count;           /* a counter's prefix sum, a partition
+                                    segment's count: 2^62 */
+    uint64_t max_counter_fanout; /* odd counter fanout k: 65535 */
+    int64_t max_threshold;       /* partition threshold T: 2^53 */
+    int64_t max_noise;           /* |noise| of a partition's noisy threshold
+                                    (larger draws: PDS_ERANGE): 2^61 */
+    uint64_t tree_segment_limit; /* segments m of a tree.c tree: 2^62 */
+    uint32_t max_tree_fanout;    /* tree.c fanout: 2^24 */
+    uint32_t max_axes;           /* axes c of a multi-tree or grid: 8 */
+    uint64_t multitree_segment_limit; /* segments m[a] per multi-tree axis: 2^32 */
+    uint64_t multitree_point_limit;   /* points n of a multi-tree build: 2^32 */
+    uint64_t max_multitree_records;   /* max_records of a multi-tree: 2^40 */
+} pds_limits;
+
+/* Fill *out; PDS_EINVAL if out is NULL. */
+pds_status pds_get_limits(pds_limits *out);
 
 /* ---------------------------------------------------------------- rng.c --
  * ChaCha20 (RFC 8439) keystream as a CSPRNG.  key = 32 bytes, nonce fixed
@@ -40,50 +72,40 @@ typedef struct pds_rng {
 } pds_rng;
 
 /* Seed from 32 bytes of getrandom(); PDS_EENTROPY on failure. */
-int pds_rng_init_os(pds_rng *rng);
+pds_status pds_rng_init_os(pds_rng *rng);
 /* Reproducible stream from a 32-byte key (tests and benchmarks only). */
-int pds_rng_init_key(pds_rng *rng, const uint8_t *key32);
-/* Reseed from the OS if the calling process is not the one that seeded
- * (a fork() happened).  Every public entry point calls this once. */
-int pds_rng_check_fork(pds_rng *rng);
-/* Next keystream word; no fork check (callers checked at entry). */
-uint64_t pds_rng_u64(pds_rng *rng);
-/* n keystream words; checks fork first. */
-int pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n);
+pds_status pds_rng_init_key(pds_rng *rng, const uint8_t *key32);
+/* n keystream words.  Every entry point that draws first reseeds from the
+ * OS if the calling process is not the one that seeded (a fork()
+ * happened), so a child never replays its parent's stream. */
+pds_status pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n);
 /* RFC 8439 section 2.3 block function, for the test vectors. */
-int pds_chacha20_block(const uint8_t *key32, uint32_t counter,
-                       const uint8_t *nonce12, uint8_t *out64);
+pds_status pds_chacha20_block(const uint8_t *key32, uint32_t counter,
+                              const uint8_t *nonce12, uint8_t *out64);
 
 /* -------------------------------------------------------------- noise.c --
  * Exact samplers, integer arithmetic only (Canonne, Kamath, Steinke 2020,
  * "The Discrete Gaussian for Differential Privacy", section 5).
  * Rational parameters num/den need 1 <= den < 2^62 and 0 <= num < 2^62.
- * The single-draw functions do no fork check and no argument check: they
- * are for other C kernels that validated at their entry point.
  */
-/* Next half word / single bit of the keystream (each bit used at most
- * once); no fork check. */
-uint32_t pds_rng_u32(pds_rng *rng);
-int pds_rng_coin(pds_rng *rng);
-uint64_t pds_uniform_below(pds_rng *rng, uint64_t n);          /* n >= 1 */
-int pds_bernoulli_frac(pds_rng *rng, uint64_t num, uint64_t den); /* num <= den */
-int pds_bernoulli_exp(pds_rng *rng, uint64_t num, uint64_t den);  /* P = exp(-num/den) */
-/* P(k) = (1 - e^{-g}) e^{-g k}, k >= 0, g = num/den > 0; PDS_ERANGE-free:
+/* Batch entry points: check the arguments and the fork (as rng.c does), then
+ * fill out[0 .. count) with independent draws. */
+/* Uniform on {0, ..., n - 1}, n >= 1 (any uint64). */
+pds_status pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count);
+/* Bernoulli(num / den), num <= den. */
+pds_status pds_bernoulli_frac_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                                   uint8_t *out, size_t count);
+/* Bernoulli(exp(-num / den)). */
+pds_status pds_bernoulli_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                                  uint8_t *out, size_t count);
+/* P(k) = (1 - e^{-g}) e^{-g k}, k >= 0, g = num/den > 0 (num >= 1);
  * saturates at UINT64_MAX, which has probability < 2^-60 for g >= 2^-50. */
-uint64_t pds_geometric_exp(pds_rng *rng, uint64_t num, uint64_t den);
-/* Discrete Laplace, pmf proportional to exp(-|z| s / t) (scale t/s). */
-int64_t pds_discrete_laplace_one(pds_rng *rng, uint64_t t, uint64_t s);
-
-/* Batch entry points: check arguments and fork, fill caller buffers. */
-int pds_uniform_fill(pds_rng *rng, uint64_t n, uint64_t *out, size_t count);
-int pds_bernoulli_frac_fill(pds_rng *rng, uint64_t num, uint64_t den,
-                            uint8_t *out, size_t count);
-int pds_bernoulli_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
-                           uint8_t *out, size_t count);
-int pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
-                           uint64_t *out, size_t count);
-int pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
-                              int64_t *out, size_t count);
+pds_status pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
+                                  uint64_t *out, size_t count);
+/* Discrete Laplace, pmf proportional to exp(-|z| s / t) (scale t/s,
+ * s >= 1). */
+pds_status pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
+                                     int64_t *out, size_t count);
 
 /* ---------------------------------------------------------- partition.c --
  * DNRR Fig. 1 private partition (online), with the exact skip of Remark 2.2
@@ -121,14 +143,14 @@ typedef struct pds_partition {
 
 /* Start a partition of positions 0..last; draws the first T~.
  * threshold in [0, 2^53]. */
-int pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
-                       uint64_t t, uint64_t s, int64_t threshold);
+pds_status pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
+                              uint64_t t, uint64_t s, int64_t threshold);
 /* Rebuild a partition from a checkpoint without drawing anything; PDS_ESTATE
  * if the fields are inconsistent. */
-int pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
-                          uint64_t s, int64_t threshold,
-                          int64_t noisy_threshold, int64_t count,
-                          uint64_t position, int32_t finished);
+pds_status pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
+                                 uint64_t s, int64_t threshold,
+                                 int64_t noisy_threshold, int64_t count,
+                                 uint64_t position, int32_t finished);
 /* Process positions p->position .. end (inclusive, end <= last).  The
  * positions pos[0..n) (non-decreasing, each in [p->position, end]) carry
  * counts cnt[i] >= 0 (cnt == NULL: 1 each, duplicates allowed); every other
@@ -139,13 +161,13 @@ int pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
  * set: decide it exactly, call pds_partition_resolve, then call again with
  * the items not yet consumed),
  * PDS_EINVAL, PDS_ERANGE (a segment count would exceed 2^62). */
-int pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
-                       const int64_t *cnt, size_t n, uint64_t end,
-                       size_t *consumed, uint64_t *seals, size_t cap,
-                       size_t *nseals);
+pds_status pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
+                              const int64_t *cnt, size_t n, uint64_t end,
+                              size_t *consumed, uint64_t *seals, size_t cap,
+                              size_t *nseals);
 /* Record the exact outcome (0 or 1) of the pending comparison; the next
  * pds_partition_feed call continues from it.  Draws nothing. */
-int pds_partition_resolve(pds_partition *p, int32_t outcome);
+pds_status pds_partition_resolve(pds_partition *p, int32_t outcome);
 
 /* ----------------------------------------------------------- counters.c --
  * Continual counters (Andersson, Pagh, Torkamani): fanout 2 is the binary
@@ -171,20 +193,20 @@ typedef struct pds_counter {
 } pds_counter;
 
 /* Height h and slot count for a fanout and horizon (1 <= T < 2^63). */
-int pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
-                      int32_t *capacity);
+pds_status pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
+                             int32_t *capacity);
 /* Start at time 0; height/capacity must equal pds_counter_shape's. */
-int pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
-                     uint64_t scale_t, uint64_t scale_s, int32_t *digits,
-                     int64_t *slots, int32_t height, int32_t capacity);
+pds_status pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
+                            uint64_t scale_t, uint64_t scale_s, int32_t *digits,
+                            int64_t *slots, int32_t height, int32_t capacity);
 /* Validate a restored state (digits represent time, noise = sum of the
  * slots in use, unused slots zero): PDS_OK or PDS_ESTATE. */
-int pds_counter_check(const pds_counter *c);
+pds_status pds_counter_check(const pds_counter *c);
 /* n updates: out[i] = noisy prefix sum after xs[i].  The whole batch is
  * checked first (PDS_EHORIZON past the horizon, PDS_EINVAL for x < 0,
  * PDS_ERANGE if the prefix would pass 2^62), so on error nothing changed. */
-int pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
-                            int64_t *out, size_t n);
+pds_status pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
+                                   int64_t *out, size_t n);
 
 /* --------------------------------------------------------------- tree.c --
  * DNRR section 3.2: a noisy tree of fanout f (2 <= f <= 2^24; f = 2 is
@@ -199,14 +221,14 @@ int pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
  * Segment ranges [i, j] are 0-based and inclusive.
  */
 /* levels and node count of the tree over m >= 1 segments (m < 2^62). */
-int pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels, uint64_t *nodes);
+pds_status pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels, uint64_t *nodes);
 /* nodes[] = true node counts from the m segment counts (all >= 0) plus
  * independent discrete Laplace noise of scale t/s on every node
  * (t/s = levels / epsilon_t for epsilon_t-DP).  t = 0 adds no noise (tests).
  * PDS_ERANGE if a count or noisy count leaves int64. */
-int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
-                   uint32_t fanout, uint64_t t, uint64_t s, int64_t *nodes,
-                   uint64_t n_nodes);
+pds_status pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
+                          uint32_t fanout, uint64_t t, uint64_t s, int64_t *nodes,
+                          uint64_t n_nodes);
 /* One run of a cover: nodes [first, end) of stored level `level`. */
 typedef struct pds_cover_run {
     uint32_t level;
@@ -220,27 +242,29 @@ typedef struct pds_cover_run {
  * maximal subtree inside.  Written to runs[] as <= 2 levels - 1 runs in
  * left-to-right segment order: below the stop level one run of < f
  * siblings at each end, then the stop level's run (<= 2 (f - 1) nodes, or
- * <= f on the top level).  runs[] must hold 2 levels entries (128 always
- * do).  Returns the number of runs, or -1 on invalid arguments. */
-int pds_tree_cover(uint64_t m, uint32_t fanout, uint64_t a, uint64_t b,
-                   pds_cover_run *runs);
+ * <= f on the top level).  runs[] has cap entries and must hold the
+ * 2 levels - 1 runs a cover of this tree may need (128 always do);
+ * *n_runs receives the number written.  PDS_EINVAL (*n_runs = 0) on
+ * invalid arguments or a too small cap. */
+pds_status pds_tree_cover(uint64_t m, uint32_t fanout, uint64_t a, uint64_t b,
+                          pds_cover_run *runs, size_t cap, uint32_t *n_runs);
 /* out[q] = sum of the noisy counts of the minimal cover of segments
  * [i[q], j[q]] (<= 2 (f - 1) nodes per level below the top, <= f on the top
  * level); PDS_EINVAL if i > j or j >= m. */
-int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout,
-                        const uint64_t *i, const uint64_t *j, size_t count,
-                        int64_t *out);
+pds_status pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout,
+                               const uint64_t *i, const uint64_t *j, size_t count,
+                               int64_t *out);
 /* Hay et al. 2010 consistency: the least-squares (equal-variance) leaf
  * estimates implied by all released node counts, written to leaf[m]. */
-int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
-                               uint32_t fanout, double *leaf);
+pds_status pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
+                                      uint32_t fanout, double *leaf);
 /* *out = max over released nodes v and segment ranges R of |a_v|, where the
  * consistent estimate of R is sum_v a_v * (noisy count of v): computed
  * exactly by smoothing a unit observation at every node of the (at most
  * two distinct) top-level subtrees.  PDS_ERANGE (nothing written) when that
  * costs more than about max_work node updates. */
-int pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
-                                 uint64_t max_work, double *out);
+pds_status pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
+                                        uint64_t max_work, double *out);
 /* Interval answers.  ends[m]: segment end offsets (strictly increasing,
  * ends[m-1] = domain size - 1); lo/hi: query offsets (lo <= hi <= ends[m-1]);
  * seg_lo/seg_hi: the segments holding lo and hi.  A segment wholly inside
@@ -254,17 +278,17 @@ int pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
  * The _tree variant reads the raw noisy tree of fanout f (minimal covers);
  * the _prefix variant reads prefix[m + 1] (prefix[0] = 0) of segment
  * estimates.  PDS_EINVAL on inconsistent indices. */
-int pds_interval_answer_tree(const int64_t *nodes, uint64_t m,
-                             uint32_t fanout, const uint64_t *ends,
-                             const uint64_t *lo, const uint64_t *hi,
-                             const uint64_t *seg_lo, const uint64_t *seg_hi,
-                             size_t count, int estimator, double tau,
-                             double *out);
-int pds_interval_answer_prefix(const double *prefix, uint64_t m,
-                               const uint64_t *ends, const uint64_t *lo,
-                               const uint64_t *hi, const uint64_t *seg_lo,
-                               const uint64_t *seg_hi, size_t count,
-                               int estimator, double tau, double *out);
+pds_status pds_interval_answer_tree(const int64_t *nodes, uint64_t m,
+                                    uint32_t fanout, const uint64_t *ends,
+                                    const uint64_t *lo, const uint64_t *hi,
+                                    const uint64_t *seg_lo, const uint64_t *seg_hi,
+                                    size_t count, int estimator, double tau,
+                                    double *out);
+pds_status pds_interval_answer_prefix(const double *prefix, uint64_t m,
+                                      const uint64_t *ends, const uint64_t *lo,
+                                      const uint64_t *hi, const uint64_t *seg_lo,
+                                      const uint64_t *seg_hi, size_t count,
+                                      int estimator, double tau, double *out);
 
 /* ---------------------------------------------------------- multitree.c --
  * DNRR section 3.3 and Remark 3.4: the c-dimensional multi-tree over the
@@ -305,18 +329,19 @@ typedef struct pds_multitree {
  * max_records bounds the size (PDS_ENOMEM beyond it).  On success *out owns
  * malloc'ed arrays: release them with pds_multitree_free (also safe after a
  * failed build, which leaves *out empty). */
-int pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
-                        uint32_t c, const uint64_t *m, const uint32_t *k,
-                        uint64_t t_int, uint64_t s_int, int64_t thr_int,
-                        uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
-                        uint64_t max_records, pds_multitree *out);
+pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
+                               uint32_t c, const uint64_t *m, const uint32_t *k,
+                               uint64_t t_int, uint64_t s_int, int64_t thr_int,
+                               uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
+                               uint64_t max_records, pds_multitree *out);
 void pds_multitree_free(pds_multitree *tree);
 /* Check that caller-supplied records describe a well-formed multi-tree for
  * (c, m, k): every block in bounds, every record reached exactly once.
- * PDS_ESTATE if not.  Query functions assume a checked tree. */
-int pds_multitree_check(const int64_t *count, const int64_t *child,
-                        const int64_t *succ, uint64_t n_records, uint32_t c,
-                        const uint64_t *m, const uint32_t *k);
+ * PDS_ESTATE if not.  Answers are meaningful only on a checked tree (on
+ * others they still stay inside the arrays). */
+pds_status pds_multitree_check(const int64_t *count, const int64_t *child,
+                               const int64_t *succ, uint64_t n_records, uint32_t c,
+                               const uint64_t *m, const uint32_t *k);
 /* Answers.  Per query q and axis a (arrays q x c row-major): whole
  * segments [wa, wb) (wa == wb: none) and up to two partial boundary
  * segments kl, kr with weights fl, fr in [0, 1] (0 = unused).  out[q] is
@@ -324,40 +349,52 @@ int pds_multitree_check(const int64_t *count, const int64_t *child,
  * nodes' counts times the product of the weights; absent nodes count 0.
  * cum (n_records + 1) holds the records' prefix sums of count mod 2^64
  * (cum[r] = sum of count[0 .. r-1]): final-axis runs are read as one
- * difference per sibling block. */
-int pds_multitree_answer(const int64_t *count, const int64_t *child,
-                         const int64_t *succ, const uint64_t *cum,
-                         uint64_t n_records, uint32_t c,
-                         const uint64_t *m, const uint32_t *k,
-                         const uint64_t *wa, const uint64_t *wb,
-                         const uint64_t *kl, const double *fl,
-                         const uint64_t *kr, const double *fr,
-                         size_t count_q, double *out);
+ * difference per sibling block.  Every record index followed is checked
+ * against n_records: PDS_ESTATE, instead of a read outside the arrays, when
+ * one points past them (pds_multitree_check refuses those and more). */
+pds_status pds_multitree_answer(const int64_t *count, const int64_t *child,
+                                const int64_t *succ, const uint64_t *cum,
+                                uint64_t n_records, uint32_t c,
+                                const uint64_t *m, const uint32_t *k,
+                                const uint64_t *wa, const uint64_t *wb,
+                                const uint64_t *kl, const double *fl,
+                                const uint64_t *kr, const double *fr,
+                                size_t count_q, double *out);
 /* For every record: its axis, level and node index (for tests, Claim 3.3). */
-int pds_multitree_describe(const int64_t *child, const int64_t *succ,
-                           uint64_t n_records, uint32_t c, const uint64_t *m,
-                           const uint32_t *k, uint8_t *axis, uint8_t *level,
-                           uint64_t *index, int64_t *pred);
-/* Adaptive two-level grid (rectangles.py structure="adaptive"): coarse
+pds_status pds_multitree_describe(const int64_t *child, const int64_t *succ,
+                                  uint64_t n_records, uint32_t c, const uint64_t *m,
+                                  const uint32_t *k, uint8_t *axis, uint8_t *level,
+                                  uint64_t *index, int64_t *pred);
+
+/* --------------------------------------------------------------- grid.c --
+ * Adaptive two-level grid (rectangles.py structure="adaptive"): coarse
  * cells = runs of g[a] of the m[a] partition segments per axis, t1[a] =
- * ceil(m[a] / g[a]) per axis, row-major; cell i holds a fine grid of
- * q[i c + a] runs of its partition segments per axis (run j of w segments
- * starts at ceil(j w / q)), stored row-major at fine[base[i] ...].
- * pds_grid_fine_prefix turns every cell's fine estimates in place into
- * inclusive prefix sums over its own grid.  pds_grid_answer: coarse holds
- * the inclusive prefix sums of the cells' totals (row-major over t1), fine
- * the per-cell prefix sums; per query i and axis a (q x c row-major) the
+ * ceil(m[a] / g[a]) per axis, n_cells = prod t1 cells, row-major; cell i
+ * holds a fine grid of q[i c + a] runs of its w partition segments per axis
+ * (1 <= q <= w; run j starts at ceil(j w / q)), stored row-major at
+ * fine[base[i] ...] inside fine[0 .. n_fine).  q has n_cells x c entries,
+ * base n_cells; every cell's grid is checked against n_fine before it is
+ * read or written (PDS_EINVAL if it does not fit).
+ */
+/* Turn every cell's fine estimates in place into inclusive prefix sums over
+ * its own grid (nothing is written unless every cell fits). */
+pds_status pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
+                                const int64_t *base, double *fine,
+                                uint64_t n_fine);
+/* coarse (n_cells entries, which must equal prod t1) holds the inclusive
+ * prefix sums of the cells' totals (row-major over t1), fine the per-cell
+ * prefix sums; per query i and axis a (count_q x c row-major) the
  * partition-segment weights are fk at k, 1 on (k, r), fr at r (k == r: fk
  * alone); the fine estimates are spread uniformly over their partition
  * segments.  out[i] = sum over partition cells of the product of weights
  * times the spread estimate: coarse cells strictly inside on every axis
  * from the coarse prefix, the O(perimeter) boundary cells from their fine
  * prefix sums.  PDS_EINVAL on bad arguments (k > r, r >= m, weights
- * outside [0, 1]). */
-int pds_grid_fine_prefix(uint32_t c, uint64_t n_cells, const int64_t *q,
-                         const int64_t *base, double *fine);
-int pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
-                    const double *coarse, const int64_t *q,
-                    const int64_t *base, const double *fine, size_t count_q,
-                    const uint64_t *k, const uint64_t *r, const double *fk,
-                    const double *fr, double *out);
+ * outside [0, 1], n_cells != prod t1, a boundary cell's q outside [1, w] or
+ * its grid outside fine[0 .. n_fine)). */
+pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
+                           const double *coarse, uint64_t n_cells,
+                           const int64_t *q, const int64_t *base,
+                           const double *fine, uint64_t n_fine, size_t count_q,
+                           const uint64_t *k, const uint64_t *r, const double *fk,
+                           const double *fr, double *out);

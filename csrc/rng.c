@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <sys/random.h>
-#include "pydp_synopsis.h"
+#include "internal.h"
 
 static const uint32_t SIGMA[4] = {0x61707865u, 0x3320646eu, 0x79622d32u,
                                   0x6b206574u};
@@ -73,8 +73,8 @@ static void chacha_blocks(const uint32_t key[8], uint32_t counter0,
     }
 }
 
-int pds_chacha20_block(const uint8_t *key32, uint32_t counter,
-                       const uint8_t *nonce12, uint8_t *out64)
+pds_status pds_chacha20_block(const uint8_t *key32, uint32_t counter,
+                              const uint8_t *nonce12, uint8_t *out64)
 {
     if (!key32 || !nonce12 || !out64) return PDS_EINVAL;
     uint32_t key[8], nonce[3], blocks[LANES][16];
@@ -116,7 +116,7 @@ static void set_key(pds_rng *rng, const uint8_t *key32)
     rng->pid = (int64_t)getpid();
 }
 
-int pds_rng_init_os(pds_rng *rng)
+pds_status pds_rng_init_os(pds_rng *rng)
 {
     if (!rng) return PDS_EINVAL;
     uint8_t key[32];
@@ -137,7 +137,7 @@ int pds_rng_init_os(pds_rng *rng)
     return PDS_OK;
 }
 
-int pds_rng_init_key(pds_rng *rng, const uint8_t *key32)
+pds_status pds_rng_init_key(pds_rng *rng, const uint8_t *key32)
 {
     if (!rng || !key32) return PDS_EINVAL;
     set_key(rng, key32);
@@ -145,7 +145,7 @@ int pds_rng_init_key(pds_rng *rng, const uint8_t *key32)
     return PDS_OK;
 }
 
-int pds_rng_check_fork(pds_rng *rng)
+pds_status pds_rng_check_fork(pds_rng *rng)
 {
     if (!rng) return PDS_EINVAL;
     if (rng->pid == (int64_t)getpid()) return PDS_OK;
@@ -160,7 +160,7 @@ uint64_t pds_rng_u64(pds_rng *rng)
     return rng->buf[rng->pos++];
 }
 
-int pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n)
+pds_status pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n)
 {
     int st = pds_rng_check_fork(rng);
     if (st != PDS_OK) return st;

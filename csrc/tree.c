@@ -22,13 +22,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "pydp_synopsis.h"
-
-enum { TREE_MAX_LEVELS = 64 };
+#include "internal.h"
 
 static int fanout_ok(uint32_t f)
 {
-    return f >= 2 && f <= ((uint32_t)1 << 24);
+    return f >= 2 && f <= PDS_MAX_TREE_FANOUT;
 }
 
 /* max(1, ceil(log_f m)): the least L >= 1 with f^L >= m. */
@@ -58,12 +56,12 @@ static void tree_layout(uint64_t m, uint32_t f, uint32_t levels,
     }
 }
 
-int pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels,
-                   uint64_t *nodes)
+pds_status pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels,
+                          uint64_t *nodes)
 {
-    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
+    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
     uint32_t l;
-    if (levels == NULL || nodes == NULL || m == 0 || m >= ((uint64_t)1 << 62)
+    if (levels == NULL || nodes == NULL || m == 0 || m >= PDS_TREE_SEGMENT_LIMIT
         || !fanout_ok(fanout))
         return PDS_EINVAL;
     l = tree_levels(m, fanout);
@@ -73,11 +71,11 @@ int pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels,
     return PDS_OK;
 }
 
-int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
-                   uint32_t fanout, uint64_t t, uint64_t s, int64_t *nodes,
-                   uint64_t n_nodes)
+pds_status pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
+                          uint32_t fanout, uint64_t t, uint64_t s, int64_t *nodes,
+                          uint64_t n_nodes)
 {
-    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
+    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
     uint32_t levels;
     uint64_t total;
     int st;
@@ -89,8 +87,8 @@ int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
         return st;
     if (n_nodes != total)
         return PDS_EINVAL;
-    if (t != 0 && (rng == NULL || s == 0 || t >= ((uint64_t)1 << 62)
-                   || s >= ((uint64_t)1 << 62)))
+    if (t != 0 && (rng == NULL || s == 0 || t >= PDS_PARAM_LIMIT
+                   || s >= PDS_PARAM_LIMIT))
         return PDS_EINVAL;
     tree_layout(m, fanout, levels, start, width);
 
@@ -132,7 +130,7 @@ int pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
 static int cover_runs(uint64_t m, uint32_t fanout, uint32_t levels, uint64_t a,
                       uint64_t b, pds_cover_run *runs)
 {
-    pds_cover_run right[TREE_MAX_LEVELS];
+    pds_cover_run right[PDS_TREE_MAX_LEVELS];
     uint32_t l = 0;
     uint64_t w = m;
     int n = 0, nr = 0;
@@ -162,13 +160,20 @@ static int cover_runs(uint64_t m, uint32_t fanout, uint32_t levels, uint64_t a,
     return n;
 }
 
-int pds_tree_cover(uint64_t m, uint32_t fanout, uint64_t a, uint64_t b,
-                   pds_cover_run *runs)
+pds_status pds_tree_cover(uint64_t m, uint32_t fanout, uint64_t a, uint64_t b,
+                          pds_cover_run *runs, size_t cap, uint32_t *n_runs)
 {
-    if (runs == NULL || m == 0 || m >= ((uint64_t)1 << 62) || !fanout_ok(fanout)
-        || a >= b || b > m)
-        return -1;
-    return cover_runs(m, fanout, tree_levels(m, fanout), a, b, runs);
+    uint32_t levels;
+    if (n_runs != NULL)
+        *n_runs = 0;
+    if (runs == NULL || n_runs == NULL || m == 0 || m >= PDS_TREE_SEGMENT_LIMIT
+        || !fanout_ok(fanout) || a >= b || b > m)
+        return PDS_EINVAL;
+    levels = tree_levels(m, fanout);
+    if (cap < 2 * (size_t)levels - 1)
+        return PDS_EINVAL;
+    *n_runs = (uint32_t)cover_runs(m, fanout, levels, a, b, runs);
+    return PDS_OK;
 }
 
 /* Sum of the noisy counts of the cover of [a, b), a < b <= m
@@ -177,7 +182,7 @@ static int cover_sum(const int64_t *nodes, const uint64_t *start, uint64_t m,
                      uint32_t f, uint32_t levels, uint64_t a, uint64_t b,
                      int64_t *sum)
 {
-    pds_cover_run runs[2 * TREE_MAX_LEVELS];
+    pds_cover_run runs[2 * PDS_TREE_MAX_LEVELS];
     int64_t acc = 0;
     int n = cover_runs(m, f, levels, a, b, runs);
     for (int r = 0; r < n; r++) {
@@ -190,11 +195,11 @@ static int cover_sum(const int64_t *nodes, const uint64_t *start, uint64_t m,
     return PDS_OK;
 }
 
-int pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout,
-                        const uint64_t *i, const uint64_t *j, size_t count,
-                        int64_t *out)
+pds_status pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout,
+                               const uint64_t *i, const uint64_t *j, size_t count,
+                               int64_t *out)
 {
-    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
+    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
     uint32_t levels;
     uint64_t total;
     int st;
@@ -270,10 +275,10 @@ static void consistent_pass(const double *y, uint64_t m, uint32_t f,
     }
 }
 
-int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
-                               uint32_t fanout, double *leaf)
+pds_status pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
+                                      uint32_t fanout, double *leaf)
 {
-    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
+    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
     uint32_t levels;
     uint64_t total;
     double *z, *var, *y;
@@ -304,7 +309,7 @@ int pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
 static int subtree_max_coef(uint64_t ms, uint32_t f, uint32_t levels,
                             double *best)
 {
-    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS], total;
+    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS], total;
     double *y, *z, *var;
     tree_layout(ms, f, levels, start, width);
     total = start[levels - 1] + width[levels - 1];
@@ -330,8 +335,8 @@ static int subtree_max_coef(uint64_t ms, uint32_t f, uint32_t levels,
     return PDS_OK;
 }
 
-int pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
-                                 uint64_t max_work, double *out)
+pds_status pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
+                                        uint64_t max_work, double *out)
 {
     uint32_t levels;
     uint64_t total, span = 1, first, last, sub_nodes;
@@ -470,14 +475,14 @@ static int answer_args_ok(uint64_t m, const uint64_t *ends, const uint64_t *lo,
                           && seg_hi != NULL && out != NULL);
 }
 
-int pds_interval_answer_tree(const int64_t *nodes, uint64_t m,
-                             uint32_t fanout, const uint64_t *ends,
-                             const uint64_t *lo, const uint64_t *hi,
-                             const uint64_t *seg_lo, const uint64_t *seg_hi,
-                             size_t count, int estimator, double tau,
-                             double *out)
+pds_status pds_interval_answer_tree(const int64_t *nodes, uint64_t m,
+                                    uint32_t fanout, const uint64_t *ends,
+                                    const uint64_t *lo, const uint64_t *hi,
+                                    const uint64_t *seg_lo, const uint64_t *seg_hi,
+                                    size_t count, int estimator, double tau,
+                                    double *out)
 {
-    uint64_t start[TREE_MAX_LEVELS], width[TREE_MAX_LEVELS];
+    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
     uint32_t levels;
     uint64_t total;
     int st;
@@ -507,11 +512,11 @@ int pds_interval_answer_tree(const int64_t *nodes, uint64_t m,
     return PDS_OK;
 }
 
-int pds_interval_answer_prefix(const double *prefix, uint64_t m,
-                               const uint64_t *ends, const uint64_t *lo,
-                               const uint64_t *hi, const uint64_t *seg_lo,
-                               const uint64_t *seg_hi, size_t count,
-                               int estimator, double tau, double *out)
+pds_status pds_interval_answer_prefix(const double *prefix, uint64_t m,
+                                      const uint64_t *ends, const uint64_t *lo,
+                                      const uint64_t *hi, const uint64_t *seg_lo,
+                                      const uint64_t *seg_hi, size_t count,
+                                      int estimator, double tau, double *out)
 {
     int st;
     if (prefix == NULL || !answer_args_ok(m, ends, lo, hi, seg_lo, seg_hi,

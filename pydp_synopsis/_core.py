@@ -5,7 +5,7 @@ then pass the returned status to :func:`check`, which turns it into the
 matching exception.  Importing fails loudly when the extension is missing:
 there is no pure-Python fallback.
 """
-import types
+import dataclasses
 
 from . import errors
 
@@ -19,9 +19,6 @@ except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
     ) from exc
 
 __all__ = ["ffi", "lib", "check", "strerror", "LIMITS"]
-
-#: Limits of the C core (rational parameter parts stay below ``max_param``).
-LIMITS = types.SimpleNamespace(max_param=1 << 62)
 
 _EXCEPTIONS = {
     lib.PDS_EINVAL: errors.ParameterError,
@@ -55,3 +52,23 @@ def check(status, what=""):
     cls = _EXCEPTIONS.get(status, errors.NativeError)
     msg = strerror(status)
     raise cls(f"{what}: {msg}" if what else msg)
+
+
+def _read_limits():
+    """The C kernels' limits (``pds_get_limits``), as a frozen dataclass.
+
+    One field per member of ``struct pds_limits`` (csrc/pydp_synopsis.h),
+    each a Python int: ``max_*`` are inclusive maxima, ``*_limit`` exclusive
+    bounds.  Python validation reads these rather than retyping the numbers.
+    """
+    out = ffi.new("pds_limits *")
+    check(lib.pds_get_limits(out), "limits")
+    names = [name for name, _ in ffi.typeof("pds_limits").fields]
+    cls = dataclasses.make_dataclass("Limits", names, frozen=True)
+    cls.__module__ = __name__
+    cls.__doc__ = "The C core's limits (read-only); see csrc/pds_limits.h."
+    return cls(**{name: int(getattr(out, name)) for name in names})
+
+
+#: The C core's limits, read once at import (read-only: a frozen dataclass).
+LIMITS = _read_limits()

@@ -35,7 +35,7 @@ import operator
 import numpy as np
 
 from . import persist
-from ._core import check, ffi, lib
+from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .budget import charge
 from .noise import discrete_laplace_variance
@@ -45,9 +45,9 @@ from .tails import laplace_sum_tail
 
 __all__ = ["BinaryTreeCounter", "KaryTreeCounter", "SparseStreamCounter"]
 
-_MAX_HORIZON = 2**63 - 1
-_MAX_ITEM = 2**62
-_MAX_FANOUT = 65535
+_MAX_HORIZON = LIMITS.max_horizon        # 2**63 - 1
+_MAX_ITEM = LIMITS.max_count              # 2**62
+_MAX_FANOUT = LIMITS.max_counter_fanout   # 65535
 # A noise scale above 2^40 would let a sum of noise terms approach int64's
 # range with non-negligible probability; such an epsilon is useless anyway.
 _MAX_SCALE = 2**40

@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 #: Numerators and denominators handed to C stay below this bound.
-_PARAM_LIMIT = LIMITS.max_param
+_PARAM_LIMIT = LIMITS.param_limit
 #: Largest admitted noise scale of the samplers; keeps every sample far inside int64.
 MAX_SCALE = 1 << 48
 #: Largest admitted epsilon.

@@ -34,7 +34,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._core import ffi, lib, check
+from ._core import LIMITS, ffi, lib, check
 from .errors import DomainError, FormatError, HorizonError, NativeError, ParameterError
 from .params import (as_offsets, check_beta, check_domain, check_positions, check_threshold_factor,
                      exact_epsilon, is_int, scale_parts)
@@ -45,7 +45,7 @@ __all__ = ["Partition", "OnlinePartition", "private_partition"]
 _U64 = 1 << 64
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
-_THRESHOLD_MAX = 1 << 53
+_THRESHOLD_MAX = LIMITS.max_threshold   # 2**53
 _COUNT_GUARD = float(1 << 61)
 _STATE_VERSION = 1
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import persist
 from .budget import charge
-from ._core import check, ffi, lib
+from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, FormatError, ParameterError
 from .intervals import _tree_shape
 from .noise import discrete_laplace, discrete_laplace_variance
@@ -33,7 +33,7 @@ __all__ = ["RectangleSynopsis"]
 
 _KIND = "rectangle-synopsis"
 _FORMAT = 1
-_MAX_AXES = 8
+_MAX_AXES = LIMITS.max_axes   # 8
 _ESTIMATORS = {"cover": 0, "uniform": 1}
 _CONFIGS = ("default", "dnrr")
 #: prune="auto" builds the unpruned tree up to this many nodes (~100 MB).
@@ -611,7 +611,7 @@ class RectangleSynopsis:
         fine = np.ascontiguousarray(est, dtype=np.float64).copy()
         m2c = np.ascontiguousarray(m2a, dtype=np.int64)
         check(lib.pds_grid_fine_prefix(c, v.size, _i64(m2c), _i64(base),
-                                       ffi.from_buffer("double[]", fine)), "adaptive grid")
+                                       ffi.from_buffer("double[]", fine), fine.size), "adaptive grid")
         coarse = np.bincount(owner, weights=est, minlength=v.size).reshape(t1a)
         for a in range(c):
             np.cumsum(coarse, axis=a, out=coarse)
@@ -650,7 +650,8 @@ class RectangleSynopsis:
         dbl = lambda x: ffi.from_buffer("double[]", x)  # noqa: E731
         check(lib.pds_grid_answer(
             c, _u64(np.array(self._m, dtype=np.uint64)), _u64(np.array(self.merge, dtype=np.uint64)),
-            dbl(gr["coarse"]), _i64(gr["m2"]), _i64(gr["base"]), dbl(gr["fine"]), q,
+            dbl(gr["coarse"]), gr["coarse"].size, _i64(gr["m2"]), _i64(gr["base"]),
+            dbl(gr["fine"]), gr["fine"].size, q,
             _u64(ks), _u64(rs_), dbl(fks), dbl(frs), dbl(out)), "rectangle answers")
         return out
 

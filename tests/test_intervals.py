@@ -73,9 +73,9 @@ def test_tree_levels_nodes_and_cover_sums_exact(m, f):
 
 def _cover_nodes(m, f, a, b):
     runs = ffi.new("pds_cover_run[128]")
-    n = lib.pds_tree_cover(m, f, a, b, runs)
-    assert n >= 0
-    return [(runs[r].level, u) for r in range(n) for u in range(runs[r].first, runs[r].end)]
+    n = ffi.new("uint32_t *")
+    assert lib.pds_tree_cover(m, f, a, b, runs, 128, n) == lib.PDS_OK
+    return [(runs[r].level, u) for r in range(n[0]) for u in range(runs[r].first, runs[r].end)]
 
 
 @pytest.mark.parametrize("m, f", [(1, 2), (2, 2), (5, 4), (9, 2), (17, 4), (33, 2), (40, 3), (70, 5),
@@ -99,9 +99,14 @@ def test_tree_cover_is_the_maximal_nodes_inside(m, f):
             firsts = [u * span[lv] for lv, u in got]
             assert firsts == sorted(firsts)
     runs = ffi.new("pds_cover_run[128]")
+    n = ffi.new("uint32_t *", 7)
     for bad in ((0, 0), (1, 0), (0, m + 1)):
-        assert lib.pds_tree_cover(m, f, *bad, runs) == -1
-    assert lib.pds_tree_cover(m, 1, 0, 1, runs) == -1
+        assert lib.pds_tree_cover(m, f, *bad, runs, 128, n) == lib.PDS_EINVAL
+        assert n[0] == 0
+    assert lib.pds_tree_cover(m, 1, 0, 1, runs, 128, n) == lib.PDS_EINVAL
+    # runs[] must have room for the 2 levels - 1 runs of the worst cover
+    assert lib.pds_tree_cover(m, f, 0, 1, runs, 2 * levels - 2, n) == lib.PDS_EINVAL
+    assert lib.pds_tree_cover(m, f, 0, 1, runs, 2 * levels - 1, n) == lib.PDS_OK
 
 
 @pytest.mark.parametrize("m, f", [(77, 2), (77, 3), (70, 5), (40, 16)])

@@ -1,0 +1,34 @@
+/* pydp_synopsis C core: declarations shared by the .c files only.
+ *
+ * Private: build.py feeds only pydp_synopsis.h to cffi's cdef(), so nothing
+ * here is reachable from Python.  Unlike the public header this one may
+ * #include and use macros.  These functions do no argument check and no
+ * fork check: they are for kernels that validated at their entry point.
+ */
+#ifndef PDS_INTERNAL_H
+#define PDS_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "pydp_synopsis.h"
+#include "pds_limits.h"
+
+/* ---------------------------------------------------------------- rng.c */
+
+/* Reseed from the OS if the calling process is not the one that seeded
+ * (a fork() happened): PDS_OK, PDS_EINVAL (rng NULL) or PDS_EENTROPY.
+ * Every public entry point that draws calls this once before drawing. */
+pds_status pds_rng_check_fork(pds_rng *rng);
+/* Next keystream word.  Cannot fail: no error sentinel. */
+uint64_t pds_rng_u64(pds_rng *rng);
+
+/* -------------------------------------------------------------- noise.c */
+
+/* One discrete Laplace draw, pmf proportional to exp(-|z| s / t) (scale
+ * t/s), for 1 <= t, s < 2^62 (unchecked).  Cannot fail: no error sentinel;
+ * the magnitude saturates at INT64_MAX, which has probability
+ * exp(-2^63 s/t) -- zero for the scales the Python layer admits. */
+int64_t pds_discrete_laplace_one(pds_rng *rng, uint64_t t, uint64_t s);
+
+#endif /* PDS_INTERNAL_H */
