@@ -25,7 +25,8 @@ import numpy as np
 
 from . import persist
 from .budget import Budget
-from .counters import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
+from .counters import BinaryTreeCounter, KaryTreeCounter
+from .sparse_counter import SparseStreamCounter
 from .errors import SynopsisError
 from .inputs import InputError, read_columns, to_fixed_point
 from .intervals import IntervalSynopsis

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from pydp_synopsis import persist
-from pydp_synopsis.counters import BinaryTreeCounter, KaryTreeCounter
+from pydp_synopsis import BinaryTreeCounter, KaryTreeCounter
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
 from pydp_synopsis import Rng, discrete_laplace_variance
 from stattests import ALPHA, assert_dp_ratio, clopper_pearson

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pydp_synopsis import persist
-from pydp_synopsis.counters import KaryTreeCounter, SparseStreamCounter
+from pydp_synopsis import KaryTreeCounter, SparseStreamCounter
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
 from pydp_synopsis import Rng
 from stattests import assert_dp_ratio, clopper_pearson
