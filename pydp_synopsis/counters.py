@@ -3,7 +3,10 @@
 A counter reads a stream ``x_1, x_2, ...`` of non-negative integers one item
 at a time and after each item releases a noisy prefix sum ``x_1 + ... + x_t``.
 All noise is discrete Laplace drawn lazily from the C CSPRNG; releases are
-integers.
+integers.  This module holds the binary and k-ary tree counters and
+:class:`ContinualCounter`, the base every counter (also
+:class:`~pydp_synopsis.SparseStreamCounter`) shares: item checks and the one
+checkpoint format.
 
 Neighbouring streams
 --------------------
@@ -18,6 +21,34 @@ prefix sums inside int64.  A stream whose items differ by more than one
 unit at one position (for example a count changed by 5) is protected with
 ``5*epsilon``, not ``epsilon``.
 
+Checkpoints
+-----------
+A counter has one state format: its *record* ``(meta, arrays)``, exactly
+what :func:`pydp_synopsis.save` writes (:func:`~pydp_synopsis.persist.write_record`).
+``meta`` holds JSON values (a composite counter nests its parts' records as
+dicts), ``arrays`` one-dimensional int64 arrays.  ``to_state()`` is a view
+of the record: the same dict with every array put back, as a list of ints,
+into the dict that owns it (``_array_places``); ``from_state()`` takes them
+out again and calls the one validating decoder, the one
+:func:`pydp_synopsis.load` calls.  Version 1 is release 0.1's format, so its
+files and JSON states still load.  A tree counter's record:
+
+=========== ==============================================================
+``kind``    ``"BinaryTreeCounter"`` or ``"KaryTreeCounter"``
+``version`` 1
+``horizon`` T
+``k``       fanout (2 for the binary tree)
+``epsilon`` ``[numerator, denominator]`` of the exact epsilon
+``time``    updates done
+``prefix``  true prefix sum (secret)
+``noise``   sum of the noise terms in use (secret); release = prefix + noise
+``rng``     a seeded generator's position (tests only), None for OS seeds
+``digits``  array: the h digits of ``time``, level 1 first
+``slots``   array: the noise terms, level by level (secret)
+=========== ==============================================================
+
+See the README sections "Continual counters" and "Saving and loading".
+
 References
 ----------
 .. [APT] J. D. Andersson, R. Pagh, S. Torkamani, "Improved Counting under
@@ -30,7 +61,6 @@ References
 from fractions import Fraction
 import abc
 import math
-import operator
 
 import numpy as np
 
@@ -43,15 +73,22 @@ from .params import check_beta, check_int, exact_epsilon, scale_parts
 from .rng import Rng, resolve_rng
 from .tails import laplace_sum_tail
 
-__all__ = ["BinaryTreeCounter", "KaryTreeCounter"]
+__all__ = ["ContinualCounter", "BinaryTreeCounter", "KaryTreeCounter"]
 
-_MAX_HORIZON = 2**63 - 1
-_MAX_ITEM = 2**62
-_MAX_FANOUT = 65535
-# A noise scale above 2^40 would let a sum of noise terms approach int64's
-# range with non-negligible probability; such an epsilon is useless anyway.
-_MAX_SCALE = 2**40
-_STATE_VERSION = 1
+# Limits of the C core, retyped here (to be read from C).
+#: Largest horizon T.
+MAX_HORIZON = 2**63 - 1
+#: Largest item; keeps every prefix sum inside int64.
+MAX_ITEM = 2**62
+#: Largest fanout k of :class:`KaryTreeCounter`.
+MAX_FANOUT = 65535
+#: Largest noise scale h/epsilon: above it a sum of noise terms could approach
+#: int64's range with non-negligible probability (such an epsilon is useless anyway).
+MAX_NOISE_SCALE = 2**40
+#: Version of the checkpoint format (release 0.1's).
+STATE_VERSION = 1
+
+_INT64 = np.iinfo(np.int64)
 
 
 def _offset_digits(t, k):
@@ -90,36 +127,280 @@ def _binary_weight_sum(n):
     return 2 * _binary_weight_sum(q - 1) + q + (r + 1) * q.bit_count() + r
 
 
-class _TreeCounter(abc.ABC):
-    """Shared machinery: the C state machine, batching, checkpoints."""
+class ContinualCounter(abc.ABC):
+    """Base of every counter: item checks and the one checkpoint format.
 
-    _fanout = 0
+    A subclass names its state (``_kind``) and persist record
+    (``_record_kind``), says where each array of its record sits in
+    :meth:`to_state` (``_array_places``: array name -> key path of the dict
+    holding it), and defines the one encoder :meth:`_encode` and the one
+    decoder :meth:`_decode`.  Everything else -- :meth:`to_state`,
+    :meth:`from_state`, :func:`pydp_synopsis.save` and :func:`pydp_synopsis.load`
+    -- goes through those two.
+    """
+
     _kind = ""
+    _record_kind = ""
+    _array_places = {}
 
-    def _setup(self, horizon, epsilon, fanout, rng, budget=None):
+    @property
+    @abc.abstractmethod
+    def horizon(self):
+        """Number of updates the counter accepts."""
+
+    @property
+    @abc.abstractmethod
+    def time(self):
+        """Number of updates done so far (the index of the last release)."""
+
+    @abc.abstractmethod
+    def update_many(self, xs):
+        """Feed a batch of items; return the release after each one."""
+
+    def update(self, x):
+        """Feed one item and return the release after it.
+
+        Parameters
+        ----------
+        x : int
+            Non-negative integer item (a bit, or a count of items) at most 2**62.
+
+        Returns
+        -------
+        int
+            The release at the new time t (for a tree counter the noisy
+            ``x_1 + ... + x_t``).
+
+        Notes
+        -----
+        One call of :meth:`update_many`: O(1) amortised noise draws.
+
+        Examples
+        --------
+        >>> from pydp_synopsis.noise import Rng
+        >>> c = KaryTreeCounter(horizon=10, epsilon=1e9, k=3, rng=Rng(1))
+        >>> c.update(1), c.update(0), c.update(1)
+        (1, 1, 2)
+        """
+        x = check_int(x, "x", 0, MAX_ITEM, DomainError)
+        return int(self.update_many(np.array([x], dtype=np.int64))[0])
+
+    def _items(self, xs, name, room=True):
+        """``xs`` as a contiguous int64 array, checked before anything is consumed.
+
+        One-dimensional integers (bool accepted) in ``[0, 2**62]``; with
+        ``room``, no more than the updates left before the horizon.
+        """
+        xs = np.asarray(xs)
+        if xs.size == 0 and xs.ndim == 1:
+            xs = xs.astype(np.int64)  # [] is float64 to numpy
+        if xs.dtype.kind not in "biu":
+            raise TypeError(f"{name} must hold integers, got dtype {xs.dtype}")
+        if xs.ndim != 1:
+            raise DomainError(f"{name} must be one-dimensional, got shape {xs.shape}")
+        left = self.horizon - self.time
+        if room and len(xs) > left:
+            raise HorizonError(f"{name} has {len(xs)} items but only {left} remain before the "
+                               f"horizon {self.horizon}")
+        if len(xs) and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > MAX_ITEM):
+            raise DomainError(f"{name} must be integers in [0, 2**62], got values in "
+                              f"[{xs.min()}, {xs.max()}]")
+        return np.ascontiguousarray(xs, dtype=np.int64)
+
+    # ----------------------------------------------------------- checkpoints
+    @abc.abstractmethod
+    def _encode(self):
+        """The record ``(meta, arrays)``: the one encoder of the state."""
+
+    @classmethod
+    @abc.abstractmethod
+    def _decode(cls, meta, arrays, rng):
+        """The counter of a record whose kind and version were checked; ``rng``
+        draws its future noise.  Raises FormatError (or KeyError, TypeError,
+        ValueError, which :meth:`_from_record` turns into FormatError)."""
+
+    def to_state(self):
+        """Checkpoint: every number needed to continue the same release.
+
+        A view of the counter's record (what :func:`~pydp_synopsis.save`
+        writes): the fields listed in the module docstring, arrays as lists.
+        The state holds the noise terms currently in use, which are secret:
+        store it like a private key.  Restoring with :meth:`from_state` never
+        redraws them.
+
+        Returns
+        -------
+        dict
+            JSON-able ints, lists and dicts.
+
+        Notes
+        -----
+        O(size of the state): O(k log_k T) for a tree counter (Lemma 4.12).
+        """
+        meta, arrays = self._encode()
+        return state_view(meta, arrays, self._array_places)
+
+    @classmethod
+    def from_state(cls, state, *, rng=None):
+        """Restore a counter from :meth:`to_state` without redrawing any noise.
+
+        Parameters
+        ----------
+        state : dict
+            As returned by :meth:`to_state` (also after a JSON round trip).
+        rng : Rng, optional
+            Source for FUTURE noise draws only; default the seeded generator
+            saved in the state (tests), else a fresh OS-seeded Rng.
+
+        Raises
+        ------
+        FormatError
+            If the state is not a consistent state of this class.
+
+        Notes
+        -----
+        O(size of the state); the same validating decoder as
+        :func:`pydp_synopsis.load`.
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict, got {type(state).__name__}")
+        try:
+            meta, arrays = record_view(state, cls._array_places)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"state is not a {cls._kind} state (missing {exc})") from None
+        return cls._from_record(meta, arrays, rng=rng)
+
+    def _to_record(self):
+        """``(kind, meta, arrays, mode)`` for :func:`~pydp_synopsis.persist.save`;
+        mode 0o600 (the state holds secret noise)."""
+        meta, arrays = self._encode()
+        return self._record_kind, meta, arrays, 0o600
+
+    @classmethod
+    def _from_record(cls, meta, arrays, *, rng=None):
+        """The one validating decoder: :func:`~pydp_synopsis.persist.load`'s
+        loader, :meth:`from_state`, and a composite counter's parts."""
+        if rng is not None:
+            rng = resolve_rng(rng, "rng")
+        if not isinstance(meta, dict) or meta.get("kind") != cls._kind or meta.get("version") != STATE_VERSION:
+            got = (meta.get("kind"), meta.get("version")) if isinstance(meta, dict) else type(meta).__name__
+            raise FormatError(f"state is not a version {STATE_VERSION} {cls._kind} state (got {got!r})")
+        try:
+            if rng is None:
+                # A seeded generator's position (tests only): a resumed seeded
+                # run equals an uninterrupted one.  OS keys are never saved.
+                saved = meta.get("rng")
+                rng = Rng() if saved is None else Rng._from_state(saved)
+            return cls._decode(meta, arrays, rng)
+        except FormatError:
+            raise
+        except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
+            raise FormatError(f"state is not a consistent {cls._kind} state: {exc!r}") from None
+
+
+def state_view(meta, arrays, places):
+    """The JSON view of a record: ``meta`` with every array, as a list of
+    ints, put into the dict at its place (``places[name]``: key path, ``()``
+    for the top).  Inverse of :func:`record_view`.  O(size)."""
+    state = _copy_along(meta, places)
+    for name, path in places.items():
+        _dict_at(state, path)[name] = arrays[name].tolist()
+    return state
+
+
+def record_view(state, places):
+    """The record ``(meta, arrays)`` of a state: each array taken out of its
+    place, as it is (the decoder checks it with :func:`int64_array`).  Raises
+    KeyError or TypeError for a state without them."""
+    meta = _copy_along(state, places)
+    arrays = {name: _dict_at(meta, path).pop(name) for name, path in places.items()}
+    return meta, arrays
+
+
+def _copy_along(tree, places):
+    """A copy of the dict ``tree`` whose sub-dicts on the places' paths are copies too."""
+    top = dict(tree)
+    for path in places.values():
+        node = top
+        for key in path:
+            node[key] = dict(node[key])
+            node = node[key]
+    return top
+
+
+def _dict_at(tree, path):
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+def int64_array(value, name, length=None):
+    """A record's array (or a state's list) as a one-dimensional int64 array.
+
+    Integers only (no bool, no float); FormatError otherwise, or for a
+    length other than ``length``.
+    """
+    arr = np.asarray(value)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise FormatError(f"state field {name!r} must be a list of integers")
+    if arr.size and arr.dtype.kind == "u" and int(arr.max()) > _INT64.max:
+        raise FormatError(f"state field {name!r} is out of the int64 range")
+    if length is not None and len(arr) != length:
+        raise FormatError(f"state field {name!r} must have {length} entries, got {len(arr)}")
+    return arr.astype(np.int64)
+
+
+def state_fraction(pair, name):
+    """An exact rational saved as ``[numerator, denominator]`` (both positive ints)."""
+    num, den = pair
+    return Fraction(check_int(num, name, 1, math.inf), check_int(den, name, 1, math.inf))
+
+
+class _TreeCounter(ContinualCounter):
+    """The C state machine of the tree counters, batching and their records."""
+
+    _array_places = {"digits": (), "slots": ()}
+
+    def __init__(self, *, horizon, epsilon, k, rng=None, budget=None):
         # Everything is validated before the C state exists or rng is touched.
-        horizon = check_int(horizon, "horizon", 1, _MAX_HORIZON)
+        params = self._parameters(horizon, epsilon, k)
+        rng = resolve_rng(rng, "rng")
+        charge(budget, params[1], f"{type(self).__name__}(horizon={params[0]})")  # before any noise
+        self._init(*params, rng)
+
+    @classmethod
+    def _parameters(cls, horizon, epsilon, k):
+        """Checked ``(horizon, epsilon, k, height, capacity)``; no side effect."""
+        horizon = check_int(horizon, "horizon", 1, MAX_HORIZON)
         eps = exact_epsilon(epsilon, "epsilon")
+        k = cls._check_fanout(k)
         height = ffi.new("int32_t *")
         capacity = ffi.new("int32_t *")
-        check(lib.pds_counter_shape(fanout, horizon, height, capacity))
-        scale = Fraction(height[0]) / eps
-        if scale > _MAX_SCALE:
+        check(lib.pds_counter_shape(k, horizon, height, capacity))
+        if Fraction(height[0]) / eps > MAX_NOISE_SCALE:
             raise ParameterError(
-                f"epsilon must be at least {Fraction(height[0], _MAX_SCALE)} for this horizon "
+                f"epsilon must be at least {Fraction(height[0], MAX_NOISE_SCALE)} for this horizon "
                 f"(noise scale height/epsilon at most 2**40), got {epsilon!r}"
             )
-        scale_t, scale_s = scale_parts(scale)
-        rng = resolve_rng(rng, "rng")
-        charge(budget, eps, f"{type(self).__name__}(horizon={horizon})")  # before any noise
+        return horizon, eps, k, height[0], capacity[0]
+
+    @classmethod
+    @abc.abstractmethod
+    def _check_fanout(cls, k):
+        """``k`` checked for this class (TypeError or ParameterError)."""
+
+    def _init(self, horizon, eps, k, height, capacity, rng):
+        """The one constructor (``__init__`` and the decoder): checked
+        parameters in, a counter at time 0 out."""
         self._epsilon = eps
-        self._scale = scale
+        self._scale = Fraction(height) / eps
         self._rng = rng
         self._state = ffi.new("pds_counter *")
-        self._digits = ffi.new("int32_t[]", max(height[0], 1))
-        self._slots = ffi.new("int64_t[]", max(capacity[0], 1))
-        check(lib.pds_counter_init(self._state, fanout, horizon, scale_t, scale_s,
-                                   self._digits, self._slots, height[0], capacity[0]))
+        self._digits = ffi.new("int32_t[]", height)
+        self._slots = ffi.new("int64_t[]", capacity)
+        scale_t, scale_s = scale_parts(self._scale)
+        check(lib.pds_counter_init(self._state, k, horizon, scale_t, scale_s,
+                                   self._digits, self._slots, height, capacity))
 
     # ------------------------------------------------------------ properties
     @property
@@ -152,34 +433,21 @@ class _TreeCounter(abc.ABC):
         """Scale h/epsilon of the discrete Laplace noise of every node (a Fraction)."""
         return self._scale
 
-    # --------------------------------------------------------------- updates
-    def update(self, x):
-        """Feed one item and return the noisy prefix sum including it.
+    @property
+    def release(self):
+        """The value currently released: the noisy prefix sum at :attr:`time` (0 before any update)."""
+        return int(self._state.prefix + self._state.noise)
 
-        Parameters
-        ----------
-        x : int
-            Non-negative integer item (a bit, or a count of items) at most 2**62.
+    @property
+    def true_prefix_sum(self):
+        """The exact ``x_1 + ... + x_t`` of the items fed so far, without noise.
 
-        Returns
-        -------
-        int
-            Noisy ``x_1 + ... + x_t`` at the new time t.
-
-        Notes
-        -----
-        O(1) amortised noise draws and O(k) worst case per level touched.
-
-        Examples
-        --------
-        >>> from pydp_synopsis.noise import Rng
-        >>> c = KaryTreeCounter(horizon=10, epsilon=1e9, k=3, rng=Rng(1))
-        >>> c.update(1), c.update(0), c.update(1)
-        (1, 1, 2)
+        This is the data, not a release: never publish it (checkpoints hold
+        it too).  The sparse counter derives its sealed total from it.
         """
-        x = check_int(x, "x", 0, _MAX_ITEM, DomainError)
-        return int(self.update_many(np.array([x], dtype=np.int64))[0])
+        return int(self._state.prefix)
 
+    # --------------------------------------------------------------- updates
     def update_many(self, xs):
         """Feed a batch of items in one C call; return the releases.
 
@@ -204,22 +472,8 @@ class _TreeCounter(abc.ABC):
         -----
         O(len(xs)) time, O(1) amortised noise draws per item (Lemma 4.14).
         """
-        xs = np.asarray(xs)
-        if xs.size == 0 and xs.ndim == 1:
-            xs = xs.astype(np.int64)  # [] is float64 to numpy
-        if xs.dtype.kind not in "biu":
-            raise TypeError(f"xs must hold integers, got dtype {xs.dtype}")
-        if xs.ndim != 1:
-            raise DomainError(f"xs must be one-dimensional, got shape {xs.shape}")
-        n = xs.shape[0]
-        if n > self.horizon - self.time:
-            raise HorizonError(
-                f"xs has {n} items but only {self.horizon - self.time} remain before the "
-                f"horizon {self.horizon}"
-            )
-        if n and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > _MAX_ITEM):
-            raise DomainError(f"xs must be integers in [0, 2**62], got values in [{xs.min()}, {xs.max()}]")
-        xs = np.ascontiguousarray(xs, dtype=np.int64)
+        xs = self._items(xs, "xs")
+        n = len(xs)
         out = np.empty(n, dtype=np.int64)
         with self._rng.native() as p:
             st = lib.pds_counter_update_many(self._state, p, ffi.from_buffer("int64_t[]", xs),
@@ -300,114 +554,47 @@ class _TreeCounter(abc.ABC):
         """Sum over t = 1..steps of the number of noise terms in release t (exact int)."""
 
     # ----------------------------------------------------------- checkpoints
-    def _check(self):
-        """Assert the C invariants (digits represent time, noise sum matches)."""
-        check(lib.pds_counter_check(self._state))
-
-    def to_state(self):
-        """Checkpoint: every number needed to continue the same release.
-
-        The state holds the noise terms currently in use, which are secret:
-        store it like a private key.  Restoring with :meth:`from_state` never
-        redraws them.
-
-        Returns
-        -------
-        dict
-            JSON-able ints and lists.
-
-        Notes
-        -----
-        O(k log_k T) (the size of the state, Lemma 4.12).
-        """
+    def _encode(self):
         s = self._state
-        return {
+        meta = {
             "kind": self._kind,
-            "version": _STATE_VERSION,
-            "horizon": int(s.horizon),
-            "k": int(s.fanout),
+            "version": STATE_VERSION,
+            "horizon": self.horizon,
+            "k": self.k,
             "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
-            "time": int(s.time),
+            "time": self.time,
             "prefix": int(s.prefix),
             "noise": int(s.noise),
-            "digits": [int(self._digits[i]) for i in range(s.height)],
-            "slots": [int(self._slots[i]) for i in range(s.capacity)],
-            # A seeded generator's position (tests only), so a resumed seeded
-            # run equals an uninterrupted one; None for OS-seeded generators.
             "rng": self._rng._to_state(),
         }
+        arrays = {
+            "digits": np.frombuffer(ffi.buffer(self._digits), dtype=np.int32, count=s.height).astype(np.int64),
+            "slots": np.frombuffer(ffi.buffer(self._slots), dtype=np.int64, count=s.capacity).copy(),
+        }
+        return meta, arrays
 
     @classmethod
-    def from_state(cls, state, *, rng=None):
-        """Restore a counter from :meth:`to_state` without redrawing any noise.
-
-        Parameters
-        ----------
-        state : dict
-            As returned by :meth:`to_state`.
-        rng : Rng, optional
-            Source for FUTURE noise draws only; default a fresh OS-seeded Rng.
-
-        Raises
-        ------
-        FormatError
-            If the state is not a consistent state of this class.
-
-        Notes
-        -----
-        O(k log_k T).
-        """
-        if not isinstance(state, dict):
-            raise TypeError(f"state must be a dict, got {type(state).__name__}")
-        if state.get("kind") != cls._kind or state.get("version") != _STATE_VERSION:
-            raise FormatError(
-                f"state is not a version {_STATE_VERSION} {cls._kind} state "
-                f"(kind={state.get('kind')!r}, version={state.get('version')!r})"
-            )
-        try:
-            eps = Fraction(*(operator.index(v) for v in state["epsilon"]))
-            if rng is None and state.get("rng") is not None:
-                rng = Rng._from_state(state["rng"])
-            kwargs = {"horizon": state["horizon"], "epsilon": eps, "rng": rng}
-            if cls._fanout == 0:
-                kwargs["k"] = state["k"]
-            obj = cls(**kwargs)
-        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-            raise FormatError(f"state has bad parameters: {exc}") from None
-        if obj._epsilon != eps or obj.k != state["k"]:
-            raise FormatError("state epsilon or k is not one this class produces")
+    def _decode(cls, meta, arrays, rng):
+        eps = state_fraction(meta["epsilon"], "epsilon")
+        params = cls._parameters(meta["horizon"], eps, meta["k"])
+        if params[1] != eps:
+            raise FormatError(f"state epsilon {eps} is not one this class produces")
+        obj = cls.__new__(cls)
+        obj._init(*params, rng)
         s = obj._state
-        try:
-            digits = [operator.index(v) for v in state["digits"]]
-            slots = [operator.index(v) for v in state["slots"]]
-            if len(digits) != s.height or len(slots) != s.capacity:
-                raise ValueError("digits/slots have the wrong length")
-            for i, d in enumerate(digits):
-                obj._digits[i] = d
-            for i, z in enumerate(slots):
-                obj._slots[i] = z
-            s.time = operator.index(state["time"])
-            s.prefix = operator.index(state["prefix"])
-            s.noise = operator.index(state["noise"])
-        except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            raise FormatError(f"state has bad fields: {exc}") from None
+        digits = int64_array(arrays["digits"], "digits", s.height)
+        slots = int64_array(arrays["slots"], "slots", s.capacity)
+        narrow = digits.astype(np.int32)
+        if np.any(narrow != digits):
+            raise FormatError("state digits are out of range")
+        ffi.memmove(obj._digits, narrow, narrow.nbytes)
+        ffi.memmove(obj._slots, slots, slots.nbytes)
+        s.time = check_int(meta["time"], "time", 0, params[0])
+        s.prefix = check_int(meta["prefix"], "prefix", 0, MAX_ITEM)
+        s.noise = check_int(meta["noise"], "noise", _INT64.min, _INT64.max)
         if lib.pds_counter_check(s) != lib.PDS_OK:
             raise FormatError("state is inconsistent (digits, time, noise terms or prefix)")
         return obj
-
-    def _to_record(self):
-        """(kind, meta, arrays, mode) for persist.save; mode 0o600 (secret noise)."""
-        state = self.to_state()
-        arrays = {"digits": np.array(state.pop("digits"), dtype=np.int64),
-                  "slots": np.array(state.pop("slots"), dtype=np.int64)}
-        return self._record_kind, state, arrays, 0o600
-
-    @classmethod
-    def _from_record(cls, meta, arrays):
-        state = dict(meta)
-        state["digits"] = [int(v) for v in arrays["digits"]]
-        state["slots"] = [int(v) for v in arrays["slots"]]
-        return cls.from_state(state)
 
     def __repr__(self):
         return (f"{type(self).__name__}(horizon={self.horizon}, epsilon={self._epsilon}, "
@@ -454,12 +641,15 @@ class BinaryTreeCounter(_TreeCounter):
     (4, 10)
     """
 
-    _fanout = 2
     _kind = "BinaryTreeCounter"
     _record_kind = "binary_tree_counter"
 
     def __init__(self, *, horizon, epsilon, rng=None, budget=None):
-        self._setup(horizon, epsilon, 2, rng, budget)
+        super().__init__(horizon=horizon, epsilon=epsilon, k=2, rng=rng, budget=budget)
+
+    @classmethod
+    def _check_fanout(cls, k):
+        return check_int(k, "k", 2, 2)
 
     def _path_weight_sum(self, steps):
         return _binary_weight_sum(steps)
@@ -512,23 +702,22 @@ class KaryTreeCounter(_TreeCounter):
     _record_kind = "kary_tree_counter"
 
     def __init__(self, *, horizon, epsilon, k=19, rng=None, budget=None):
-        if isinstance(k, bool):
-            raise TypeError("k must be an integer, got bool")
-        try:
-            k = operator.index(k)
-        except TypeError:
-            raise TypeError(f"k must be an integer, got {type(k).__name__}") from None
+        super().__init__(horizon=horizon, epsilon=epsilon, k=k, rng=rng, budget=budget)
+
+    @classmethod
+    def _check_fanout(cls, k):
+        k = check_int(k, "k", 2, MAX_FANOUT)  # 2 is then refused as even
         if k % 2 == 0:
             raise ParameterError(
                 f"k must be odd (offset digits need a symmetric range; even k, Appendix A.3, "
                 f"is not implemented), got {k}"
             )
-        check_int(k, "k", 3, _MAX_FANOUT)
-        self._setup(horizon, epsilon, k, rng, budget)
+        return k
 
     def _path_weight_sum(self, steps):
         return _offset_weight_sum(steps, self.k)
 
 
-persist.register(BinaryTreeCounter._record_kind)(BinaryTreeCounter._from_record)
-persist.register(KaryTreeCounter._record_kind)(KaryTreeCounter._from_record)
+for _cls in (BinaryTreeCounter, KaryTreeCounter):
+    persist.register(_cls._record_kind)(_cls._from_record)
+del _cls

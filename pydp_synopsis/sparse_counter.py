@@ -14,7 +14,7 @@ import numpy as np
 
 from . import persist
 from .budget import charge
-from .counters import _MAX_HORIZON, _MAX_ITEM, _STATE_VERSION, BinaryTreeCounter, KaryTreeCounter
+from .counters import BinaryTreeCounter, KaryTreeCounter, MAX_HORIZON, MAX_ITEM, STATE_VERSION
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .params import check_beta, check_int, check_share, exact_epsilon, split_epsilon
 from .rng import Rng, resolve_rng
@@ -99,7 +99,7 @@ class SparseStreamCounter:
 
     @staticmethod
     def _parameters(horizon, epsilon, beta, counter, partition_share):
-        horizon = check_int(horizon, "horizon", 1, _MAX_HORIZON)
+        horizon = check_int(horizon, "horizon", 1, MAX_HORIZON)
         eps = exact_epsilon(epsilon, "epsilon")
         beta = check_beta(beta, "beta")
         if not isinstance(counter, str) or counter not in _COUNTERS:
@@ -188,7 +188,7 @@ class SparseStreamCounter:
             raise TypeError(f"{name} must hold integers, got dtype {xs.dtype}")
         if xs.ndim != 1:
             raise DomainError(f"{name} must be one-dimensional, got shape {xs.shape}")
-        if xs.size and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > _MAX_ITEM):
+        if xs.size and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > MAX_ITEM):
             raise DomainError(f"{name} must be integers in [0, 2**62], got values in [{xs.min()}, {xs.max()}]")
         xs = xs.astype(np.int64)
         self._check_total(xs, name)
@@ -209,7 +209,7 @@ class SparseStreamCounter:
         -----
         O(1) amortised.
         """
-        x = check_int(x, "x", 0, _MAX_ITEM, DomainError)
+        x = check_int(x, "x", 0, MAX_ITEM, DomainError)
         return int(self.update_many(np.array([x], dtype=np.int64))[0])
 
     def update_many(self, xs):
@@ -301,7 +301,7 @@ class SparseStreamCounter:
         if until is None:
             until = last
         else:
-            until = check_int(until, "until", 0, _MAX_HORIZON, DomainError)
+            until = check_int(until, "until", 0, MAX_HORIZON, DomainError)
             if until > self._horizon:
                 raise HorizonError(f"until must be at most the horizon {self._horizon}, got {until}")
             if until < last:
@@ -364,7 +364,7 @@ class SparseStreamCounter:
         """
         releases, beta_inner = self._horizon, self._beta / 2
         if weight is not None:
-            n = check_int(weight, "weight", 0, _MAX_HORIZON)
+            n = check_int(weight, "weight", 0, MAX_HORIZON)
             delta0 = self._empty_seal_probability()
             if n + 1 < self._horizon and delta0 < self._beta / 4:
                 releases, beta_inner = n + 1, self._beta / 2 - delta0
@@ -403,7 +403,7 @@ class SparseStreamCounter:
         part["ends"] = [int(v) for v in part["ends"]]
         return {
             "kind": self._kind,
-            "version": _STATE_VERSION,
+            "version": STATE_VERSION,
             "horizon": self._horizon,
             "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
             "beta": self._beta,
@@ -434,8 +434,8 @@ class SparseStreamCounter:
 
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict, got {type(state).__name__}")
-        if state.get("kind") != cls._kind or state.get("version") != _STATE_VERSION:
-            raise FormatError(f"state is not a version {_STATE_VERSION} {cls._kind} state")
+        if state.get("kind") != cls._kind or state.get("version") != STATE_VERSION:
+            raise FormatError(f"state is not a version {STATE_VERSION} {cls._kind} state")
         try:
             eps = Fraction(*(operator.index(v) for v in state["epsilon"]))
             share = Fraction(*(operator.index(v) for v in state["partition_share"]))
