@@ -1,32 +1,68 @@
 """Counter for sparse streams: an online partition feeding a tree counter.
 
+:class:`SparseStreamCounter` (DNRR section 3.1, Theorem 3.1) answers like
+the tree counters of :mod:`pydp_synopsis.counters` but its error grows with
+the number of non-zero items rather than with the stream length, and
+:meth:`~SparseStreamCounter.update_sparse` costs O(#items + #seals) whatever
+the horizon.  See the README section "Continual counters".
+
+Checkpoint record
+-----------------
+The one state format of :mod:`pydp_synopsis.counters` (``to_state()`` is its
+JSON view, ``ps.save`` writes it), release 0.1's version 1:
+
+==================== ==========================================================
+``kind``             ``"SparseStreamCounter"``
+``version``          1
+``epsilon``          ``[numerator, denominator]`` of the exact total epsilon
+``partition_share``  ``[numerator, denominator]``
+``total``            true prefix sum of the items fed (secret)
+``partition``        :meth:`OnlinePartition.to_state` without ``ends`` (secret)
+``inner``            the inner counter's record without its arrays (secret)
+``horizon``          derived: the inner counter's horizon
+``beta``             derived: twice the partition's beta
+``counter``          derived: ``"kary"`` or ``"binary"``, the inner counter's class
+``sealed_total``     derived: the inner counter's true prefix sum
+``release``          derived: the inner counter's release
+``rng``              derived: the generator both parts share (seeded: its position)
+``ends``             array: the partition's segment ends
+``digits``           array: the inner counter's digits
+``slots``            array: the inner counter's noise terms (secret)
+==================== ==========================================================
+
+The derived fields are written so that release 0.1 reads the files too, and
+checked against the parts when a record is read.
+
 References
 ----------
 .. [DNRR15] C. Dwork, M. Naor, O. Reingold, G. N. Rothblum, "Pure
    Differential Privacy for Rectangle Queries via Private Partitions",
    ASIACRYPT 2015: section 3.1, Theorem 3.1; Fig. 1 and Theorem 2.1.
 """
-from fractions import Fraction
 import math
-import operator
 
 import numpy as np
 
 from . import persist
 from .budget import charge
-from .counters import BinaryTreeCounter, KaryTreeCounter, MAX_HORIZON, MAX_ITEM, STATE_VERSION
-from .errors import DomainError, FormatError, HorizonError, ParameterError
-from .params import check_beta, check_int, check_share, exact_epsilon, split_epsilon
-from .rng import Rng, resolve_rng
+from .counters import (MAX_HORIZON, STATE_VERSION, BinaryTreeCounter, ContinualCounter, KaryTreeCounter,
+                       int64_array, state_fraction)
+from .errors import DomainError, FormatError, HorizonError
+from .params import check_beta, check_choice, check_int, check_share, exact_epsilon, split_epsilon
+from .partition import OnlinePartition
+from .rng import resolve_rng
 
 __all__ = ["SparseStreamCounter"]
 
+#: Largest true prefix sum: the online partition keeps a segment's count
+#: below 2**61 (a limit of the C core, retyped here).
+MAX_TOTAL = 2**61 - 1
+
 _COUNTERS = {"kary": KaryTreeCounter, "binary": BinaryTreeCounter}
-# The online partition keeps segment counts below 2**61.
-_SPARSE_MAX_TOTAL = 2**61 - 1
+_COUNTER_NAMES = {cls: name for name, cls in _COUNTERS.items()}
 
 
-class SparseStreamCounter:
+class SparseStreamCounter(ContinualCounter):
     """Counter for sparse streams: an online partition feeding a tree counter.
 
     The online partition (DNRR Fig. 1, budget ``epsilon * partition_share``,
@@ -67,10 +103,27 @@ class SparseStreamCounter:
     epsilon_counter-DP; by composition the releases are epsilon-DP.  The
     inner counter's horizon is D (a segment can end at every position).
 
+    What the counter keeps: the inner counter, the online partition, the
+    exact ``epsilon`` and ``partition_share`` (the parts' budgets are
+    rounded down, so neither can be recovered from them) and the true
+    prefix sum of the items fed.  That sum is the inner counter's prefix
+    plus the open segment's count, which the partition exposes only inside
+    :meth:`~pydp_synopsis.OnlinePartition.to_state` (a copy of every
+    segment end, O(#segments) per read); keeping it makes every update O(1)
+    amortised, and a restored checkpoint must agree with both parts.
+    Everything else is read from the parts: the horizon and
+    :attr:`epsilon_counter` from the inner counter, :attr:`time`,
+    :attr:`beta` (twice the partition's) and :attr:`epsilon_partition` from
+    the partition, :attr:`release` (the inner counter's last release),
+    :attr:`segments` and the sealed total (the inner counter's time and
+    true prefix sum), :attr:`counter` (the inner counter's class).
+
     References
     ----------
     .. [DNRR15] Dwork, Naor, Reingold, Rothblum, section 3.1, Theorem 3.1;
        Fig. 1 and Theorem 2.1 (the online partition).
+    .. [APT] Andersson, Pagh, Torkamani, Algorithm 2 and section 3.1 (the
+       inner counters, :mod:`pydp_synopsis.counters`).
 
     Examples
     --------
@@ -83,11 +136,10 @@ class SparseStreamCounter:
 
     _kind = "SparseStreamCounter"
     _record_kind = "sparse_stream_counter"
+    _array_places = {"ends": ("partition",), "digits": ("inner",), "slots": ("inner",)}
 
     def __init__(self, *, horizon, epsilon, beta=0.05, counter="kary", partition_share=0.5, rng=None,
                  budget=None):
-        from .partition import OnlinePartition
-
         horizon, eps, beta, counter, share, eps_p, eps_c = self._parameters(
             horizon, epsilon, beta, counter, partition_share)
         rng = resolve_rng(rng, "rng")
@@ -95,45 +147,39 @@ class SparseStreamCounter:
         # Build both before keeping either: no half-built object on error.
         inner = _COUNTERS[counter](horizon=horizon, epsilon=eps_c, rng=rng)
         partition = OnlinePartition(size=horizon, epsilon=eps_p, beta=beta / 2, rng=rng)
-        self._init(horizon, eps, beta, counter, share, eps_p, eps_c, rng, inner, partition)
+        self._init(eps, share, inner, partition, 0)
 
     @staticmethod
     def _parameters(horizon, epsilon, beta, counter, partition_share):
+        """Checked ``(horizon, epsilon, beta, counter, share, eps_p, eps_c)``; no side effect."""
         horizon = check_int(horizon, "horizon", 1, MAX_HORIZON)
         eps = exact_epsilon(epsilon, "epsilon")
         beta = check_beta(beta, "beta")
-        if not isinstance(counter, str) or counter not in _COUNTERS:
-            raise ParameterError(f"counter must be one of {sorted(_COUNTERS)}, got {counter!r}")
+        counter = check_choice(counter, "counter", _COUNTERS)
         share = check_share(partition_share, "partition_share")
         # Each part is rounded down to a bounded rational: they sum to <= eps.
         eps_p, eps_c = split_epsilon(eps, share, ("epsilon * partition_share",
                                                   "epsilon * (1 - partition_share)"))
         return horizon, eps, beta, counter, share, eps_p, eps_c
 
-    def _init(self, horizon, eps, beta, counter, share, eps_p, eps_c, rng, inner, partition):
-        self._horizon = horizon
+    def _init(self, eps, share, inner, partition, total):
+        """The one constructor (``__init__`` and the decoder); see the class
+        Notes for why these and only these are kept."""
         self._epsilon = eps
-        self._beta = beta
-        self._counter_name = counter
         self._share = share
-        self._eps_p = eps_p
-        self._eps_c = eps_c
-        self._rng = rng
         self._inner = inner
         self._partition = partition
-        self._total = 0          # true prefix sum so far
-        self._sealed_total = 0   # true prefix sum at the last seal
-        self._release = 0        # current released value
+        self._total = total
 
     # ------------------------------------------------------------ properties
     @property
     def horizon(self):
-        """Stream length D."""
-        return self._horizon
+        """Stream length D (the inner counter's horizon)."""
+        return self._inner.horizon
 
     @property
     def time(self):
-        """Number of items processed so far."""
+        """Number of items processed so far (the partition's position)."""
         return self._partition.position
 
     @property
@@ -142,29 +188,53 @@ class SparseStreamCounter:
         return self._epsilon
 
     @property
+    def partition_share(self):
+        """The exact share of :attr:`epsilon` asked for the partition (Fraction)."""
+        return self._share
+
+    @property
     def epsilon_partition(self):
         """Budget of the online partition (Fraction)."""
-        return self._eps_p
+        return self._partition.epsilon
 
     @property
     def epsilon_counter(self):
         """Budget of the inner counter (Fraction); the two sum to at most epsilon."""
-        return self._eps_c
+        return self._inner.epsilon
 
     @property
     def beta(self):
-        """Failure probability of :meth:`error_bound`."""
-        return self._beta
+        """Failure probability of :meth:`error_bound` (the partition runs at beta/2)."""
+        return 2 * self._partition.beta
+
+    @property
+    def counter(self):
+        """The inner counter: ``"kary"`` (KaryTreeCounter, k = 19) or ``"binary"``."""
+        return _COUNTER_NAMES[type(self._inner)]
 
     @property
     def release(self):
         """The value currently released (the last seal's noisy prefix sum, 0 before any)."""
-        return self._release
+        return self._inner.release
 
     @property
     def segments(self):
         """Number of sealed segments (items fed to the inner counter)."""
         return self._inner.time
+
+    @property
+    def seal_times(self):
+        """Times (1-based) at which segments sealed, increasing (int64 array).
+
+        The release changes only at these times; they are released (the
+        ``times`` of :meth:`update_sparse`).  O(#segments).
+        """
+        return self._partition.segments.astype(np.int64) + 1
+
+    @property
+    def threshold(self):
+        """The partition's integer threshold T (Fig. 1; public: D, beta, epsilon_partition)."""
+        return self._partition.threshold
 
     # --------------------------------------------------------------- updates
     def _seal(self, seal_times, item_times, item_cum):
@@ -172,45 +242,21 @@ class SparseStreamCounter:
 
         ``item_cum[i]`` is the true prefix sum after the item at
         ``item_times[i]`` (both increasing, covering the batch), so the
-        prefix at a seal is the last entry at or before it.
+        prefix at a seal is the last entry at or before it (the total before
+        the batch for a seal before its first item).
         """
-        idx = np.searchsorted(item_times, seal_times, side="right") - 1
-        prefix_at = np.where(idx >= 0, item_cum[np.maximum(idx, 0)], self._total)
-        counts = np.diff(prefix_at, prepend=self._sealed_total)
-        releases = self._inner.update_many(counts)
-        if len(seal_times):
-            self._sealed_total = int(prefix_at[-1])
-            self._release = int(releases[-1])
-        return releases
-
-    def _check_items(self, xs, name):
-        if xs.dtype.kind not in "biu":
-            raise TypeError(f"{name} must hold integers, got dtype {xs.dtype}")
-        if xs.ndim != 1:
-            raise DomainError(f"{name} must be one-dimensional, got shape {xs.shape}")
-        if xs.size and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > MAX_ITEM):
-            raise DomainError(f"{name} must be integers in [0, 2**62], got values in [{xs.min()}, {xs.max()}]")
-        xs = xs.astype(np.int64)
-        self._check_total(xs, name)
-        return xs
+        idx = np.searchsorted(item_times, seal_times, side="right")
+        prefix_at = np.concatenate([[self._total], item_cum]).astype(np.int64)[idx]
+        counts = np.diff(prefix_at, prepend=self._inner.true_prefix_sum)
+        return self._inner.update_many(counts)
 
     def _check_total(self, xs, name):
         # The partition keeps a segment's count below 2**61; the whole prefix
         # staying below it keeps every segment below it.  The float sum is a
         # fast filter; near the limit the sum is redone exactly.
-        if xs.size and float(xs.sum(dtype=np.float64)) + self._total > _SPARSE_MAX_TOTAL * 0.999:
-            if sum(int(v) for v in xs) + self._total > _SPARSE_MAX_TOTAL:
+        if xs.size and float(xs.sum(dtype=np.float64)) + self._total > MAX_TOTAL * 0.999:
+            if sum(int(v) for v in xs) + self._total > MAX_TOTAL:
                 raise DomainError(f"{name} would make the prefix sum exceed 2**61 - 1")
-
-    def update(self, x):
-        """Feed one item; return the release (changes only when a segment seals).
-
-        Notes
-        -----
-        O(1) amortised.
-        """
-        x = check_int(x, "x", 0, MAX_ITEM, DomainError)
-        return int(self.update_many(np.array([x], dtype=np.int64))[0])
 
     def update_many(self, xs):
         """Feed a dense batch of items; return the release after each one.
@@ -223,28 +269,30 @@ class SparseStreamCounter:
         Returns
         -------
         numpy.ndarray of int64
+            The release after each item; it changes only when a segment seals.
+
+        Raises
+        ------
+        HorizonError
+            If the batch would go past the horizon (nothing is consumed).
+        DomainError
+            For a negative item or a prefix sum above 2**61 - 1 (nothing is consumed).
 
         Notes
         -----
         O(len(xs)) numpy work, one partition call and one counter call.
         """
-        xs = np.asarray(xs)
-        if xs.size == 0 and xs.ndim == 1:
-            xs = xs.astype(np.int64)
-        if xs.ndim == 1 and len(xs) > self._horizon - self.time:
-            raise HorizonError(f"xs has {len(xs)} items but only {self._horizon - self.time} remain "
-                               f"before the horizon {self._horizon}")
-        xs = self._check_items(xs, "xs")
-        start = self.time
-        before = self._release
+        xs = self._items(xs, "xs")
+        self._check_total(xs, "xs")
+        start, before = self.time, self.release
         seals = self._partition.feed(xs).astype(np.int64) + 1  # 1-based times
         times = np.arange(start + 1, start + len(xs) + 1, dtype=np.int64)
         cum = self._total + np.cumsum(xs)
         releases = self._seal(seals, times, cum)
         if len(xs):
             self._total = int(cum[-1])
-        idx = np.searchsorted(seals, times, side="right") - 1
-        return np.where(idx >= 0, releases[np.maximum(idx, 0)] if len(seals) else before, before)
+        idx = np.searchsorted(seals, times, side="right")
+        return np.concatenate([[before], releases]).astype(np.int64)[idx]
 
     def update_sparse(self, positions, weights=None, until=None):
         """Feed a stream given by its non-zero items; return the release as a step function.
@@ -283,16 +331,14 @@ class SparseStreamCounter:
         if weights is None:
             w = np.ones(len(pos), dtype=np.int64)
         else:
-            w = np.asarray(weights)
-            if w.size == 0 and w.ndim == 1:
-                w = w.astype(np.int64)
-            w = self._check_items(w, "weights")
+            w = self._items(weights, "weights", room=False)
             if w.shape != pos.shape:
                 raise DomainError(f"weights must have the shape of positions {pos.shape}, got {w.shape}")
-        start = self.time
+        self._check_total(w, "weights")
+        start, horizon = self.time, self.horizon
         if pos.size:
-            if int(pos.min()) <= start or int(pos.max()) > self._horizon:
-                raise DomainError(f"positions must be in [{start + 1}, {self._horizon}] (after time "
+            if int(pos.min()) <= start or int(pos.max()) > horizon:
+                raise DomainError(f"positions must be in [{start + 1}, {horizon}] (after time "
                                   f"{start}, within the horizon), got [{pos.min()}, {pos.max()}]")
             pos = pos.astype(np.int64)
             if np.any(pos[1:] < pos[:-1]):
@@ -302,13 +348,11 @@ class SparseStreamCounter:
             until = last
         else:
             until = check_int(until, "until", 0, MAX_HORIZON, DomainError)
-            if until > self._horizon:
-                raise HorizonError(f"until must be at most the horizon {self._horizon}, got {until}")
+            if until > horizon:
+                raise HorizonError(f"until must be at most the horizon {horizon}, got {until}")
             if until < last:
                 raise DomainError(f"until must be at least the last position {last} (and the time "
                                   f"{start}), got {until}")
-        if weights is None:
-            self._check_total(w, "weights")
         cum = self._total + np.cumsum(w)
         # One kernel call for the whole batch: it adds the counts at each
         # item's position and skips the gaps between items exactly.
@@ -362,16 +406,29 @@ class SparseStreamCounter:
         -----
         O(log of the bound).
         """
-        releases, beta_inner = self._horizon, self._beta / 2
+        releases, beta_inner = self.horizon, self.beta / 2
         if weight is not None:
             n = check_int(weight, "weight", 0, MAX_HORIZON)
-            delta0 = self._empty_seal_probability()
-            if n + 1 < self._horizon and delta0 < self._beta / 4:
-                releases, beta_inner = n + 1, self._beta / 2 - delta0
-        open_weight = math.floor(self._partition.interior_weight_bound())
+            delta0 = self.empty_seal_probability()
+            if n + 1 < self.horizon and delta0 < self.beta / 4:
+                releases, beta_inner = n + 1, self.beta / 2 - delta0
+        open_weight = math.floor(self.interior_weight_bound())
         return open_weight + self._inner.error_bound(beta_inner, releases)
 
-    def _empty_seal_probability(self):
+    def interior_weight_bound(self):
+        """``W``: with probability >= 1 - beta/2 the open segment never holds more than ``W`` items.
+
+        The partition's :meth:`~pydp_synopsis.OnlinePartition.interior_weight_bound`
+        (``W = T + 2 (k - 1)``, the partition running at beta/2); the first
+        term of :meth:`error_bound`.  O(1).
+
+        Returns
+        -------
+        float
+        """
+        return self._partition.interior_weight_bound()
+
+    def empty_seal_probability(self):
         """Upper bound on P(some position before the last seals an empty segment).
 
         An empty segment seals at a position iff ``nu > T + Z`` (Fig. 1).
@@ -381,110 +438,65 @@ class SparseStreamCounter:
         ``a = e^{-epsilon_partition}``), bounds the rest.  Floats: this
         describes accuracy and decides nothing released.
         """
-        t = self._partition.threshold
-        a = math.exp(-float(self._eps_p))
-        d = float(self._horizon)
+        t = self.threshold
+        eps_p = float(self.epsilon_partition)
+        a = math.exp(-eps_p)
+        d = float(self.horizon)
 
         def tail(j):
-            return math.exp(-float(self._eps_p) * j) / (1 + a)
+            return math.exp(-eps_p * j) / (1 + a)
 
         return min(d * (tail(u) + tail(t - u + 2)) for u in (t // 2 + 1, (t + 1) // 2 + 1))
 
     # ----------------------------------------------------------- checkpoints
-    def to_state(self):
-        """Checkpoint with the partition's and inner counter's states (secret noise).
-
-        Returns
-        -------
-        dict
-            JSON-able.  O(#segments + k log D).
-        """
+    def _encode(self):
         part = self._partition.to_state()
-        part["ends"] = [int(v) for v in part["ends"]]
-        return {
+        ends = np.asarray(part.pop("ends")).astype(np.int64)  # < 2**63: the horizon is
+        inner_meta, inner_arrays = self._inner._encode()
+        meta = {
             "kind": self._kind,
             "version": STATE_VERSION,
-            "horizon": self._horizon,
             "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
-            "beta": self._beta,
-            "counter": self._counter_name,
             "partition_share": [self._share.numerator, self._share.denominator],
             "total": self._total,
-            "sealed_total": self._sealed_total,
-            "release": self._release,
             "partition": part,
-            "inner": self._inner.to_state(),
-            "rng": self._rng._to_state(),
+            "inner": inner_meta,
+            # derived from the parts (see the module docstring)
+            "horizon": self.horizon,
+            "beta": self.beta,
+            "counter": self.counter,
+            "sealed_total": self._inner.true_prefix_sum,
+            "release": self.release,
+            "rng": inner_meta["rng"],
         }
+        return meta, {"ends": ends, **inner_arrays}
 
     @classmethod
-    def from_state(cls, state, *, rng=None):
-        """Restore from :meth:`to_state`; no noise is redrawn, rng is for future draws.
-
-        Raises
-        ------
-        FormatError
-            If the state is not a consistent state of this class.
-
-        Notes
-        -----
-        O(#segments + k log D).
-        """
-        from .partition import OnlinePartition
-
-        if not isinstance(state, dict):
-            raise TypeError(f"state must be a dict, got {type(state).__name__}")
-        if state.get("kind") != cls._kind or state.get("version") != STATE_VERSION:
-            raise FormatError(f"state is not a version {STATE_VERSION} {cls._kind} state")
-        try:
-            eps = Fraction(*(operator.index(v) for v in state["epsilon"]))
-            share = Fraction(*(operator.index(v) for v in state["partition_share"]))
-            horizon, eps2, beta, counter, share2, eps_p, eps_c = cls._parameters(
-                state["horizon"], eps, state["beta"], state["counter"], share)
-            if rng is None and state.get("rng") is not None:
-                rng = Rng._from_state(state["rng"])
-            rng = resolve_rng(rng, "rng")
-            total, sealed, release = (operator.index(state[k]) for k in ("total", "sealed_total", "release"))
-            part_state = dict(state["partition"])
-            inner = _COUNTERS[counter].from_state(state["inner"], rng=rng)
-            partition = OnlinePartition.from_state(part_state, rng=rng)
-        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-            raise FormatError(f"state has bad fields: {exc}") from None
-        if (eps2 != eps or share2 != share or inner.horizon != horizon
-                or inner.epsilon != eps_c or partition.size != horizon
-                or partition.epsilon != eps_p or partition.beta != beta / 2
-                or len(partition.segments) != inner.time or inner.time > partition.position
-                or not 0 <= sealed <= total <= _SPARSE_MAX_TOTAL or sealed != inner.to_state()["prefix"]
-                or release != (inner.to_state()["prefix"] + inner.to_state()["noise"] if inner.time else 0)):
-            raise FormatError("state is inconsistent (budgets, partition, inner counter or totals)")
+    def _decode(cls, meta, arrays, rng):
+        eps = state_fraction(meta["epsilon"], "epsilon")
+        share = state_fraction(meta["partition_share"], "partition_share")
+        horizon, eps2, beta, counter, share2, eps_p, eps_c = cls._parameters(
+            meta["horizon"], eps, meta["beta"], meta["counter"], share)
+        inner = _COUNTERS[counter]._from_record(
+            meta["inner"], {"digits": arrays["digits"], "slots": arrays["slots"]}, rng=rng)
+        partition = OnlinePartition.from_state(dict(meta["partition"], ends=int64_array(arrays["ends"], "ends")),
+                                               rng=rng)
+        total = check_int(meta["total"], "total", 0, MAX_TOTAL)
+        sealed = check_int(meta["sealed_total"], "sealed_total", 0, MAX_TOTAL)
+        release = check_int(meta["release"], "release", -math.inf, math.inf)
         obj = cls.__new__(cls)
-        obj._init(horizon, eps, beta, counter, share, eps_p, eps_c, rng, inner, partition)
-        obj._total, obj._sealed_total, obj._release = total, sealed, release
+        obj._init(eps, share, inner, partition, total)
+        if (eps2 != eps or share2 != share or obj.horizon != horizon or partition.size != horizon
+                or obj.epsilon_counter != eps_c or obj.epsilon_partition != eps_p
+                or partition.beta != beta / 2 or len(partition.segments) != obj.segments
+                or sealed != inner.true_prefix_sum or release != obj.release
+                or total != sealed + partition.to_state()["count"]):
+            raise FormatError("state is inconsistent (budgets, partition, inner counter or totals)")
         return obj
 
-    def _to_record(self):
-        """(kind, meta, arrays, mode) for persist.save; mode 0o600 (secret noise)."""
-        state = self.to_state()
-        arrays = {"ends": np.array(state["partition"].pop("ends"), dtype=np.int64),
-                  "digits": np.array(state["inner"].pop("digits"), dtype=np.int64),
-                  "slots": np.array(state["inner"].pop("slots"), dtype=np.int64)}
-        return self._record_kind, state, arrays, 0o600
-
-    @classmethod
-    def _from_record(cls, meta, arrays):
-        state = _state_copy(meta)
-        state["partition"]["ends"] = [int(v) for v in arrays["ends"]]
-        state["inner"]["digits"] = [int(v) for v in arrays["digits"]]
-        state["inner"]["slots"] = [int(v) for v in arrays["slots"]]
-        return cls.from_state(state)
-
     def __repr__(self):
-        return (f"SparseStreamCounter(horizon={self._horizon}, epsilon={self._epsilon}, "
-                f"counter={self._counter_name!r}, time={self.time}, segments={self.segments})")
-
-
-def _state_copy(meta):
-    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in meta.items()}
+        return (f"SparseStreamCounter(horizon={self.horizon}, epsilon={self._epsilon}, "
+                f"counter={self.counter!r}, time={self.time}, segments={self.segments})")
 
 
 persist.register(SparseStreamCounter._record_kind)(SparseStreamCounter._from_record)
