@@ -137,6 +137,13 @@ class ContinualCounter(abc.ABC):
     decoder :meth:`_decode`.  Everything else -- :meth:`to_state`,
     :meth:`from_state`, :func:`pydp_synopsis.save` and :func:`pydp_synopsis.load`
     -- goes through those two.
+
+    References
+    ----------
+    .. [APT] Andersson, Pagh, Torkamani, section 3.1 and Algorithm 2 (the
+       tree counters).
+    .. [DNRR15] Dwork, Naor, Reingold, Rothblum, section 3.1, Theorem 3.1
+       (:class:`~pydp_synopsis.SparseStreamCounter`).
     """
 
     _kind = ""

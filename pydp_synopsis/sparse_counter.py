@@ -435,8 +435,17 @@ class SparseStreamCounter(ContinualCounter):
         If every position noise is ``<= u - 1`` and every threshold noise
         ``>= -(T - u + 1)`` that cannot happen; the union over the <= D of
         each, with ``P(X >= j) = a^j / (1 + a)`` (``j >= 0``,
-        ``a = e^{-epsilon_partition}``), bounds the rest.  Floats: this
-        describes accuracy and decides nothing released.
+        ``a = e^{-epsilon_partition}``), bounds the rest.
+
+        Returns
+        -------
+        float
+            ``delta0`` of :meth:`error_bound` (a weight bound is used only
+            when it is below beta/4; it is at most ``beta sqrt(beta / 2D)``).
+
+        Notes
+        -----
+        O(1).  Floats: this describes accuracy and decides nothing released.
         """
         t = self.threshold
         eps_p = float(self.epsilon_partition)
