@@ -274,7 +274,7 @@ class ContinualCounter(abc.ABC):
         try:
             meta, arrays = record_view(state, cls._array_places)
         except (KeyError, TypeError, ValueError) as exc:
-            raise FormatError(f"state is not a {cls._kind} state (missing {exc})") from None
+            raise FormatError(f"state is not a {cls._kind} state (no {exc})") from None
         return cls._from_record(meta, arrays, rng=rng)
 
     def _to_record(self):
@@ -370,10 +370,10 @@ class _TreeCounter(ContinualCounter):
 
     def __init__(self, *, horizon, epsilon, k, rng=None, budget=None):
         # Everything is validated before the C state exists or rng is touched.
-        params = self._parameters(horizon, epsilon, k)
+        horizon, eps, k, height, capacity = self._parameters(horizon, epsilon, k)
         rng = resolve_rng(rng, "rng")
-        charge(budget, params[1], f"{type(self).__name__}(horizon={params[0]})")  # before any noise
-        self._init(*params, rng)
+        charge(budget, eps, f"{type(self).__name__}(horizon={horizon})")  # before any noise
+        self._init(horizon, eps, k, height, capacity, rng)
 
     @classmethod
     def _parameters(cls, horizon, epsilon, k):
@@ -582,12 +582,12 @@ class _TreeCounter(ContinualCounter):
 
     @classmethod
     def _decode(cls, meta, arrays, rng):
-        eps = state_fraction(meta["epsilon"], "epsilon")
-        params = cls._parameters(meta["horizon"], eps, meta["k"])
-        if params[1] != eps:
-            raise FormatError(f"state epsilon {eps} is not one this class produces")
+        saved_eps = state_fraction(meta["epsilon"], "epsilon")
+        horizon, eps, k, height, capacity = cls._parameters(meta["horizon"], saved_eps, meta["k"])
+        if eps != saved_eps:
+            raise FormatError(f"state epsilon {saved_eps} is not one this class produces")
         obj = cls.__new__(cls)
-        obj._init(*params, rng)
+        obj._init(horizon, eps, k, height, capacity, rng)
         s = obj._state
         digits = int64_array(arrays["digits"], "digits", s.height)
         slots = int64_array(arrays["slots"], "slots", s.capacity)
@@ -596,7 +596,7 @@ class _TreeCounter(ContinualCounter):
             raise FormatError("state digits are out of range")
         ffi.memmove(obj._digits, narrow, narrow.nbytes)
         ffi.memmove(obj._slots, slots, slots.nbytes)
-        s.time = check_int(meta["time"], "time", 0, params[0])
+        s.time = check_int(meta["time"], "time", 0, horizon)
         s.prefix = check_int(meta["prefix"], "prefix", 0, MAX_ITEM)
         s.noise = check_int(meta["noise"], "noise", _INT64.min, _INT64.max)
         if lib.pds_counter_check(s) != lib.PDS_OK:
