@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 import pydp_synopsis as ps
-from pydp_synopsis.counters import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
+from pydp_synopsis import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
 
 EPSILON = 1.0
 DATA = pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "flights-2001h1.npz"

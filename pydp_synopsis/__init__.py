@@ -4,7 +4,8 @@ See README.md for the guarantees and examples.  Importing fails if the C
 core is missing (no pure-Python fallback).
 """
 from .budget import Budget
-from .counters import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
+from .counters import BinaryTreeCounter, KaryTreeCounter
+from .sparse_counter import SparseStreamCounter
 from .errors import (
     BudgetError,
     DomainError,

@@ -27,9 +27,10 @@ import numpy as np
 
 from . import persist
 from .budget import Budget
-from .counters import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
+from .counters import BinaryTreeCounter, KaryTreeCounter
 from .errors import InputError, SynopsisError, UsageError
 from .inputs import read_columns, to_fixed_point
+from .sparse_counter import SparseStreamCounter
 from .intervals import IntervalSynopsis
 from .params import exact_epsilon
 from .rng import Rng

@@ -1,9 +1,12 @@
-"""Private counters under continual observation.
+"""Private counters under continual observation: the tree counters.
 
 A counter reads a stream ``x_1, x_2, ...`` of non-negative integers one item
 at a time and after each item releases a noisy prefix sum ``x_1 + ... + x_t``.
 All noise is discrete Laplace drawn lazily from the C CSPRNG; releases are
-integers.
+integers.  This module holds the binary and k-ary tree counters and
+:class:`ContinualCounter`, the base every counter (also
+:class:`~pydp_synopsis.SparseStreamCounter`) shares: item checks and the one
+checkpoint format.
 
 Neighbouring streams
 --------------------
@@ -18,6 +21,34 @@ prefix sums inside int64.  A stream whose items differ by more than one
 unit at one position (for example a count changed by 5) is protected with
 ``5*epsilon``, not ``epsilon``.
 
+Checkpoints
+-----------
+A counter has one state format: its *record* ``(meta, arrays)``, exactly
+what :func:`pydp_synopsis.save` writes (:func:`~pydp_synopsis.persist.write_record`).
+``meta`` holds JSON values (a composite counter nests its parts' records as
+dicts), ``arrays`` one-dimensional int64 arrays.  ``to_state()`` is a view
+of the record: the same dict with every array put back, as a list of ints,
+into the dict that owns it (``_array_places``); ``from_state()`` takes them
+out again and calls the one validating decoder, the one
+:func:`pydp_synopsis.load` calls.  Version 1 is release 0.1's format, so its
+files and JSON states still load.  A tree counter's record:
+
+=========== ==============================================================
+``kind``    ``"BinaryTreeCounter"`` or ``"KaryTreeCounter"``
+``version`` 1
+``horizon`` T
+``k``       fanout (2 for the binary tree)
+``epsilon`` ``[numerator, denominator]`` of the exact epsilon
+``time``    updates done
+``prefix``  true prefix sum (secret)
+``noise``   sum of the noise terms in use (secret); release = prefix + noise
+``rng``     a seeded generator's position (tests only), None for OS seeds
+``digits``  array: the h digits of ``time``, level 1 first
+``slots``   array: the noise terms, level by level (secret)
+=========== ==============================================================
+
+See the README sections "Continual counters" and "Saving and loading".
+
 References
 ----------
 .. [APT] J. D. Andersson, R. Pagh, S. Torkamani, "Improved Counting under
@@ -30,7 +61,6 @@ References
 from fractions import Fraction
 import abc
 import math
-import operator
 
 import numpy as np
 
@@ -39,19 +69,26 @@ from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .budget import charge
 from .noise import discrete_laplace_variance
-from .params import check_beta, check_int, check_share, exact_epsilon, scale_parts, split_epsilon
+from .params import check_beta, check_int, exact_epsilon, scale_parts
 from .rng import Rng, resolve_rng
 from .tails import laplace_sum_tail
 
-__all__ = ["BinaryTreeCounter", "KaryTreeCounter", "SparseStreamCounter"]
+__all__ = ["ContinualCounter", "BinaryTreeCounter", "KaryTreeCounter"]
 
-_MAX_HORIZON = LIMITS.max_horizon        # 2**63 - 1
-_MAX_ITEM = LIMITS.max_count              # 2**62
-_MAX_FANOUT = LIMITS.max_counter_fanout   # 65535
-# A noise scale above 2^40 would let a sum of noise terms approach int64's
-# range with non-negligible probability; such an epsilon is useless anyway.
-_MAX_SCALE = 2**40
-_STATE_VERSION = 1
+# Limits of the C core (read from C, see _core.LIMITS).
+#: Largest horizon T.
+MAX_HORIZON = LIMITS.max_horizon          # 2**63 - 1
+#: Largest item; keeps every prefix sum inside int64.
+MAX_ITEM = LIMITS.max_count                # 2**62
+#: Largest fanout k of :class:`KaryTreeCounter`.
+MAX_FANOUT = LIMITS.max_counter_fanout     # 65535
+#: Largest noise scale h/epsilon: above it a sum of noise terms could approach
+#: int64's range with non-negligible probability (such an epsilon is useless anyway).
+MAX_NOISE_SCALE = 2**40
+#: Version of the checkpoint format (release 0.1's).
+STATE_VERSION = 1
+
+_INT64 = np.iinfo(np.int64)
 
 
 def _offset_digits(t, k):
@@ -90,36 +127,287 @@ def _binary_weight_sum(n):
     return 2 * _binary_weight_sum(q - 1) + q + (r + 1) * q.bit_count() + r
 
 
-class _TreeCounter(abc.ABC):
-    """Shared machinery: the C state machine, batching, checkpoints."""
+class ContinualCounter(abc.ABC):
+    """Base of every counter: item checks and the one checkpoint format.
 
-    _fanout = 0
+    A subclass names its state (``_kind``) and persist record
+    (``_record_kind``), says where each array of its record sits in
+    :meth:`to_state` (``_array_places``: array name -> key path of the dict
+    holding it), and defines the one encoder :meth:`_encode` and the one
+    decoder :meth:`_decode`.  Everything else -- :meth:`to_state`,
+    :meth:`from_state`, :func:`pydp_synopsis.save` and :func:`pydp_synopsis.load`
+    -- goes through those two.
+
+    References
+    ----------
+    .. [APT] Andersson, Pagh, Torkamani, section 3.1 and Algorithm 2 (the
+       tree counters).
+    .. [DNRR15] Dwork, Naor, Reingold, Rothblum, section 3.1, Theorem 3.1
+       (:class:`~pydp_synopsis.SparseStreamCounter`).
+    """
+
     _kind = ""
+    _record_kind = ""
+    _array_places = {}
 
-    def _setup(self, horizon, epsilon, fanout, rng, budget=None):
+    @property
+    @abc.abstractmethod
+    def horizon(self):
+        """Number of updates the counter accepts."""
+
+    @property
+    @abc.abstractmethod
+    def time(self):
+        """Number of updates done so far (the index of the last release)."""
+
+    @abc.abstractmethod
+    def update_many(self, xs):
+        """Feed a batch of items; return the release after each one."""
+
+    def update(self, x):
+        """Feed one item and return the release after it.
+
+        Parameters
+        ----------
+        x : int
+            Non-negative integer item (a bit, or a count of items) at most 2**62.
+
+        Returns
+        -------
+        int
+            The release at the new time t (for a tree counter the noisy
+            ``x_1 + ... + x_t``).
+
+        Notes
+        -----
+        One call of :meth:`update_many`: O(1) amortised noise draws.
+
+        Examples
+        --------
+        >>> from pydp_synopsis.noise import Rng
+        >>> c = KaryTreeCounter(horizon=10, epsilon=1e9, k=3, rng=Rng(1))
+        >>> c.update(1), c.update(0), c.update(1)
+        (1, 1, 2)
+        """
+        x = check_int(x, "x", 0, MAX_ITEM, DomainError)
+        return int(self.update_many(np.array([x], dtype=np.int64))[0])
+
+    def _items(self, xs, name, room=True):
+        """``xs`` as a contiguous int64 array, checked before anything is consumed.
+
+        One-dimensional integers (bool accepted) in ``[0, 2**62]``; with
+        ``room``, no more than the updates left before the horizon.
+        """
+        xs = np.asarray(xs)
+        if xs.size == 0 and xs.ndim == 1:
+            xs = xs.astype(np.int64)  # [] is float64 to numpy
+        if xs.dtype.kind not in "biu":
+            raise TypeError(f"{name} must hold integers, got dtype {xs.dtype}")
+        if xs.ndim != 1:
+            raise DomainError(f"{name} must be one-dimensional, got shape {xs.shape}")
+        left = self.horizon - self.time
+        if room and len(xs) > left:
+            raise HorizonError(f"{name} has {len(xs)} items but only {left} remain before the "
+                               f"horizon {self.horizon}")
+        if len(xs) and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > MAX_ITEM):
+            raise DomainError(f"{name} must be integers in [0, 2**62], got values in "
+                              f"[{xs.min()}, {xs.max()}]")
+        return np.ascontiguousarray(xs, dtype=np.int64)
+
+    # ----------------------------------------------------------- checkpoints
+    @abc.abstractmethod
+    def _encode(self):
+        """The record ``(meta, arrays)``: the one encoder of the state."""
+
+    @classmethod
+    @abc.abstractmethod
+    def _decode(cls, meta, arrays, rng):
+        """The counter of a record whose kind and version were checked; ``rng``
+        draws its future noise.  Raises FormatError (or KeyError, TypeError,
+        ValueError, which :meth:`_from_record` turns into FormatError)."""
+
+    def to_state(self):
+        """Checkpoint: every number needed to continue the same release.
+
+        A view of the counter's record (what :func:`~pydp_synopsis.save`
+        writes): the fields listed in the module docstring, arrays as lists.
+        The state holds the noise terms currently in use, which are secret:
+        store it like a private key.  Restoring with :meth:`from_state` never
+        redraws them.
+
+        Returns
+        -------
+        dict
+            JSON-able ints, lists and dicts.
+
+        Notes
+        -----
+        O(size of the state): O(k log_k T) for a tree counter (Lemma 4.12).
+        """
+        meta, arrays = self._encode()
+        return state_view(meta, arrays, self._array_places)
+
+    @classmethod
+    def from_state(cls, state, *, rng=None):
+        """Restore a counter from :meth:`to_state` without redrawing any noise.
+
+        Parameters
+        ----------
+        state : dict
+            As returned by :meth:`to_state` (also after a JSON round trip).
+        rng : Rng, optional
+            Source for FUTURE noise draws only; default the seeded generator
+            saved in the state (tests), else a fresh OS-seeded Rng.
+
+        Raises
+        ------
+        FormatError
+            If the state is not a consistent state of this class.
+
+        Notes
+        -----
+        O(size of the state); the same validating decoder as
+        :func:`pydp_synopsis.load`.
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict, got {type(state).__name__}")
+        try:
+            meta, arrays = record_view(state, cls._array_places)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"state is not a {cls._kind} state (no {exc})") from None
+        return cls._from_record(meta, arrays, rng=rng)
+
+    def _to_record(self):
+        """``(kind, meta, arrays, mode)`` for :func:`~pydp_synopsis.persist.save`;
+        mode 0o600 (the state holds secret noise)."""
+        meta, arrays = self._encode()
+        return self._record_kind, meta, arrays, 0o600
+
+    @classmethod
+    def _from_record(cls, meta, arrays, *, rng=None):
+        """The one validating decoder: :func:`~pydp_synopsis.persist.load`'s
+        loader, :meth:`from_state`, and a composite counter's parts."""
+        if rng is not None:
+            rng = resolve_rng(rng, "rng")
+        if not isinstance(meta, dict) or meta.get("kind") != cls._kind or meta.get("version") != STATE_VERSION:
+            got = (meta.get("kind"), meta.get("version")) if isinstance(meta, dict) else type(meta).__name__
+            raise FormatError(f"state is not a version {STATE_VERSION} {cls._kind} state (got {got!r})")
+        try:
+            if rng is None:
+                # A seeded generator's position (tests only): a resumed seeded
+                # run equals an uninterrupted one.  OS keys are never saved.
+                saved = meta.get("rng")
+                rng = Rng() if saved is None else Rng._from_state(saved)
+            return cls._decode(meta, arrays, rng)
+        except FormatError:
+            raise
+        except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
+            raise FormatError(f"state is not a consistent {cls._kind} state: {exc!r}") from None
+
+
+def state_view(meta, arrays, places):
+    """The JSON view of a record: ``meta`` with every array, as a list of
+    ints, put into the dict at its place (``places[name]``: key path, ``()``
+    for the top).  Inverse of :func:`record_view`.  O(size)."""
+    state = _copy_along(meta, places)
+    for name, path in places.items():
+        _dict_at(state, path)[name] = arrays[name].tolist()
+    return state
+
+
+def record_view(state, places):
+    """The record ``(meta, arrays)`` of a state: each array taken out of its
+    place, as it is (the decoder checks it with :func:`int64_array`).  Raises
+    KeyError or TypeError for a state without them."""
+    meta = _copy_along(state, places)
+    arrays = {name: _dict_at(meta, path).pop(name) for name, path in places.items()}
+    return meta, arrays
+
+
+def _copy_along(tree, places):
+    """A copy of the dict ``tree`` whose sub-dicts on the places' paths are copies too."""
+    top = dict(tree)
+    for path in places.values():
+        node = top
+        for key in path:
+            node[key] = dict(node[key])
+            node = node[key]
+    return top
+
+
+def _dict_at(tree, path):
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+def int64_array(value, name, length=None):
+    """A record's array (or a state's list) as a one-dimensional int64 array.
+
+    Integers only (no bool, no float); FormatError otherwise, or for a
+    length other than ``length``.
+    """
+    arr = np.asarray(value)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise FormatError(f"state field {name!r} must be a list of integers")
+    if arr.size and arr.dtype.kind == "u" and int(arr.max()) > _INT64.max:
+        raise FormatError(f"state field {name!r} is out of the int64 range")
+    if length is not None and len(arr) != length:
+        raise FormatError(f"state field {name!r} must have {length} entries, got {len(arr)}")
+    return arr.astype(np.int64)
+
+
+def state_fraction(pair, name):
+    """An exact rational saved as ``[numerator, denominator]`` (both positive ints)."""
+    num, den = pair
+    return Fraction(check_int(num, name, 1, math.inf), check_int(den, name, 1, math.inf))
+
+
+class _TreeCounter(ContinualCounter):
+    """The C state machine of the tree counters, batching and their records."""
+
+    _array_places = {"digits": (), "slots": ()}
+
+    def __init__(self, *, horizon, epsilon, k, rng=None, budget=None):
         # Everything is validated before the C state exists or rng is touched.
-        horizon = check_int(horizon, "horizon", 1, _MAX_HORIZON)
-        eps = exact_epsilon(epsilon, "epsilon")
-        height = ffi.new("int32_t *")
-        capacity = ffi.new("int32_t *")
-        check(lib.pds_counter_shape(fanout, horizon, height, capacity))
-        scale = Fraction(height[0]) / eps
-        if scale > _MAX_SCALE:
-            raise ParameterError(
-                f"epsilon must be at least {Fraction(height[0], _MAX_SCALE)} for this horizon "
-                f"(noise scale height/epsilon at most 2**40), got {epsilon!r}"
-            )
-        scale_t, scale_s = scale_parts(scale)
+        horizon, eps, k, height, capacity = self._parameters(horizon, epsilon, k)
         rng = resolve_rng(rng, "rng")
         charge(budget, eps, f"{type(self).__name__}(horizon={horizon})")  # before any noise
+        self._init(horizon, eps, k, height, capacity, rng)
+
+    @classmethod
+    def _parameters(cls, horizon, epsilon, k):
+        """Checked ``(horizon, epsilon, k, height, capacity)``; no side effect."""
+        horizon = check_int(horizon, "horizon", 1, MAX_HORIZON)
+        eps = exact_epsilon(epsilon, "epsilon")
+        k = cls._check_fanout(k)
+        height = ffi.new("int32_t *")
+        capacity = ffi.new("int32_t *")
+        check(lib.pds_counter_shape(k, horizon, height, capacity))
+        if Fraction(height[0]) / eps > MAX_NOISE_SCALE:
+            raise ParameterError(
+                f"epsilon must be at least {Fraction(height[0], MAX_NOISE_SCALE)} for this horizon "
+                f"(noise scale height/epsilon at most 2**40), got {epsilon!r}"
+            )
+        return horizon, eps, k, height[0], capacity[0]
+
+    @classmethod
+    @abc.abstractmethod
+    def _check_fanout(cls, k):
+        """``k`` checked for this class (TypeError or ParameterError)."""
+
+    def _init(self, horizon, eps, k, height, capacity, rng):
+        """The one constructor (``__init__`` and the decoder): checked
+        parameters in, a counter at time 0 out."""
         self._epsilon = eps
-        self._scale = scale
+        self._scale = Fraction(height) / eps
         self._rng = rng
         self._state = ffi.new("pds_counter *")
-        self._digits = ffi.new("int32_t[]", max(height[0], 1))
-        self._slots = ffi.new("int64_t[]", max(capacity[0], 1))
-        check(lib.pds_counter_init(self._state, fanout, horizon, scale_t, scale_s,
-                                   self._digits, self._slots, height[0], capacity[0]))
+        self._digits = ffi.new("int32_t[]", height)
+        self._slots = ffi.new("int64_t[]", capacity)
+        scale_t, scale_s = scale_parts(self._scale)
+        check(lib.pds_counter_init(self._state, k, horizon, scale_t, scale_s,
+                                   self._digits, self._slots, height, capacity))
 
     # ------------------------------------------------------------ properties
     @property
@@ -152,34 +440,21 @@ class _TreeCounter(abc.ABC):
         """Scale h/epsilon of the discrete Laplace noise of every node (a Fraction)."""
         return self._scale
 
-    # --------------------------------------------------------------- updates
-    def update(self, x):
-        """Feed one item and return the noisy prefix sum including it.
+    @property
+    def release(self):
+        """The value currently released: the noisy prefix sum at :attr:`time` (0 before any update)."""
+        return int(self._state.prefix + self._state.noise)
 
-        Parameters
-        ----------
-        x : int
-            Non-negative integer item (a bit, or a count of items) at most 2**62.
+    @property
+    def true_prefix_sum(self):
+        """The exact ``x_1 + ... + x_t`` of the items fed so far, without noise.
 
-        Returns
-        -------
-        int
-            Noisy ``x_1 + ... + x_t`` at the new time t.
-
-        Notes
-        -----
-        O(1) amortised noise draws and O(k) worst case per level touched.
-
-        Examples
-        --------
-        >>> from pydp_synopsis.noise import Rng
-        >>> c = KaryTreeCounter(horizon=10, epsilon=1e9, k=3, rng=Rng(1))
-        >>> c.update(1), c.update(0), c.update(1)
-        (1, 1, 2)
+        This is the data, not a release: never publish it (checkpoints hold
+        it too).  The sparse counter derives its sealed total from it.
         """
-        x = check_int(x, "x", 0, _MAX_ITEM, DomainError)
-        return int(self.update_many(np.array([x], dtype=np.int64))[0])
+        return int(self._state.prefix)
 
+    # --------------------------------------------------------------- updates
     def update_many(self, xs):
         """Feed a batch of items in one C call; return the releases.
 
@@ -204,22 +479,8 @@ class _TreeCounter(abc.ABC):
         -----
         O(len(xs)) time, O(1) amortised noise draws per item (Lemma 4.14).
         """
-        xs = np.asarray(xs)
-        if xs.size == 0 and xs.ndim == 1:
-            xs = xs.astype(np.int64)  # [] is float64 to numpy
-        if xs.dtype.kind not in "biu":
-            raise TypeError(f"xs must hold integers, got dtype {xs.dtype}")
-        if xs.ndim != 1:
-            raise DomainError(f"xs must be one-dimensional, got shape {xs.shape}")
-        n = xs.shape[0]
-        if n > self.horizon - self.time:
-            raise HorizonError(
-                f"xs has {n} items but only {self.horizon - self.time} remain before the "
-                f"horizon {self.horizon}"
-            )
-        if n and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > _MAX_ITEM):
-            raise DomainError(f"xs must be integers in [0, 2**62], got values in [{xs.min()}, {xs.max()}]")
-        xs = np.ascontiguousarray(xs, dtype=np.int64)
+        xs = self._items(xs, "xs")
+        n = len(xs)
         out = np.empty(n, dtype=np.int64)
         with self._rng.native() as p:
             st = lib.pds_counter_update_many(self._state, p, ffi.from_buffer("int64_t[]", xs),
@@ -300,114 +561,47 @@ class _TreeCounter(abc.ABC):
         """Sum over t = 1..steps of the number of noise terms in release t (exact int)."""
 
     # ----------------------------------------------------------- checkpoints
-    def _check(self):
-        """Assert the C invariants (digits represent time, noise sum matches)."""
-        check(lib.pds_counter_check(self._state))
-
-    def to_state(self):
-        """Checkpoint: every number needed to continue the same release.
-
-        The state holds the noise terms currently in use, which are secret:
-        store it like a private key.  Restoring with :meth:`from_state` never
-        redraws them.
-
-        Returns
-        -------
-        dict
-            JSON-able ints and lists.
-
-        Notes
-        -----
-        O(k log_k T) (the size of the state, Lemma 4.12).
-        """
+    def _encode(self):
         s = self._state
-        return {
+        meta = {
             "kind": self._kind,
-            "version": _STATE_VERSION,
-            "horizon": int(s.horizon),
-            "k": int(s.fanout),
+            "version": STATE_VERSION,
+            "horizon": self.horizon,
+            "k": self.k,
             "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
-            "time": int(s.time),
+            "time": self.time,
             "prefix": int(s.prefix),
             "noise": int(s.noise),
-            "digits": [int(self._digits[i]) for i in range(s.height)],
-            "slots": [int(self._slots[i]) for i in range(s.capacity)],
-            # A seeded generator's position (tests only), so a resumed seeded
-            # run equals an uninterrupted one; None for OS-seeded generators.
             "rng": self._rng._to_state(),
         }
+        arrays = {
+            "digits": np.frombuffer(ffi.buffer(self._digits), dtype=np.int32, count=s.height).astype(np.int64),
+            "slots": np.frombuffer(ffi.buffer(self._slots), dtype=np.int64, count=s.capacity).copy(),
+        }
+        return meta, arrays
 
     @classmethod
-    def from_state(cls, state, *, rng=None):
-        """Restore a counter from :meth:`to_state` without redrawing any noise.
-
-        Parameters
-        ----------
-        state : dict
-            As returned by :meth:`to_state`.
-        rng : Rng, optional
-            Source for FUTURE noise draws only; default a fresh OS-seeded Rng.
-
-        Raises
-        ------
-        FormatError
-            If the state is not a consistent state of this class.
-
-        Notes
-        -----
-        O(k log_k T).
-        """
-        if not isinstance(state, dict):
-            raise TypeError(f"state must be a dict, got {type(state).__name__}")
-        if state.get("kind") != cls._kind or state.get("version") != _STATE_VERSION:
-            raise FormatError(
-                f"state is not a version {_STATE_VERSION} {cls._kind} state "
-                f"(kind={state.get('kind')!r}, version={state.get('version')!r})"
-            )
-        try:
-            eps = Fraction(*(operator.index(v) for v in state["epsilon"]))
-            if rng is None and state.get("rng") is not None:
-                rng = Rng._from_state(state["rng"])
-            kwargs = {"horizon": state["horizon"], "epsilon": eps, "rng": rng}
-            if cls._fanout == 0:
-                kwargs["k"] = state["k"]
-            obj = cls(**kwargs)
-        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-            raise FormatError(f"state has bad parameters: {exc}") from None
-        if obj._epsilon != eps or obj.k != state["k"]:
-            raise FormatError("state epsilon or k is not one this class produces")
+    def _decode(cls, meta, arrays, rng):
+        saved_eps = state_fraction(meta["epsilon"], "epsilon")
+        horizon, eps, k, height, capacity = cls._parameters(meta["horizon"], saved_eps, meta["k"])
+        if eps != saved_eps:
+            raise FormatError(f"state epsilon {saved_eps} is not one this class produces")
+        obj = cls.__new__(cls)
+        obj._init(horizon, eps, k, height, capacity, rng)
         s = obj._state
-        try:
-            digits = [operator.index(v) for v in state["digits"]]
-            slots = [operator.index(v) for v in state["slots"]]
-            if len(digits) != s.height or len(slots) != s.capacity:
-                raise ValueError("digits/slots have the wrong length")
-            for i, d in enumerate(digits):
-                obj._digits[i] = d
-            for i, z in enumerate(slots):
-                obj._slots[i] = z
-            s.time = operator.index(state["time"])
-            s.prefix = operator.index(state["prefix"])
-            s.noise = operator.index(state["noise"])
-        except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            raise FormatError(f"state has bad fields: {exc}") from None
+        digits = int64_array(arrays["digits"], "digits", s.height)
+        slots = int64_array(arrays["slots"], "slots", s.capacity)
+        narrow = digits.astype(np.int32)
+        if np.any(narrow != digits):
+            raise FormatError("state digits are out of range")
+        ffi.memmove(obj._digits, narrow, narrow.nbytes)
+        ffi.memmove(obj._slots, slots, slots.nbytes)
+        s.time = check_int(meta["time"], "time", 0, horizon)
+        s.prefix = check_int(meta["prefix"], "prefix", 0, MAX_ITEM)
+        s.noise = check_int(meta["noise"], "noise", _INT64.min, _INT64.max)
         if lib.pds_counter_check(s) != lib.PDS_OK:
             raise FormatError("state is inconsistent (digits, time, noise terms or prefix)")
         return obj
-
-    def _to_record(self):
-        """(kind, meta, arrays, mode) for persist.save; mode 0o600 (secret noise)."""
-        state = self.to_state()
-        arrays = {"digits": np.array(state.pop("digits"), dtype=np.int64),
-                  "slots": np.array(state.pop("slots"), dtype=np.int64)}
-        return self._record_kind, state, arrays, 0o600
-
-    @classmethod
-    def _from_record(cls, meta, arrays):
-        state = dict(meta)
-        state["digits"] = [int(v) for v in arrays["digits"]]
-        state["slots"] = [int(v) for v in arrays["slots"]]
-        return cls.from_state(state)
 
     def __repr__(self):
         return (f"{type(self).__name__}(horizon={self.horizon}, epsilon={self._epsilon}, "
@@ -454,12 +648,15 @@ class BinaryTreeCounter(_TreeCounter):
     (4, 10)
     """
 
-    _fanout = 2
     _kind = "BinaryTreeCounter"
     _record_kind = "binary_tree_counter"
 
     def __init__(self, *, horizon, epsilon, rng=None, budget=None):
-        self._setup(horizon, epsilon, 2, rng, budget)
+        super().__init__(horizon=horizon, epsilon=epsilon, k=2, rng=rng, budget=budget)
+
+    @classmethod
+    def _check_fanout(cls, k):
+        return check_int(k, "k", 2, 2)
 
     def _path_weight_sum(self, steps):
         return _binary_weight_sum(steps)
@@ -512,492 +709,22 @@ class KaryTreeCounter(_TreeCounter):
     _record_kind = "kary_tree_counter"
 
     def __init__(self, *, horizon, epsilon, k=19, rng=None, budget=None):
-        if isinstance(k, bool):
-            raise TypeError("k must be an integer, got bool")
-        try:
-            k = operator.index(k)
-        except TypeError:
-            raise TypeError(f"k must be an integer, got {type(k).__name__}") from None
+        super().__init__(horizon=horizon, epsilon=epsilon, k=k, rng=rng, budget=budget)
+
+    @classmethod
+    def _check_fanout(cls, k):
+        k = check_int(k, "k", 2, MAX_FANOUT)  # 2 is then refused as even
         if k % 2 == 0:
             raise ParameterError(
                 f"k must be odd (offset digits need a symmetric range; even k, Appendix A.3, "
                 f"is not implemented), got {k}"
             )
-        check_int(k, "k", 3, _MAX_FANOUT)
-        self._setup(horizon, epsilon, k, rng, budget)
+        return k
 
     def _path_weight_sum(self, steps):
         return _offset_weight_sum(steps, self.k)
 
 
-persist.register(BinaryTreeCounter._record_kind)(BinaryTreeCounter._from_record)
-persist.register(KaryTreeCounter._record_kind)(KaryTreeCounter._from_record)
-
-
-_COUNTERS = {"kary": KaryTreeCounter, "binary": BinaryTreeCounter}
-# The online partition keeps segment counts below 2**61.
-_SPARSE_MAX_TOTAL = 2**61 - 1
-
-
-class SparseStreamCounter:
-    """Counter for sparse streams: an online partition feeding a tree counter.
-
-    The online partition (DNRR Fig. 1, budget ``epsilon * partition_share``,
-    failure probability ``beta/2``) decides after each item whether to seal
-    the current segment; each sealed segment's true count is fed to an inner
-    tree counter (the rest of the budget) as one item.  The release between
-    two seals is the inner counter's last release (0 before the first
-    seal).  The error is at most the weight of the open segment plus the
-    inner counter's error, so it grows like ``log D + polylog(n)`` for a
-    stream of weight n rather than ``polylog(D)``.
-
-    Parameters
-    ----------
-    horizon : int
-        Stream length D, 1 <= D < 2**63.
-    epsilon : float or Fraction
-        Total privacy parameter; partition and counter budgets are exact
-        rationals summing to at most epsilon (:attr:`epsilon_partition`,
-        :attr:`epsilon_counter`).
-    beta : float
-        Failure probability of :meth:`error_bound`, in (0, 1).
-    counter : {"kary", "binary"}
-        Inner counter: KaryTreeCounter (k = 19) or BinaryTreeCounter.
-    partition_share : float or Fraction
-        Fraction of epsilon given to the partition, in (0, 1); default 1/2
-        as in the proof of Theorem 3.1.
-    rng : Rng, optional
-        Randomness (default a fresh OS-seeded Rng); seeds for tests only.
-    budget : Budget, optional
-        Charged ``epsilon`` after the arguments are validated and before any
-        noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
-
-    Notes
-    -----
-    Neighbouring streams differ by one unit at one position.  The
-    partition is epsilon_partition-DP (Theorem 2.1); given the partition,
-    one unit changes one segment count by one, so the inner counter is
-    epsilon_counter-DP; by composition the releases are epsilon-DP.  The
-    inner counter's horizon is D (a segment can end at every position).
-
-    References
-    ----------
-    .. [DNRR15] Dwork, Naor, Reingold, Rothblum, section 3.1, Theorem 3.1;
-       Fig. 1 and Theorem 2.1 (the online partition).
-
-    Examples
-    --------
-    >>> from pydp_synopsis.noise import Rng
-    >>> c = SparseStreamCounter(horizon=2**62, epsilon=1.0, rng=Rng(3))
-    >>> times, values = c.update_sparse([10, 2**40, 2**61], until=2**62)
-    >>> c.time == 2**62 and int(times[-1]) == 2**62
-    True
-    """
-
-    _kind = "SparseStreamCounter"
-    _record_kind = "sparse_stream_counter"
-
-    def __init__(self, *, horizon, epsilon, beta=0.05, counter="kary", partition_share=0.5, rng=None,
-                 budget=None):
-        from .partition import OnlinePartition
-
-        horizon, eps, beta, counter, share, eps_p, eps_c = self._parameters(
-            horizon, epsilon, beta, counter, partition_share)
-        rng = resolve_rng(rng, "rng")
-        charge(budget, eps, f"SparseStreamCounter(horizon={horizon})")  # before any noise
-        # Build both before keeping either: no half-built object on error.
-        inner = _COUNTERS[counter](horizon=horizon, epsilon=eps_c, rng=rng)
-        partition = OnlinePartition(size=horizon, epsilon=eps_p, beta=beta / 2, rng=rng)
-        self._init(horizon, eps, beta, counter, share, eps_p, eps_c, rng, inner, partition)
-
-    @staticmethod
-    def _parameters(horizon, epsilon, beta, counter, partition_share):
-        horizon = check_int(horizon, "horizon", 1, _MAX_HORIZON)
-        eps = exact_epsilon(epsilon, "epsilon")
-        beta = check_beta(beta, "beta")
-        if not isinstance(counter, str) or counter not in _COUNTERS:
-            raise ParameterError(f"counter must be one of {sorted(_COUNTERS)}, got {counter!r}")
-        share = check_share(partition_share, "partition_share")
-        # Each part is rounded down to a bounded rational: they sum to <= eps.
-        eps_p, eps_c = split_epsilon(eps, share, ("epsilon * partition_share",
-                                                  "epsilon * (1 - partition_share)"))
-        return horizon, eps, beta, counter, share, eps_p, eps_c
-
-    def _init(self, horizon, eps, beta, counter, share, eps_p, eps_c, rng, inner, partition):
-        self._horizon = horizon
-        self._epsilon = eps
-        self._beta = beta
-        self._counter_name = counter
-        self._share = share
-        self._eps_p = eps_p
-        self._eps_c = eps_c
-        self._rng = rng
-        self._inner = inner
-        self._partition = partition
-        self._total = 0          # true prefix sum so far
-        self._sealed_total = 0   # true prefix sum at the last seal
-        self._release = 0        # current released value
-
-    # ------------------------------------------------------------ properties
-    @property
-    def horizon(self):
-        """Stream length D."""
-        return self._horizon
-
-    @property
-    def time(self):
-        """Number of items processed so far."""
-        return self._partition.position
-
-    @property
-    def epsilon(self):
-        """Total exact privacy parameter (Fraction)."""
-        return self._epsilon
-
-    @property
-    def epsilon_partition(self):
-        """Budget of the online partition (Fraction)."""
-        return self._eps_p
-
-    @property
-    def epsilon_counter(self):
-        """Budget of the inner counter (Fraction); the two sum to at most epsilon."""
-        return self._eps_c
-
-    @property
-    def beta(self):
-        """Failure probability of :meth:`error_bound`."""
-        return self._beta
-
-    @property
-    def release(self):
-        """The value currently released (the last seal's noisy prefix sum, 0 before any)."""
-        return self._release
-
-    @property
-    def segments(self):
-        """Number of sealed segments (items fed to the inner counter)."""
-        return self._inner.time
-
-    # --------------------------------------------------------------- updates
-    def _seal(self, seal_times, item_times, item_cum):
-        """Feed the sealed segments' true counts to the inner counter.
-
-        ``item_cum[i]`` is the true prefix sum after the item at
-        ``item_times[i]`` (both increasing, covering the batch), so the
-        prefix at a seal is the last entry at or before it.
-        """
-        idx = np.searchsorted(item_times, seal_times, side="right") - 1
-        prefix_at = np.where(idx >= 0, item_cum[np.maximum(idx, 0)], self._total)
-        counts = np.diff(prefix_at, prepend=self._sealed_total)
-        releases = self._inner.update_many(counts)
-        if len(seal_times):
-            self._sealed_total = int(prefix_at[-1])
-            self._release = int(releases[-1])
-        return releases
-
-    def _check_items(self, xs, name):
-        if xs.dtype.kind not in "biu":
-            raise TypeError(f"{name} must hold integers, got dtype {xs.dtype}")
-        if xs.ndim != 1:
-            raise DomainError(f"{name} must be one-dimensional, got shape {xs.shape}")
-        if xs.size and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > _MAX_ITEM):
-            raise DomainError(f"{name} must be integers in [0, 2**62], got values in [{xs.min()}, {xs.max()}]")
-        xs = xs.astype(np.int64)
-        self._check_total(xs, name)
-        return xs
-
-    def _check_total(self, xs, name):
-        # The partition keeps a segment's count below 2**61; the whole prefix
-        # staying below it keeps every segment below it.  The float sum is a
-        # fast filter; near the limit the sum is redone exactly.
-        if xs.size and float(xs.sum(dtype=np.float64)) + self._total > _SPARSE_MAX_TOTAL * 0.999:
-            if sum(int(v) for v in xs) + self._total > _SPARSE_MAX_TOTAL:
-                raise DomainError(f"{name} would make the prefix sum exceed 2**61 - 1")
-
-    def update(self, x):
-        """Feed one item; return the release (changes only when a segment seals).
-
-        Notes
-        -----
-        O(1) amortised.
-        """
-        x = check_int(x, "x", 0, _MAX_ITEM, DomainError)
-        return int(self.update_many(np.array([x], dtype=np.int64))[0])
-
-    def update_many(self, xs):
-        """Feed a dense batch of items; return the release after each one.
-
-        Parameters
-        ----------
-        xs : array_like of int
-            One-dimensional non-negative integers (bool accepted).
-
-        Returns
-        -------
-        numpy.ndarray of int64
-
-        Notes
-        -----
-        O(len(xs)) numpy work, one partition call and one counter call.
-        """
-        xs = np.asarray(xs)
-        if xs.size == 0 and xs.ndim == 1:
-            xs = xs.astype(np.int64)
-        if xs.ndim == 1 and len(xs) > self._horizon - self.time:
-            raise HorizonError(f"xs has {len(xs)} items but only {self._horizon - self.time} remain "
-                               f"before the horizon {self._horizon}")
-        xs = self._check_items(xs, "xs")
-        start = self.time
-        before = self._release
-        seals = self._partition.feed(xs).astype(np.int64) + 1  # 1-based times
-        times = np.arange(start + 1, start + len(xs) + 1, dtype=np.int64)
-        cum = self._total + np.cumsum(xs)
-        releases = self._seal(seals, times, cum)
-        if len(xs):
-            self._total = int(cum[-1])
-        idx = np.searchsorted(seals, times, side="right") - 1
-        return np.where(idx >= 0, releases[np.maximum(idx, 0)] if len(seals) else before, before)
-
-    def update_sparse(self, positions, weights=None, until=None):
-        """Feed a stream given by its non-zero items; return the release as a step function.
-
-        Parameters
-        ----------
-        positions : array_like of int
-            Times (1-based) of the non-zero items, non-decreasing, all after
-            :attr:`time` and at most ``until``.
-        weights : array_like of int, optional
-            Item counts (default 1 each), non-negative.
-        until : int, optional
-            Advance the stream to this time (default: the last position, or
-            no advance when there are no positions), at most the horizon.
-
-        Returns
-        -------
-        times, values : numpy.ndarray of int64
-            The seal times in ``(old time, until]`` and the releases made
-            there; between them the release stays constant (:attr:`release`
-            before the first).
-
-        Notes
-        -----
-        O(#items + #seals), independent of the horizon: one partition call
-        (:meth:`~pydp_synopsis.OnlinePartition.feed_sparse`, which skips the
-        gaps between items exactly) and one inner counter call.
-        """
-        pos = np.asarray(positions)
-        if pos.size == 0 and pos.ndim == 1:
-            pos = pos.astype(np.int64)
-        if pos.dtype.kind not in "iu":
-            raise TypeError(f"positions must hold integers, got dtype {pos.dtype}")
-        if pos.ndim != 1:
-            raise DomainError(f"positions must be one-dimensional, got shape {pos.shape}")
-        if weights is None:
-            w = np.ones(len(pos), dtype=np.int64)
-        else:
-            w = np.asarray(weights)
-            if w.size == 0 and w.ndim == 1:
-                w = w.astype(np.int64)
-            w = self._check_items(w, "weights")
-            if w.shape != pos.shape:
-                raise DomainError(f"weights must have the shape of positions {pos.shape}, got {w.shape}")
-        start = self.time
-        if pos.size:
-            if int(pos.min()) <= start or int(pos.max()) > self._horizon:
-                raise DomainError(f"positions must be in [{start + 1}, {self._horizon}] (after time "
-                                  f"{start}, within the horizon), got [{pos.min()}, {pos.max()}]")
-            pos = pos.astype(np.int64)
-            if np.any(pos[1:] < pos[:-1]):
-                raise DomainError("positions must be non-decreasing")
-        last = int(pos[-1]) if pos.size else start
-        if until is None:
-            until = last
-        else:
-            until = check_int(until, "until", 0, _MAX_HORIZON, DomainError)
-            if until > self._horizon:
-                raise HorizonError(f"until must be at most the horizon {self._horizon}, got {until}")
-            if until < last:
-                raise DomainError(f"until must be at least the last position {last} (and the time "
-                                  f"{start}), got {until}")
-        if weights is None:
-            self._check_total(w, "weights")
-        cum = self._total + np.cumsum(w)
-        # One kernel call for the whole batch: it adds the counts at each
-        # item's position and skips the gaps between items exactly.
-        seal_times = self._partition.feed_sparse(pos - 1, w, until - start).astype(np.int64) + 1
-        releases = self._seal(seal_times, pos, cum)
-        if pos.size:
-            self._total = int(cum[-1])
-        return seal_times, releases
-
-    # ------------------------------------------------------------- analysis
-    def error_bound(self, weight=None):
-        """Bound on the error of every release, holding with probability >= 1 - beta.
-
-        Theorem 3.1 made rigorous for this counter's inputs.  The release at
-        time t is the inner counter's release at the last seal <= t, so its
-        error is the inner counter's error plus the weight of the open
-        segment: the items after the last seal up to t.  None of those
-        positions sealed, and a position that does not seal has
-        ``count + nu <= T + Z`` with its own items already in ``count``
-        (Fig. 1), so the open weight is at most the partition's
-        :meth:`~pydp_synopsis.OnlinePartition.interior_weight_bound`
-        ``W = T + 2 (k - 1)`` (probability >= 1 - beta/2; the partition runs
-        at beta/2).  This holds for items of any size: a heavy item either
-        seals its segment (and is then counted exactly by the inner
-        counter's input) or lies within W, so no bound on the largest item
-        is needed.  With probability >= 1 - beta/2 the inner counter's
-        releases are within its :meth:`~KaryTreeCounter.error_bound`.
-        Theorem 2.1's constant ``5 (ln D + ln(2/beta)) / epsilon_partition``
-        is about ``2 ln 2 / epsilon_partition`` short of W (the union over
-        the two noise families) and is proved for distinct items only.
-
-        Parameters
-        ----------
-        weight : int, optional
-            An upper bound n on the number of non-zero positions (the total
-            weight is one).  A seal at a position whose segment is still
-            empty needs ``nu - Z >= T + 1``; with probability at least
-            ``1 - delta0`` (``delta0`` from a union bound over the <= D
-            position and threshold noises, typically far below beta) no
-            such seal happens, so at most n + 1 segments are sealed and the
-            inner counter's union bound runs over n + 1 releases instead of
-            D at failure probability ``beta/2 - delta0``.  If ``delta0`` is
-            not below ``beta/4`` the weight is not used.
-
-        Returns
-        -------
-        int
-            ``a`` with ``P(max_t |release_t - prefix_t| > a) <= beta``.
-
-        Notes
-        -----
-        O(log of the bound).
-        """
-        releases, beta_inner = self._horizon, self._beta / 2
-        if weight is not None:
-            n = check_int(weight, "weight", 0, _MAX_HORIZON)
-            delta0 = self._empty_seal_probability()
-            if n + 1 < self._horizon and delta0 < self._beta / 4:
-                releases, beta_inner = n + 1, self._beta / 2 - delta0
-        open_weight = math.floor(self._partition.interior_weight_bound())
-        return open_weight + self._inner.error_bound(beta_inner, releases)
-
-    def _empty_seal_probability(self):
-        """Upper bound on P(some position before the last seals an empty segment).
-
-        An empty segment seals at a position iff ``nu > T + Z`` (Fig. 1).
-        If every position noise is ``<= u - 1`` and every threshold noise
-        ``>= -(T - u + 1)`` that cannot happen; the union over the <= D of
-        each, with ``P(X >= j) = a^j / (1 + a)`` (``j >= 0``,
-        ``a = e^{-epsilon_partition}``), bounds the rest.  Floats: this
-        describes accuracy and decides nothing released.
-        """
-        t = self._partition.threshold
-        a = math.exp(-float(self._eps_p))
-        d = float(self._horizon)
-
-        def tail(j):
-            return math.exp(-float(self._eps_p) * j) / (1 + a)
-
-        return min(d * (tail(u) + tail(t - u + 2)) for u in (t // 2 + 1, (t + 1) // 2 + 1))
-
-    # ----------------------------------------------------------- checkpoints
-    def to_state(self):
-        """Checkpoint with the partition's and inner counter's states (secret noise).
-
-        Returns
-        -------
-        dict
-            JSON-able.  O(#segments + k log D).
-        """
-        part = self._partition.to_state()
-        part["ends"] = [int(v) for v in part["ends"]]
-        return {
-            "kind": self._kind,
-            "version": _STATE_VERSION,
-            "horizon": self._horizon,
-            "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
-            "beta": self._beta,
-            "counter": self._counter_name,
-            "partition_share": [self._share.numerator, self._share.denominator],
-            "total": self._total,
-            "sealed_total": self._sealed_total,
-            "release": self._release,
-            "partition": part,
-            "inner": self._inner.to_state(),
-            "rng": self._rng._to_state(),
-        }
-
-    @classmethod
-    def from_state(cls, state, *, rng=None):
-        """Restore from :meth:`to_state`; no noise is redrawn, rng is for future draws.
-
-        Raises
-        ------
-        FormatError
-            If the state is not a consistent state of this class.
-
-        Notes
-        -----
-        O(#segments + k log D).
-        """
-        from .partition import OnlinePartition
-
-        if not isinstance(state, dict):
-            raise TypeError(f"state must be a dict, got {type(state).__name__}")
-        if state.get("kind") != cls._kind or state.get("version") != _STATE_VERSION:
-            raise FormatError(f"state is not a version {_STATE_VERSION} {cls._kind} state")
-        try:
-            eps = Fraction(*(operator.index(v) for v in state["epsilon"]))
-            share = Fraction(*(operator.index(v) for v in state["partition_share"]))
-            horizon, eps2, beta, counter, share2, eps_p, eps_c = cls._parameters(
-                state["horizon"], eps, state["beta"], state["counter"], share)
-            if rng is None and state.get("rng") is not None:
-                rng = Rng._from_state(state["rng"])
-            rng = resolve_rng(rng, "rng")
-            total, sealed, release = (operator.index(state[k]) for k in ("total", "sealed_total", "release"))
-            part_state = dict(state["partition"])
-            inner = _COUNTERS[counter].from_state(state["inner"], rng=rng)
-            partition = OnlinePartition.from_state(part_state, rng=rng)
-        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-            raise FormatError(f"state has bad fields: {exc}") from None
-        if (eps2 != eps or share2 != share or inner.horizon != horizon
-                or inner.epsilon != eps_c or partition.size != horizon
-                or partition.epsilon != eps_p or partition.beta != beta / 2
-                or len(partition.segments) != inner.time or inner.time > partition.position
-                or not 0 <= sealed <= total <= _SPARSE_MAX_TOTAL or sealed != inner.to_state()["prefix"]
-                or release != (inner.to_state()["prefix"] + inner.to_state()["noise"] if inner.time else 0)):
-            raise FormatError("state is inconsistent (budgets, partition, inner counter or totals)")
-        obj = cls.__new__(cls)
-        obj._init(horizon, eps, beta, counter, share, eps_p, eps_c, rng, inner, partition)
-        obj._total, obj._sealed_total, obj._release = total, sealed, release
-        return obj
-
-    def _to_record(self):
-        """(kind, meta, arrays, mode) for persist.save; mode 0o600 (secret noise)."""
-        state = self.to_state()
-        arrays = {"ends": np.array(state["partition"].pop("ends"), dtype=np.int64),
-                  "digits": np.array(state["inner"].pop("digits"), dtype=np.int64),
-                  "slots": np.array(state["inner"].pop("slots"), dtype=np.int64)}
-        return self._record_kind, state, arrays, 0o600
-
-    @classmethod
-    def _from_record(cls, meta, arrays):
-        state = _state_copy(meta)
-        state["partition"]["ends"] = [int(v) for v in arrays["ends"]]
-        state["inner"]["digits"] = [int(v) for v in arrays["digits"]]
-        state["inner"]["slots"] = [int(v) for v in arrays["slots"]]
-        return cls.from_state(state)
-
-    def __repr__(self):
-        return (f"SparseStreamCounter(horizon={self._horizon}, epsilon={self._epsilon}, "
-                f"counter={self._counter_name!r}, time={self.time}, segments={self.segments})")
-
-
-def _state_copy(meta):
-    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in meta.items()}
-
-
-persist.register(SparseStreamCounter._record_kind)(SparseStreamCounter._from_record)
+for _cls in (BinaryTreeCounter, KaryTreeCounter):
+    persist.register(_cls._record_kind)(_cls._from_record)
+del _cls

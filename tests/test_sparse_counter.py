@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pydp_synopsis import persist
-from pydp_synopsis.counters import KaryTreeCounter, SparseStreamCounter
+from pydp_synopsis import KaryTreeCounter, OnlinePartition, SparseStreamCounter
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
 from pydp_synopsis import Rng
 from stattests import assert_dp_ratio, clopper_pearson
@@ -31,7 +31,7 @@ def test_noiseless_release_is_prefix_at_last_seal(counter):
     c = SparseStreamCounter(horizon=3000, epsilon=NOISELESS, counter=counter, rng=Rng(1))
     out = np.concatenate([c.update_many(xs[:1000]), [c.update(int(xs[1000]))], c.update_many(xs[1001:])])
     truth = np.cumsum(xs)
-    seals = np.asarray(c._partition.segments, dtype=np.int64) + 1
+    seals = c.seal_times
     assert seals[-1] == 3000 and c.segments == len(seals)
     # Noiseless partition: threshold 1, a segment seals once it holds >= 2 items.
     weights = truth[seals - 1] - np.concatenate([[0], truth[seals[:-1] - 1]])
@@ -51,7 +51,7 @@ def test_sparse_and_dense_agree_when_noiseless():
     t1, v1 = sparse.update_sparse(pos[:100], xs[pos[:100] - 1])
     t2, v2 = sparse.update_sparse(pos[100:], xs[pos[100:] - 1], until=50000)
     times, values = np.concatenate([t1, t2]), np.concatenate([v1, v2])
-    np.testing.assert_array_equal(times, np.asarray(dense._partition.segments, dtype=np.int64) + 1)
+    np.testing.assert_array_equal(times, dense.seal_times)
     np.testing.assert_array_equal(values, out[times - 1])
     assert sparse.time == dense.time == 50000 and sparse.release == dense.release
 
@@ -118,20 +118,21 @@ def test_rigorous_error_bound_holds_in_1_minus_beta_of_runs(stream):
         assert lo <= beta
 
 
-def test_error_bound_parts():
+def test_error_bound_parts(monkeypatch):
     """The bound is the partition's interior weight bound W plus the inner
     counter's bound; W exceeds Theorem 2.1's constant; a weight bound narrows
     the inner union only when the empty-seal probability is small."""
     c = SparseStreamCounter(horizon=20000, epsilon=1.0, beta=0.1, rng=Rng(12))
-    w = c._partition.interior_weight_bound()
+    inner = KaryTreeCounter(horizon=20000, epsilon=c.epsilon_counter)  # the inner counter's twin
+    w = c.interior_weight_bound()
     assert w == int(w) and w > 5 * (np.log(20000) + np.log(2 / 0.1)) / 0.5
-    assert c.error_bound() == int(w) + c._inner.error_bound(0.05, 20000)
-    delta0 = c._empty_seal_probability()
+    assert c.error_bound() == int(w) + inner.error_bound(0.05, 20000)
+    delta0 = c.empty_seal_probability()
     assert 0 < delta0 < 1e-3
-    assert c.error_bound(weight=60) == int(w) + c._inner.error_bound(0.05 - delta0, 61)
+    assert c.error_bound(weight=60) == int(w) + inner.error_bound(0.05 - delta0, 61)
     assert c.error_bound(weight=10**9) == c.error_bound()
     # delta0 <= beta sqrt(beta / 2D) < beta/2 always; if it were >= beta/4 the weight is ignored
-    c._empty_seal_probability = lambda: 0.1 / 4
+    monkeypatch.setattr(c, "empty_seal_probability", lambda: 0.1 / 4)
     assert c.error_bound(weight=60) == c.error_bound()
     with pytest.raises(ParameterError, match="weight"):
         c.error_bound(weight=-1)
@@ -173,7 +174,7 @@ def _seal_event_hits(make, units, runs):
     for _ in range(runs):
         c = make()
         times, values = c.update_sparse([1], [units], until=2)
-        hits += bool(times[0] == 1 and values[0] >= c._partition.threshold - SEAL_M + 1)
+        hits += bool(times[0] == 1 and values[0] >= c.threshold - SEAL_M + 1)
     return hits
 
 
@@ -191,7 +192,7 @@ def _seal_event_ratio(make, runs):
     in the exponent here, at an event probability of 0.23 vs 0.04.
     """
     probe = make()
-    c0 = probe._partition.threshold - SEAL_M
+    c0 = probe.threshold - SEAL_M
     a = math.exp(-float(probe.epsilon_partition))
     ac = math.exp(-float(probe.epsilon_counter))
     p1 = _sum_of_two_tail(SEAL_M, a) / (1 + ac)
@@ -207,7 +208,10 @@ def test_neighbouring_streams_seal_event_is_nearly_tight():
     def make():
         return SparseStreamCounter(horizon=2, epsilon=SEAL_EPS, partition_share=SEAL_SHARE, rng=rng)
 
-    assert make()._inner.height == 1
+    # The inner counter has one level: its error bound is that of a height-1 twin.
+    probe, twin = make(), KaryTreeCounter(horizon=2, epsilon=Fraction(SEAL_EPS) * (1 - SEAL_SHARE))
+    assert twin.height == 1 and probe.epsilon_counter == twin.epsilon
+    assert probe.error_bound() == int(probe.interior_weight_bound()) + twin.error_bound(probe.beta / 2, 2)
     k1, k0, p1, p0 = _seal_event_ratio(make, runs)
     assert math.log(p1 / p0) >= 0.9 * SEAL_EPS and p1 > 0.2 and p0 > 0.03
     for k, p in ((k1, p1), (k0, p0)):
@@ -219,12 +223,16 @@ def test_neighbouring_streams_seal_event_is_nearly_tight():
 def test_seal_event_detects_halved_inner_noise():
     """The same test code on a broken variant (inner counter at twice its
     budget, i.e. half the noise scale): its true ratio e^{0.91 eps + eps_c}
-    is caught."""
+    is caught.  The variant is a counter whose total epsilon is
+    eps_p + 2 eps_c, split so that the partition keeps its budget eps_p."""
     rng, runs = Rng(14), 4000
+    eps_p = Fraction(SEAL_EPS) * SEAL_SHARE
+    eps_c = Fraction(SEAL_EPS) - eps_p
+    broken = eps_p + 2 * eps_c
 
     def make():
-        c = SparseStreamCounter(horizon=2, epsilon=SEAL_EPS, partition_share=SEAL_SHARE, rng=rng)
-        c._inner = KaryTreeCounter(horizon=2, epsilon=2 * c.epsilon_counter, rng=rng)
+        c = SparseStreamCounter(horizon=2, epsilon=broken, partition_share=eps_p / broken, rng=rng)
+        assert (c.epsilon_partition, c.epsilon_counter) == (eps_p, 2 * eps_c)
         return c
 
     k1, k0, _, _ = _seal_event_ratio(make, runs)
@@ -242,8 +250,14 @@ def test_checkpoint_continues_the_same_release(tmp_path):
     persist.save(a, tmp_path / "sparse")
     assert stat.S_IMODE(os.stat(tmp_path / "sparse").st_mode) == 0o600
     assert persist.load(tmp_path / "sparse").to_state() == a.to_state()
-    a._rng = a._partition._rng = a._inner._rng = Rng(70)
-    np.testing.assert_array_equal(a.update_many(xs[8000:]), b.update_many(xs[8000:]))
+    # Same future randomness: identical continuation, so the restore drew
+    # nothing.  A seeded state holds its generator's position: restored
+    # without an rng it continues a...
+    resumed = SparseStreamCounter.from_state(state)
+    np.testing.assert_array_equal(a.update_many(xs[8000:]), resumed.update_many(xs[8000:]))
+    # ...and restored with one, its future noise comes from that rng alone.
+    twin = SparseStreamCounter.from_state(without_rng(state), rng=Rng(70))
+    np.testing.assert_array_equal(b.update_many(xs[8000:]), twin.update_many(xs[8000:]))
 
 
 def test_from_state_rejects_inconsistent_states():
@@ -265,14 +279,19 @@ def test_budget_split_is_exact_and_recorded():
     assert c.epsilon == Fraction(3, 10)
     assert c.epsilon_partition == Fraction(3, 40) and c.epsilon_counter == Fraction(9, 40)
     assert c.epsilon_partition + c.epsilon_counter <= c.epsilon
-    assert c._inner.epsilon == c.epsilon_counter and c._partition.epsilon == c.epsilon_partition
-    assert isinstance(c._inner, KaryTreeCounter) and c._inner.horizon == 100
+    # The parts run at these budgets: the threshold is the partition's at
+    # epsilon_partition, the bound adds a k = 19 counter's at epsilon_counter.
+    part = OnlinePartition(size=100, epsilon=c.epsilon_partition, beta=c.beta / 2)
+    inner = KaryTreeCounter(horizon=100, epsilon=c.epsilon_counter)
+    assert c.threshold == part.threshold and c.interior_weight_bound() == part.interior_weight_bound()
+    assert c.error_bound() == int(part.interior_weight_bound()) + inner.error_bound(c.beta / 2, 100)
+    assert c.counter == "kary" and c.horizon == 100
 
 
 def test_bad_parameters():
     ok = dict(horizon=100, epsilon=1.0)
     for kw, err, msg in [(dict(counter="tree"), ParameterError, "counter"),
-                         (dict(counter=None), ParameterError, "counter"),
+                         (dict(counter=None), TypeError, "counter"),
                          (dict(partition_share=0), ParameterError, "partition_share"),
                          (dict(partition_share=1.0), ParameterError, "partition_share"),
                          (dict(partition_share=float("nan")), ParameterError, "partition_share"),
@@ -309,6 +328,15 @@ def test_bad_sparse_input_consumes_nothing():
     times, values = c.update_sparse([], until=10)
     assert len(times) == len(values) == 0
 
+
+def test_advancing_without_items_seals_and_releases():
+    """update_sparse with no positions still advances, seals (the last
+    position always does) and feeds the sealed counts to the inner counter."""
+    c = SparseStreamCounter(horizon=1000, epsilon=NOISELESS, rng=Rng(15))
+    c.update_sparse([3, 5], until=10)
+    times, values = c.update_sparse([], until=1000)
+    assert c.time == 1000 and times[-1] == 1000 and values[-1] == 2 == c.release
+    assert SparseStreamCounter.from_state(c.to_state()).to_state() == c.to_state()
 
 def without_rng(state):
     """A checkpoint minus the generator positions (which differ when another rng is given)."""
