@@ -140,7 +140,10 @@ def _run(state, rng, pos, cnt, end):
 # What both partitions share: public parameters and the bounds they give.
 
 class _Fig1:
-    """Parameters of a Fig. 1 partition of ``_size`` positions (all public)."""
+    """Parameters of a Fig. 1 partition of ``size`` positions (all public)."""
+
+    def _set_parameters(self, size, epsilon, beta, factor):
+        self._size, self._epsilon, self._beta, self._factor = size, epsilon, beta, factor
 
     @property
     def epsilon(self):
@@ -255,8 +258,8 @@ class Partition(_Fig1):
     def _store(self, end_offsets, lo, hi, epsilon, beta, factor):
         self._offsets = np.array(end_offsets, dtype=np.uint64)
         self._offsets.flags.writeable = False
-        self._lo, self._hi, self._size = lo, hi, hi - lo + 1
-        self._epsilon, self._beta, self._factor = epsilon, beta, factor
+        self._lo, self._hi = lo, hi
+        self._set_parameters(hi - lo + 1, epsilon, beta, factor)
 
     @property
     def end_offsets(self):
@@ -508,20 +511,17 @@ class OnlinePartition(_Fig1):
     (True, True)
     """
 
-    _factor = _DNRR_FACTOR
-
     def __init__(self, *, size, epsilon, beta=0.05, rng=None):
         size = check_positions(size)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
         rng = resolve_rng(rng)
-        self._attach(size, eps, beta, rng, _start(rng, size, eps, beta, self._factor), [])
+        self._attach(size, eps, beta, rng, _start(rng, size, eps, beta, _DNRR_FACTOR), [])
 
     def _attach(self, size, epsilon, beta, rng, state, ends):
-        self._size, self._epsilon, self._beta = size, epsilon, beta
+        self._set_parameters(size, epsilon, beta, _DNRR_FACTOR)
         self._rng, self._state, self._ends = rng, state, ends
 
-    # -- properties
     @property
     def size(self):
         """Number of positions D."""
@@ -783,7 +783,7 @@ class OnlinePartition(_Fig1):
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(f"state: missing or malformed field ({exc})") from None
         threshold, noisy, count, position = fields
-        t, s, expected = _kernel_params(size, eps, beta, cls._factor)
+        t, s, expected = _kernel_params(size, eps, beta, _DNRR_FACTOR)
         if threshold != expected:
             raise FormatError("state: threshold does not match size, epsilon and beta")
         if not isinstance(finished, bool) or ends.ndim != 1 or (
