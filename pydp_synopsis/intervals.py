@@ -1,40 +1,45 @@
 """The interval synopsis: a private partition plus a noisy tree over its segments.
 
 Dwork, Naor, Reingold, Rothblum (DNRR), section 3.2 and Theorem 3.2: the
-domain is cut into segments by :func:`~pydp_synopsis.partition.private_partition`
-(each segment holds few items), the segments become the leaves of a noisy
-tree, and an interval query is answered from the tree nodes that cover the
-segments it touches.  The error is ``O((log D + log^2 n log(1/beta)) / epsilon)``
-for all intervals at once, and the released object holds only private
-quantities: the segment ends and the noisy tree.
+domain is cut into segments by the private partition (Fig. 1; each segment
+holds few items), the segments become the leaves of a noisy tree
+(:mod:`pydp_synopsis.trees`), and an interval query is answered from the
+tree nodes that cover the segments it touches.  The error is
+``O((log D + log^2 n log(1/beta)) / epsilon)`` for all intervals at once,
+and the released object holds only private quantities: the segment ends and
+the noisy tree.
+
+The defaults were chosen by measured RMSE; the evidence (tuning tables and
+benchmarks) is in README.md, section "Interval synopsis", subsection
+"Tuning (the evidence for the defaults)".
 
 References
 ----------
 .. [DNRR] Dwork, Naor, Reingold, Rothblum, "Pure Differential Privacy for
-   Rectangle Queries via Private Partitions", ASIACRYPT 2015, section 3.2,
-   Theorem 3.2.
+   Rectangle Queries via Private Partitions", ASIACRYPT 2015, Fig. 1,
+   Theorem 2.1, Remark 2.2 (the partition), section 3.2, Theorem 3.2.
 .. [HRMS10] Hay, Rastogi, Miklau, Suciu, VLDB 2010 (consistency).
+.. [QYL13] Qardaji, Yang, Li, VLDB 2013 (fanout).
 .. [APT] Andersson, Pagh, Torkamani, Algorithm 2 (k-ary tree with subtraction).
 """
 import math
-import numbers
 from fractions import Fraction
 
 import numpy as np
 
-from . import persist
+from . import persist, trees
 from .budget import charge
-from ._core import check, ffi, lib
+from .counters import KaryTreeCounter
 from .errors import DomainError, FormatError, ParameterError
-from .params import (as_offsets, check_beta, check_domain, check_share, check_threshold_factor,
-                     exact_epsilon, scale_parts, split_epsilon)
-from .partition import Partition, private_partition
+from .params import (as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
+                     check_share, check_threshold_factor, exact_epsilon, is_int, split_epsilon)
+from .partition import Partition, fig1_threshold, partition_of_sorted
 from .rng import resolve_rng
 from .tails import laplace_sum_tail
 
 __all__ = ["IntervalSynopsis"]
 
-# Defaults, chosen by measured RMSE (see the class docstring and docs/intervals.md).
+# Defaults, chosen by measured RMSE (README.md, "Interval synopsis", "Tuning").
 DEFAULT_TREE = "hierarchical"
 DEFAULT_FANOUT = 16
 DEFAULT_ESTIMATOR = "seal_uniform"
@@ -42,34 +47,26 @@ DEFAULT_SHARE = 0.25
 DEFAULT_FACTOR = 1
 
 _TREES = ("binary", "hierarchical", "kary")
-_ESTIMATORS = {"cover": 0, "uniform": 1, "seal": 2, "seal_uniform": 3}
 _KIND = "interval-synopsis"
 _FORMAT = 2
-# node updates allowed for the exact max coefficient of a consistent tree
-# (about 0.1 s per 10^8); beyond it error_bound falls back to sqrt(#cover)
-_MAX_COEF_WORK = 2 * 10**8
+_MAX_FANOUT = 65536
+_MAX_K = 65535
+
+# Transitional alias, not API: rectangles.py still imports this name; it moves
+# to trees.tree_shape with the rectangles refactor (issue #10), then this goes.
+_tree_shape = trees.tree_shape
 
 
-def _tree_shape(m, fanout=2):
-    levels = ffi.new("uint32_t *")
-    nodes = ffi.new("uint64_t *")
-    check(lib.pds_tree_shape(m, fanout, levels, nodes), "tree shape")
-    return int(levels[0]), int(nodes[0])
-
-
-def _cover_terms(levels, fanout):
-    """Most nodes in a minimal cover of a segment range: < f at each end of
-    every level below the top (2 (f - 1)), and the <= f nodes of the top."""
-    return 2 * (fanout - 1) * (levels - 1) + fanout
-
-
-def _prefix_terms(levels, fanout):
-    """Most nodes in a minimal cover of a prefix [0, j): f - 1 per level below the top, f on top."""
-    return (fanout - 1) * (levels - 1) + fanout
-
-
-def _u64(a):
-    return ffi.from_buffer("uint64_t[]", a)
+def _check_options(tree, fanout, consistency, estimator, k):
+    """The structural options, checked (one rule for build and load)."""
+    tree = check_choice(tree, "tree", _TREES)
+    estimator = check_choice(estimator, "estimator", trees.ESTIMATORS)
+    consistency = check_bool(consistency, "consistency")
+    k = check_int(k, "k", 3, _MAX_K)
+    if k % 2 == 0:
+        raise ParameterError(f"k must be an odd integer in [3, {_MAX_K}], got {k!r}")
+    fanout = check_int(fanout, "fanout", 2, _MAX_FANOUT)
+    return tree, fanout, consistency, estimator, k
 
 
 class IntervalSynopsis:
@@ -132,31 +129,20 @@ class IntervalSynopsis:
 
     Defaults: ``tree="hierarchical"``, ``fanout=16``, ``consistency=True``,
     ``estimator="seal_uniform"``, ``partition_share=0.25``,
-    ``threshold_factor=1``, chosen by measured RMSE with
-    ``python benchmarks/bench_intervals.py --tune`` (table in
-    docs/intervals.md): 24 workloads -- flights departure minutes (D =
-    260641, n = 3e5 sample), the same scaled into 2^64, uniform and Zipf(1.1)
-    values on 2^64 at n = 1e4, 1e5; epsilon 0.1 and 1; 2000 intervals with
-    endpoints uniform in the domain or drawn from the data -- each scored as
-    our RMSE / the best peer's RMSE (full-domain hierarchical histograms b =
-    2, 16; OpenDP's consistent tree over 2^16 buckets).  Geometric mean / max
-    of that ratio:
-
-    * estimator (f = 16, share 0.5, c = 3): seal_uniform 0.71 / 1.90,
-      uniform 1.37 / 39.3 (Zipf with data endpoints: heavy seal points
-      lost), seal 1.86 / 3.43, cover 5.49 / 44.3;
-    * tree (seal_uniform): consistent f = 16 0.71, f = 8 0.69, f = 32 0.70,
-      consistent binary 0.85, raw binary (DNRR) 1.26;
-    * share x threshold factor: 0.25 x 1 0.56 / 1.12; 0.35 x 1 0.57 / 1.05;
-      0.15 x 1 0.61 / 1.63; 0.5 x 1 0.64 / 1.55; 0.25 x 2 0.69 / 2.42;
-      0.5 x 3 0.71 / 1.90.  With 0.25 x 1, f = 8, 16, 32 give 0.56, 0.56,
-      0.55 (within noise; 16 kept, as Qardaji et al. recommend).
+    ``threshold_factor=1`` (DNRR's configuration is ``tree="binary",
+    consistency=False, estimator="cover", partition_share=0.5,
+    threshold_factor=3``).  They were chosen by measured RMSE with
+    ``python benchmarks/bench_intervals.py --tune`` over 24 workloads against
+    the best peer; the tables are in README.md, section "Interval synopsis",
+    subsection "Tuning (the evidence for the defaults)".  Fanouts 8, 16 and
+    32 measure alike; 16 is kept, as Qardaji et al. recommend.
 
     A threshold factor below DNRR's 3 keeps epsilon-DP (the threshold is
     public) and gives more, lighter segments; Theorem 2.1's "at most n
     segments" is then not claimed, and :meth:`error_bound` uses the weight
-    bound ``W`` that holds for the factor used.  Factors below 1 are refused:
-    the partition would seal ~``D^(1-c)`` empty segments.
+    bound ``W`` that holds for the factor used.  Factors below 0.7 are
+    refused (:func:`~pydp_synopsis.params.check_threshold_factor`): the
+    partition would seal ~``D^(1-c)`` empty segments.
 
     Attributes
     ----------
@@ -175,7 +161,7 @@ class IntervalSynopsis:
     ----------
     .. [DNRR] Dwork, Naor, Reingold, Rothblum, "Pure Differential Privacy for
        Rectangle Queries via Private Partitions", ASIACRYPT 2015, section 3.2,
-       Theorem 3.2 (and Fig. 1, Theorem 2.1 for the partition).
+       Theorem 3.2 (and Fig. 1, Theorem 2.1, Remark 2.2 for the partition).
     .. [HRMS10] Hay, Rastogi, Miklau, Suciu, "Boosting the Accuracy of
        Differentially Private Histograms Through Consistency", VLDB 2010, section 4.
     .. [QYL13] Qardaji, Yang, Li, "Understanding Hierarchical Methods for
@@ -190,6 +176,36 @@ class IntervalSynopsis:
 
     def __init__(self):
         raise TypeError("use IntervalSynopsis.build(...) or pydp_synopsis.load(path)")
+
+    @classmethod
+    def _from_release(cls, partition, released, *, epsilon_tree, beta, tree, fanout,
+                      consistency, estimator, k):
+        """The one constructor (build and load): released numbers and checked options in.
+
+        Everything but the arguments is post-processing of the release: the
+        consistent prefix sums, the tree shape, the seal_uniform cap.
+        """
+        self = cls.__new__(cls)
+        self.partition = partition
+        self.epsilon_partition, self.epsilon_tree = partition.epsilon, epsilon_tree
+        self.epsilon = partition.epsilon + epsilon_tree
+        self.beta = beta
+        self.tree, self.fanout, self.consistency = tree, fanout, consistency
+        self.estimator, self.k = estimator, k
+        m = len(partition)
+        self._released = released
+        self._ends = np.ascontiguousarray(partition.end_offsets, dtype=np.uint64)
+        self._tau = float(partition.threshold)
+        self._coef = None
+        self._levels, self._prefix = None, None
+        if tree == "kary":
+            self._prefix = np.concatenate(([0.0], released.astype(np.float64)))
+        else:
+            self._levels = trees.tree_shape(m, fanout)[0]
+            if consistency:
+                leaf = trees.consistent_leaves(released, m, fanout)
+                self._prefix = np.concatenate(([0.0], np.cumsum(leaf)))
+        return self
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -227,7 +243,7 @@ class IntervalSynopsis:
         k : int
             Fanout of the kary tree (odd, >= 3).
         budget : Budget, optional
-            Charged ``epsilon`` after validation, before any noise is drawn.
+            Charged ``epsilon`` after every check, before any noise is drawn.
 
         Returns
         -------
@@ -247,94 +263,36 @@ class IntervalSynopsis:
         >>> round(s.count(0, 15))
         4
         """
-        if not isinstance(tree, str):
-            raise TypeError(f"tree must be a str, not {type(tree).__name__}")
-        if tree not in _TREES:
-            raise ParameterError(f"tree must be one of {_TREES}, got {tree!r}")
-        if not isinstance(estimator, str):
-            raise TypeError(f"estimator must be a str, not {type(estimator).__name__}")
-        if estimator not in _ESTIMATORS:
-            raise ParameterError(f"estimator must be one of {tuple(_ESTIMATORS)}, got {estimator!r}")
-        if not isinstance(consistency, (bool, np.bool_)):
-            raise TypeError(f"consistency must be a bool, not {type(consistency).__name__}")
-        for name, v in (("k", k), ("fanout", fanout)):
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"{name} must be an int, not {type(v).__name__}")
-        if k < 3 or k % 2 == 0 or k > 65535:
-            raise ParameterError(f"k must be an odd integer in [3, 65535], got {k!r}")
-        if not 2 <= fanout <= 65536:
-            raise ParameterError(f"fanout must be an integer in [2, 65536], got {fanout!r}")
+        tree, fanout, consistency, estimator, k = _check_options(tree, fanout, consistency,
+                                                                 estimator, k)
         share = check_share(partition_share, "partition_share")
         factor = check_threshold_factor(threshold_factor)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
         eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
                                                   "epsilon * (1 - partition_share)"))
-        lo, hi = check_domain(domain)
-        offsets = as_offsets(values, (lo, hi), "values").ravel()
-        if tree == "kary":
-            from .counters import KaryTreeCounter  # noqa: F401  (fail before any randomness)
+        domain = check_domain(domain)
+        offsets = as_offsets(values, domain, "values").ravel()
+        fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         rng = resolve_rng(rng)
         charge(budget, eps_p + eps_t, f"IntervalSynopsis over {offsets.size} values")
 
         # One sort serves the partition and the segment counts.
         srt = np.sort(offsets)
-        part = private_partition(srt, domain=(0, hi - lo), epsilon=eps_p, beta=beta / 2, rng=rng,
-                                 threshold_factor=factor, presorted=True)
-        part = Partition(part.end_offsets, domain=(lo, hi), epsilon=eps_p, beta=beta / 2,
-                         threshold_factor=factor)
-        m = len(part)
+        part = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng)
         cut = np.searchsorted(srt, part.end_offsets, side="right")
         counts = np.diff(cut, prepend=0).astype(np.int64)
-        if counts.shape != (m,) or int(cut[-1]) != offsets.size:
+        if int(cut[-1]) != offsets.size:
             raise AssertionError("partition weights do not add up to the number of values")
-
-        self = object.__new__(cls)
-        self.partition = part
-        self.epsilon_partition = eps_p
-        self.epsilon_tree = eps_t
-        self.epsilon = eps_p + eps_t
-        self.beta = beta
-        self.tree = tree
-        self.fanout = 2 if tree == "binary" else int(fanout)
-        self.consistency = bool(consistency) if tree != "kary" else False
-        self.estimator = estimator
-        self.k = int(k)
-        if tree != "kary":
-            levels, n_nodes = _tree_shape(m, self.fanout)
-            t, s = scale_parts(Fraction(levels) / eps_t)
-            released = np.empty(n_nodes, dtype=np.int64)
-            with rng.native() as p:
-                check(lib.pds_tree_build(p, ffi.from_buffer("int64_t[]", counts), m, self.fanout,
-                                         t, s, ffi.from_buffer("int64_t[]", released), n_nodes),
-                      "noisy tree")
-        else:
-            from .counters import KaryTreeCounter
-            counter = KaryTreeCounter(horizon=m, epsilon=eps_t, k=self.k, rng=rng)
+        if tree == "kary":
+            counter = KaryTreeCounter(horizon=len(part), epsilon=eps_t, k=k, rng=rng)
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)
-        self._set_released(released)
-        return self
-
-    def _set_released(self, released):
-        """Derive the query structures from the released numbers (post-processing only)."""
-        m = len(self.partition)
-        self._released = released
-        self._ends = np.ascontiguousarray(self.partition.end_offsets, dtype=np.uint64)
-        self._tau = float(self.partition.threshold)
-        self._coef = None
-        if self.tree != "kary":
-            self._levels = _tree_shape(m, self.fanout)[0]
-            if self.consistency:
-                leaf = np.empty(m, dtype=np.float64)
-                check(lib.pds_tree_consistent_leaves(ffi.from_buffer("int64_t[]", released), m,
-                                                     self.fanout, ffi.from_buffer("double[]", leaf)),
-                      "consistency")
-                self._prefix = np.concatenate(([0.0], np.cumsum(leaf)))
-            else:
-                self._prefix = None
         else:
-            self._levels = None
-            self._prefix = np.concatenate(([0.0], released.astype(np.float64)))
+            fanout = 2 if tree == "binary" else fanout
+            released = trees.noisy_tree(counts, fanout, eps_t, rng)
+        return cls._from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
+                                 fanout=fanout, consistency=consistency and tree != "kary",
+                                 estimator=estimator, k=k)
 
     # ---------------------------------------------------------------- queries
     @property
@@ -376,26 +334,20 @@ class IntervalSynopsis:
         lo_o = np.ascontiguousarray(as_offsets(lo, self.domain, "lo"), dtype=np.uint64)
         hi_o = np.ascontiguousarray(as_offsets(hi, self.domain, "hi"), dtype=np.uint64)
         if lo_o.shape != hi_o.shape:
-            raise DomainError(f"lo and hi must have the same shape, got {lo_o.shape} and {hi_o.shape}")
+            raise DomainError(f"lo and hi must have the same shape, got {lo_o.shape} and "
+                              f"{hi_o.shape}")
         shape = lo_o.shape
         lo_o, hi_o = lo_o.ravel(), hi_o.ravel()
         bad = lo_o > hi_o
         if bad.any():
             q = int(np.argmax(bad))
             raise DomainError(f"lo must be <= hi, got lo > hi at index {q}")
-        seg_lo = np.searchsorted(self._ends, lo_o, side="left").astype(np.uint64)
-        seg_hi = np.searchsorted(self._ends, hi_o, side="left").astype(np.uint64)
-        out = np.empty(lo_o.size, dtype=np.float64)
-        m = len(self)
-        est = _ESTIMATORS[self.estimator]
-        args = (_u64(self._ends), _u64(lo_o), _u64(hi_o), _u64(seg_lo), _u64(seg_hi),
-                lo_o.size, est, self._tau, ffi.from_buffer("double[]", out))
         if self._prefix is None:
-            check(lib.pds_interval_answer_tree(ffi.from_buffer("int64_t[]", self._released), m,
-                                               self.fanout, *args), "interval answers")
+            out = trees.interval_answers(self._ends, lo_o, hi_o, self.estimator, self._tau,
+                                         nodes=self._released, fanout=self.fanout)
         else:
-            check(lib.pds_interval_answer_prefix(ffi.from_buffer("double[]", self._prefix), m,
-                                                 *args), "interval answers")
+            out = trees.interval_answers(self._ends, lo_o, hi_o, self.estimator, self._tau,
+                                         prefix=self._prefix)
         return out.reshape(shape)
 
     def count(self, lo, hi):
@@ -412,7 +364,7 @@ class IntervalSynopsis:
         4
         """
         for name, v in (("lo", lo), ("hi", hi)):
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+            if not is_int(v):
                 raise TypeError(f"{name} must be an int, not {type(v).__name__}")
         return float(self.count_many([int(lo)], [int(hi)])[0])
 
@@ -428,9 +380,9 @@ class IntervalSynopsis:
             # and each noisy prefix is a +-1 sum of <= prefix_terms distinct nodes
             terms, b = self._kary_shape()
             return 2 * laplace_sum_tail(terms, b, -math.log(delta / (2 * m)))
-        b = float(Fraction(self._levels) / self.epsilon_tree)
         f, L = self.fanout, self._levels
-        cover = _cover_terms(L, f)
+        b = float(trees.noise_scale(L, self.epsilon_tree))
+        cover = trees.cover_terms(L, f)
         if not self.consistency:
             if self.estimator == "uniform":
                 # inner cover plus fractions of the two boundary leaves: the noise
@@ -446,31 +398,19 @@ class IntervalSynopsis:
         # |a_v|: sum_v log M(lam a_v) <= (V / s^2) log M(lam s), since
         # log M(x) / x^2 grows with |x| (log M(x) = sum_j 2 p^j (cosh jx - 1) / j);
         # so |noise| <= s * (tail of V / s^2 terms at scale b) by Chernoff.  s is
-        # the exact max coefficient (pds_tree_consistent_max_coef, ~0.61 for
-        # f = 2, ~0.94 for f = 16) or, if too costly, sqrt(V) (then the bound is
-        # s times a one-term tail).  Corners of "uniform" are ranges too.
-        s = self._max_coef()
+        # trees.coefficient_bound (the exact max coefficient, or sqrt(V) when too
+        # costly: then the bound is s times a one-term tail).  Corners of
+        # "uniform" are ranges too.
+        if self._coef is None:
+            self._coef = trees.coefficient_bound(m, f)
+        s = self._coef
         direct = s * laplace_sum_tail(cover / s**2, b, -math.log(delta / (2 * ranges)))
         # or via prefixes: |P(x) - P(y)| <= 2 max_p |P(p)| (prefix coefficients
         # are G(p) - G(0), also bounded by s)
-        pre = _prefix_terms(L, f)
+        pre = trees.prefix_terms(L, f)
         s_p = min(s, math.sqrt(pre))
         via_prefix = 2 * s_p * laplace_sum_tail(pre / s_p**2, b, -math.log(delta / (2 * m)))
         return min(direct, via_prefix)
-
-    def _max_coef(self):
-        """Max |coefficient| of a node's noise in a consistent range estimate (cached)."""
-        if getattr(self, "_coef", None) is None:
-            out = ffi.new("double *")
-            st = lib.pds_tree_consistent_max_coef(len(self), self.fanout, _MAX_COEF_WORK, out)
-            if st == lib.PDS_ERANGE:
-                self._coef = math.sqrt(_cover_terms(self._levels, self.fanout))
-            else:
-                check(st, "consistent tree coefficients")
-                # absorb the float rounding of the smoothing passes
-                self._coef = min(float(out[0]) * (1 + 1e-9) + 1e-12,
-                                 math.sqrt(_cover_terms(self._levels, self.fanout)))
-        return self._coef
 
     def _kary_shape(self):
         """(max noise terms in one noisy prefix, node noise scale) of the kary counter.
@@ -495,10 +435,6 @@ class IntervalSynopsis:
         partition, built with failure probability ``beta / 2`` (DNRR Theorem
         2.1's proof: ``W = T + 2 (k - 1)``, valid for any threshold factor and
         any duplicates).  O(1).
-
-        Returns
-        -------
-        float
 
         Examples
         --------
@@ -554,8 +490,8 @@ class IntervalSynopsis:
         Notes
         -----
         O(1) (a short numeric minimisation) for raw trees and kary; the first
-        call on a consistent tree also computes the exact max coefficient,
-        O(s^2) for top-level subtrees of s nodes (capped, then O(1)).
+        call on a consistent tree also computes
+        :func:`~pydp_synopsis.trees.coefficient_bound` (capped, then O(1)).
 
         Examples
         --------
@@ -566,17 +502,14 @@ class IntervalSynopsis:
         True
         """
         conf = check_beta(confidence, "confidence")
-        if isinstance(multiplicity, (bool, np.bool_)) or not isinstance(multiplicity, numbers.Integral):
-            raise TypeError(f"multiplicity must be an int, not {type(multiplicity).__name__}")
-        if multiplicity < 1:
-            raise ParameterError(f"multiplicity must be >= 1, got {multiplicity!r}")
+        multiplicity = check_int(multiplicity, "multiplicity", 1, 1 << 62)
         delta = 1.0 - conf
         part_fail = self.beta / 2
         if delta <= part_fail:
             raise ParameterError(
                 f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partition's "
                 f"failure probability fixed at build), got {confidence!r}")
-        return self._noise_bound(delta - part_fail) + self._bias_bound(int(multiplicity))
+        return self._noise_bound(delta - part_fail) + self._bias_bound(multiplicity)
 
     # ----------------------------------------------------------- persistence
     def save(self, path, *, mode=None):
@@ -609,43 +542,31 @@ class IntervalSynopsis:
 
 @persist.register(_KIND)
 def _load(meta, arrays):
-    """Rebuild a saved synopsis from its released numbers (no data, no code)."""
+    """Rebuild a saved synopsis from its released numbers (no data, no code).
+
+    The record is checked here, once, with the rules of :meth:`IntervalSynopsis.build`
+    and :class:`Partition`; any violation is a FormatError.
+    """
     try:
         if meta.get("format") != _FORMAT:
             raise FormatError(f"unknown interval-synopsis format {meta.get('format')!r}")
-        ends = np.ascontiguousarray(arrays["end_offsets"], dtype=np.uint64)
+        tree, fanout, consistency, estimator, k = _check_options(
+            meta["tree"], meta["fanout"], meta["consistency"], meta["estimator"], meta["k"])
+        if tree == "binary" and fanout != 2:
+            raise FormatError("interval synopsis record: a binary tree has fanout 2")
+        beta = check_beta(meta["beta"])
+        part = Partition(np.asarray(arrays["end_offsets"], dtype=np.uint64),
+                         domain=meta["domain"], epsilon=Fraction(*meta["epsilon_partition"]),
+                         beta=beta / 2, threshold_factor=meta["threshold_factor"])
+        eps_t = exact_epsilon(Fraction(*meta["epsilon_tree"]), "epsilon_tree")
         released = np.ascontiguousarray(arrays["released"], dtype=np.int64)
-        domain = (int(meta["domain"][0]), int(meta["domain"][1]))
-        eps_p = Fraction(*meta["epsilon_partition"])
-        eps_t = Fraction(*meta["epsilon_tree"])
-        tree, estimator = meta["tree"], meta["estimator"]
-        fanout = int(meta["fanout"])
-        if (tree not in _TREES or estimator not in _ESTIMATORS or eps_p <= 0 or eps_t <= 0
-                or not 2 <= fanout <= 65536 or (tree == "binary" and fanout != 2)):
-            raise FormatError("interval synopsis record has an invalid tree, fanout, estimator "
-                              "or epsilon")
-        m = ends.size
-        if m == 0 or np.any(ends[1:] <= ends[:-1]) or int(ends[-1]) != domain[1] - domain[0]:
-            raise FormatError("interval synopsis record has invalid segment ends")
-        want = _tree_shape(m, fanout)[1] if tree != "kary" else m
+        want = len(part) if tree == "kary" else trees.tree_shape(len(part), fanout)[1]
         if released.shape != (want,):
             raise FormatError("interval synopsis record: released array has the wrong length")
-        part = Partition(ends, domain=domain, epsilon=eps_p, beta=float(meta["beta"]) / 2,
-                         threshold_factor=meta["threshold_factor"])
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         if isinstance(exc, FormatError):
             raise
         raise FormatError(f"invalid interval synopsis record: {exc}") from exc
-    self = object.__new__(IntervalSynopsis)
-    self.partition = part
-    self.epsilon_partition = eps_p
-    self.epsilon_tree = eps_t
-    self.epsilon = eps_p + eps_t
-    self.beta = float(meta["beta"])
-    self.tree = tree
-    self.fanout = fanout
-    self.consistency = bool(meta["consistency"])
-    self.estimator = estimator
-    self.k = int(meta["k"])
-    self._set_released(released)
-    return self
+    return IntervalSynopsis._from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
+                                          fanout=fanout, consistency=consistency,
+                                          estimator=estimator, k=k)

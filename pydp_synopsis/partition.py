@@ -12,7 +12,9 @@ Laplace noise of scale ``1/epsilon``.  The C kernel (``csrc/partition.c``)
 processes runs of positions whose running count is constant with an exact
 skip (Remark 2.2), so the offline partition costs a sort plus
 ``O(#items + #segments)`` kernel steps, whatever ``D`` is (up to ``2**64``),
-and an online stream of zeros is skipped in ``O(#seals + 1)`` steps.
+and an online stream of zeros is skipped in ``O(#seals + 1)`` steps.  The
+rare comparisons the kernel cannot decide in double precision are decided
+exactly by :mod:`pydp_synopsis._exact`.
 
 The threshold.  ``T = 3 (ln D + ln(1/beta)) / epsilon`` is irrational; we use
 the integer ``ceil(T * (1 + 1e-12))`` computed in double precision (the
@@ -21,6 +23,14 @@ exact ``T``.  The privacy proof (Theorem 2.1) holds for any public threshold:
 its value only affects accuracy, and rounding it up by less than one changes
 the weight bound by less than one item.
 
+Public: :class:`Partition`, :class:`OnlinePartition`,
+:func:`private_partition`.  For the package's synopses, which check their
+arguments and sort the data themselves (not in ``__all__``):
+:func:`partition_of_sorted` is the one internal entry -- checked parameters
+and sorted offsets in, a :class:`Partition` of the caller's domain out,
+nothing checked twice -- and :func:`fig1_threshold` the threshold check a
+builder runs before charging its budget.
+
 References
 ----------
 .. [DNRR15] C. Dwork, M. Naor, O. Reingold, G. N. Rothblum, "Pure
@@ -28,14 +38,14 @@ References
    ASIACRYPT 2015: section 2, Fig. 1 (the online partition), Theorem 2.1
    (privacy and accuracy), Remark 2.2 (the offline implementation).
 """
-import decimal
 import math
 from fractions import Fraction
 
 import numpy as np
 
-from ._core import LIMITS, ffi, lib, check
-from .errors import DomainError, FormatError, HorizonError, NativeError, ParameterError
+from . import _exact
+from ._core import LIMITS, check, ffi, lib
+from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .params import (as_offsets, check_beta, check_domain, check_positions, check_threshold_factor,
                      exact_epsilon, is_int, scale_parts)
 from .rng import resolve_rng
@@ -43,148 +53,50 @@ from .rng import resolve_rng
 __all__ = ["Partition", "OnlinePartition", "private_partition"]
 
 _U64 = 1 << 64
-_I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 _THRESHOLD_MAX = LIMITS.max_threshold   # 2**53
 _COUNT_GUARD = float(1 << 61)
 _STATE_VERSION = 1
-
-
-# --------------------------------------------------------------------------
-# Parameters.
-
-def _threshold(size, beta, scale, factor=3):
-    """Integer threshold ``ceil(factor (ln D + ln(1/beta)) / epsilon)`` (rounded up, see module doc)."""
-    t = float(factor) * (math.log(size) - math.log(beta)) * float(scale) * (1.0 + 1e-12)
-    if not t <= _THRESHOLD_MAX:
-        raise ParameterError(
-            f"epsilon is too small: the threshold {factor}(ln D + ln(1/beta))/epsilon = {t:.3g} "
-            f"must be at most 2**53")
-    return max(1, math.ceil(t))
-
-
-def _interior_weight_bound(size, beta, epsilon, threshold):
-    """``W = T + 2 (k - 1)`` of :meth:`Partition.interior_weight_bound`
-    (shared by the offline and online partitions)."""
-    e = float(epsilon)
-    # D a^k / (1 + a) <= beta/2 for each of the two unions (total beta)
-    x = (math.log(size) + math.log(2.0 / beta) - math.log1p(math.exp(-e))) / e
-    k = math.ceil(x * (1 + 1e-12))
-    return float(threshold + 2 * (k - 1))
-
-
-# --------------------------------------------------------------------------
-# Exact decision of a run the double path could not decide (PDS_EPRECISION).
-
-_UNDECIDED = None
-
-
-def _contexts(digits):
-    kw = dict(prec=digits, Emin=decimal.MIN_EMIN, Emax=decimal.MAX_EMAX, traps=[])
-    return (decimal.Context(rounding=decimal.ROUND_FLOOR, **kw),
-            decimal.Context(rounding=decimal.ROUND_CEILING, **kw))
-
-
-def _compare_exact(kind, m, t, s, mult, words, digits):
-    """Decide the kernel's comparison ``U < pi`` with correctly rounded decimals.
-
-    ``U`` lies in ``[N 2^-K, (N+1) 2^-K)`` where ``N`` is the words read so
-    far (most significant first) and ``K = 64 len(words)``; ``pi`` is
-    ``1 - e^{-y}`` (kind 1) or ``1 / (1 + e^{y})`` (kind 2) with
-    ``y = mult * lambda``, ``lambda = -ln(1 - p)``, ``p = P(nu >= m)`` for the
-    discrete Laplace of scale ``t/s`` (derivations in csrc/partition.c).
-    ``ln`` and ``exp`` of :mod:`decimal` are correctly rounded (half-even),
-    so one step outward (``next_minus``/``next_plus``) gives rigorous bounds;
-    + - * / round toward the bound's side (ROUND_FLOOR/ROUND_CEILING
-    contexts).  Where cancellation (``1 - p`` with tiny ``p``, ``1 - e^{-y}``
-    with tiny ``y``) would lose relative accuracy, elementary inequalities
-    take over: ``p <= -ln(1-p) <= p/(1-p)``, ``y - y^2/2 <= 1 - e^{-y} <= y``,
-    ``1/(1+e^y) <= e^{-y}``.
-
-    Returns 1 (U < pi), 0 (U >= pi), or ``_UNDECIDED`` (U still straddles the
-    bounds of pi: more bits of U and more digits are needed).
-    """
-    dn, up = _contexts(digits)
-    dec = decimal.Decimal
-    zero = dec(0)
-
-    def ln_lo(x):
-        return dn.ln(x).next_minus(dn)
-
-    def ln_hi(x):
-        return up.ln(x).next_plus(up)
-
-    def exp_lo(x):
-        return max(dn.exp(x).next_minus(dn), zero)
-
-    def exp_hi(x):
-        return up.exp(x).next_plus(up)
-
-    # a = e^{-1/b} with 1/b = s/t, and ln(1 + a).
-    q_dn, q_up = dn.divide(dec(s), dec(t)), up.divide(dec(s), dec(t))
-    a_lo, a_hi = exp_lo(q_up.copy_negate()), exp_hi(q_dn.copy_negate())
-    l1a_lo, l1a_hi = ln_lo(dn.add(1, a_lo)), ln_hi(up.add(1, a_hi))
-    if m >= 1:
-        # p = e^{-x}, x = m/b + ln(1 + a).
-        x_lo = dn.add(dn.divide(dec(m * s), dec(t)), l1a_lo)
-        x_hi = up.add(up.divide(dec(m * s), dec(t)), l1a_hi)
-        p_lo = exp_lo(x_hi.copy_negate())
-        p_hi = min(exp_hi(x_lo.copy_negate()), dec("0.5"))  # p < 1/2 when m >= 1
-        lam_lo = max(p_lo, ln_hi(up.subtract(1, p_lo)).copy_negate())
-        lam_hi = min(up.divide(p_hi, dn.subtract(1, p_hi)),
-                     ln_lo(dn.subtract(1, p_hi)).copy_negate())
-    else:
-        # lambda = (1 - m)/b + ln(1 + a).
-        lam_lo = dn.add(dn.divide(dec((1 - m) * s), dec(t)), l1a_lo)
-        lam_hi = up.add(up.divide(dec((1 - m) * s), dec(t)), l1a_hi)
-    y_lo = dn.multiply(dec(mult), lam_lo)
-    y_hi = up.multiply(dec(mult), lam_hi)
-    if kind == 1:
-        pi_lo = max(dn.subtract(1, exp_hi(y_lo.copy_negate())),
-                    dn.subtract(y_lo, up.divide(up.multiply(y_lo, y_lo), 2)))
-        pi_hi = min(up.subtract(1, exp_lo(y_hi.copy_negate())), y_hi)
-    else:
-        pi_lo = dn.divide(1, up.add(1, exp_hi(y_hi)))
-        pi_hi = exp_hi(y_lo.copy_negate())
-        e = exp_lo(y_lo)
-        if e.is_finite():
-            pi_hi = min(pi_hi, up.divide(1, dn.add(1, e)))
-    k = 64 * len(words)
-    n = 0
-    for w in words:
-        n = (n << 64) | int(w)
-    two_k = dec(1 << k)
-    if up.divide(dec(n + 1), two_k) <= pi_lo:
-        return 1
-    if dn.divide(dec(n), two_k) >= pi_hi:
-        return 0
-    return _UNDECIDED
-
-
-def _resolve_pending(state, rng_ptr):
-    """Decide the kernel's pending comparison exactly, drawing more bits of U
-    from the same CSPRNG stream as needed; returns the outcome (0 or 1)."""
-    words = [int(state.pending_word)]
-    digits = 40
-    buf = ffi.new("uint64_t[1]")
-    # Each round adds 64 bits of U: the chance that U still straddles the
-    # bounds drops by ~2^-64 per round.
-    for _ in range(256):
-        res = _compare_exact(int(state.pending_kind), int(state.run_m), int(state.t),
-                             int(state.s), int(state.pending_mult), words, digits)
-        if res is not _UNDECIDED:
-            return res
-        check(lib.pds_rng_fill_u64(rng_ptr, buf, 1))
-        words.append(int(buf[0]))
-        digits += 40
-    raise NativeError("the exact partition skip did not converge (probability < 2^-10000)")
+_DNRR_FACTOR = 3.0
 
 
 # --------------------------------------------------------------------------
 # Driving the C kernel.
 
-def _new_state():
-    return ffi.new("pds_partition *")
+def fig1_threshold(size, epsilon, beta, threshold_factor):
+    """The integer threshold ``T``: ``c (ln D + ln(1/beta)) / epsilon`` rounded up (module doc).
+
+    Public, like its inputs (``D = size``, exact ``epsilon``, checked
+    ``beta``, ``c = threshold_factor``).  Synopses call it before charging a
+    budget: it is the one check that depends on several parameters.
+
+    Raises
+    ------
+    ParameterError
+        ``T > 2**53``: epsilon is too small for the kernel.
+    """
+    t = threshold_factor * (math.log(size) - math.log(beta)) * float(1 / epsilon) * (1.0 + 1e-12)
+    if not t <= _THRESHOLD_MAX:
+        raise ParameterError(
+            f"epsilon is too small: the threshold {threshold_factor:g}(ln D + ln(1/beta))/epsilon "
+            f"= {t:.3g} must be at most 2**53")
+    return max(1, math.ceil(t))
+
+
+def _kernel_params(size, epsilon, beta, factor):
+    """``(t, s, T)``: the noise scale ``1/epsilon = t/s`` and the integer threshold."""
+    t, s = scale_parts(1 / epsilon)
+    return t, s, fig1_threshold(size, epsilon, beta, factor)
+
+
+def _start(rng, size, epsilon, beta, factor):
+    """A kernel state for positions ``0 .. size-1``; draws the first noisy threshold."""
+    params = _kernel_params(size, epsilon, beta, factor)
+    state = ffi.new("pds_partition *")
+    with rng.native() as p:
+        check(lib.pds_partition_init(state, p, size - 1, *params))
+    _exact.apply_forced_slack(state)
+    return state
 
 
 def _run(state, rng, pos, cnt, end):
@@ -213,7 +125,7 @@ def _run(state, rng, pos, cnt, end):
             if nseals[0]:
                 chunks.append(buf[:nseals[0]])
             if st == lib.PDS_EPRECISION:
-                check(lib.pds_partition_resolve(state, _resolve_pending(state, p)))
+                _exact.settle(state, p)
                 continue
             check(st)
             if state.finished or state.position > end:
@@ -225,9 +137,72 @@ def _run(state, rng, pos, cnt, end):
 
 
 # --------------------------------------------------------------------------
+# What both partitions share: public parameters and the bounds they give.
+
+class _Fig1:
+    """Parameters of a Fig. 1 partition of ``size`` positions (all public)."""
+
+    def _set_parameters(self, size, epsilon, beta, factor):
+        self._size, self._epsilon, self._beta, self._factor = size, epsilon, beta, factor
+
+    @property
+    def epsilon(self):
+        """The exact privacy parameter used (Fraction)."""
+        return self._epsilon
+
+    @property
+    def beta(self):
+        """The failure probability the threshold was set for."""
+        return self._beta
+
+    @property
+    def threshold(self):
+        """The integer threshold ``T`` the kernel uses (public: D, beta, epsilon, factor).  O(1)."""
+        return fig1_threshold(self._size, self._epsilon, self._beta, self._factor)
+
+    def interior_weight_bound(self):
+        """``W``: with probability ``>= 1 - beta`` no segment holds more than
+        ``W`` items *before its seal position* (its last value).
+
+        From the proof of Theorem 2.1: a position that did not seal had
+        ``count + nu <= T + Z`` (Fig. 1), ``T`` = :attr:`threshold`.  With
+        ``P(Z >= j) = a^j / (1 + a)``, ``a = exp(-epsilon)``, for the discrete
+        Laplace of scale ``1/epsilon``, let ``k`` be the least integer with
+        ``D a^k / (1 + a) <= beta / 2``; then all ``<= D`` threshold noises
+        are ``< k`` and all ``<= D`` position noises are ``> -k`` except with
+        probability ``beta``, so ``W = T + 2 (k - 1)``.  Valid for any
+        threshold factor and any duplicates; the seal position itself may
+        hold any number of equal items (a heavy value always ends its
+        segment), so a segment weighs at most ``W`` plus the multiplicity of
+        its last value.  Unlike :meth:`Partition.max_weight_bound`
+        (Theorem 2.1's constant, for distinct values) this is rigorous for
+        multisets.  The same bound holds online: the count includes the
+        position's own items, so a heavy item either seals or is within
+        ``W``.  O(1).
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> Partition([9], domain=(0, 9), epsilon=1, beta=0.05).interior_weight_bound()
+        26.0
+        >>> OnlinePartition(size=10, epsilon=1.0, rng=ps.Rng(seed=1)).interior_weight_bound()
+        26.0
+        """
+        e = float(self._epsilon)
+        # D a^k / (1 + a) <= beta/2 for each of the two unions (total beta)
+        x = (math.log(self._size) + math.log(2.0 / self._beta) - math.log1p(math.exp(-e))) / e
+        k = math.ceil(x * (1 + 1e-12))
+        return float(self.threshold + 2 * (k - 1))
+
+
+# --------------------------------------------------------------------------
 # The offline partition.
 
-class Partition:
+class Partition(_Fig1):
     """A partition of the domain ``[lo, hi]`` into contiguous segments.
 
     Produced by :func:`private_partition`; the constructor only validates
@@ -239,7 +214,7 @@ class Partition:
         Right ends of the segments as offsets from ``lo``, strictly
         increasing, the last equal to ``hi - lo``.
     domain : pair of int
-        Inclusive ``(lo, hi)``, see :func:`check_domain`.
+        Inclusive ``(lo, hi)``, see :func:`~pydp_synopsis.params.check_domain`.
     epsilon : Fraction
         The privacy parameter the partition was built with.
     beta : float
@@ -264,18 +239,27 @@ class Partition:
         lo, hi = check_domain(domain)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
-        self._factor = check_threshold_factor(threshold_factor)
+        factor = check_threshold_factor(threshold_factor)
         offs = np.asarray(end_offsets)
         if offs.dtype.kind not in "iu" or offs.ndim != 1:
             raise TypeError("end_offsets must be a 1-D integer array")
         offs = as_offsets(offs, (0, hi - lo), name="end_offsets")
         if offs.size == 0 or int(offs[-1]) != hi - lo or np.any(offs[1:] <= offs[:-1]):
             raise DomainError("end_offsets must be strictly increasing and end at hi - lo")
-        self._offsets = np.array(offs, dtype=np.uint64)
+        self._store(offs, lo, hi, eps, beta, factor)
+
+    @classmethod
+    def _checked(cls, end_offsets, lo, hi, epsilon, beta, factor):
+        """A partition of values the package has already checked (no re-validation)."""
+        self = cls.__new__(cls)
+        self._store(end_offsets, lo, hi, epsilon, beta, factor)
+        return self
+
+    def _store(self, end_offsets, lo, hi, epsilon, beta, factor):
+        self._offsets = np.array(end_offsets, dtype=np.uint64)
         self._offsets.flags.writeable = False
         self._lo, self._hi = lo, hi
-        self._epsilon = eps
-        self._beta = beta
+        self._set_parameters(hi - lo + 1, epsilon, beta, factor)
 
     @property
     def end_offsets(self):
@@ -299,25 +283,9 @@ class Partition:
         return (self._lo, self._hi)
 
     @property
-    def epsilon(self):
-        """The exact privacy parameter used (Fraction)."""
-        return self._epsilon
-
-    @property
-    def beta(self):
-        """The failure probability the threshold was set for."""
-        return self._beta
-
-    @property
     def threshold_factor(self):
         """The constant ``c`` of the threshold ``c (ln D + ln(1/beta)) / epsilon`` (3: DNRR)."""
         return self._factor
-
-    @property
-    def threshold(self):
-        """The integer threshold ``T`` the kernel used (public: D, beta, epsilon, factor). O(1)."""
-        return _threshold(self._hi - self._lo + 1, self._beta, Fraction(1) / self._epsilon,
-                          self._factor)
 
     def __len__(self):
         return len(self._offsets)
@@ -380,38 +348,8 @@ class Partition:
         >>> round(p.max_weight_bound(), 3)
         26.492
         """
-        d = self._hi - self._lo + 1
-        return (self._factor + 2.0) * (math.log(d) - math.log(self._beta)) / float(self._epsilon)
-
-    def interior_weight_bound(self):
-        """``W``: with probability ``>= 1 - beta`` no segment holds more than
-        ``W`` items *before its seal position* (its last value).
-
-        From the proof of Theorem 2.1: a position that did not seal had
-        ``count + nu <= T + Z`` (Fig. 1), ``T`` = :attr:`threshold`.  With
-        ``P(Z >= j) = a^j / (1 + a)``, ``a = exp(-epsilon)``, for the discrete
-        Laplace of scale ``1/epsilon``, let ``k`` be the least integer with
-        ``D a^k / (1 + a) <= beta / 2``; then all ``<= D`` threshold noises
-        are ``< k`` and all ``<= D`` position noises are ``> -k`` except with
-        probability ``beta``, so ``W = T + 2 (k - 1)``.  Valid for any
-        threshold factor and any duplicates; the seal position itself may
-        hold any number of equal items (a heavy value always ends its
-        segment), so a segment weighs at most ``W`` plus the multiplicity of
-        its last value.  Unlike :meth:`max_weight_bound` (Theorem 2.1's
-        constant, for distinct values) this is rigorous for multisets.  O(1).
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> p = Partition([9], domain=(0, 9), epsilon=1, beta=0.05)
-        >>> p.interior_weight_bound()
-        26.0
-        """
-        return _interior_weight_bound(self._hi - self._lo + 1, self._beta, self._epsilon,
-                                      self.threshold)
+        return ((self._factor + 2.0) * (math.log(self._size) - math.log(self._beta))
+                / float(self._epsilon))
 
     def __eq__(self, other):
         if not isinstance(other, Partition):
@@ -478,48 +416,64 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
     >>> int(part.ends[-1]) == 2**64 - 1
     True
     """
-    lo, hi = check_domain(domain)
+    domain = check_domain(domain)
     eps = exact_epsilon(epsilon)
     beta = check_beta(beta)
     factor = check_threshold_factor(threshold_factor)
-    offsets = as_offsets(values, (lo, hi)).ravel()
+    offsets = as_offsets(values, domain).ravel()
     if presorted and np.any(offsets[1:] < offsets[:-1]):
         raise DomainError("values must be in non-decreasing order when presorted=True")
     rng = resolve_rng(rng)
-    # Sort a copy (the floor of the whole computation); duplicates are
-    # counted by the kernel on the sorted array.
-    srt = offsets if presorted else np.sort(offsets)
-    return _partition_of_sorted(srt, (lo, hi), eps, beta, rng, factor)
+    # The sort (of a copy) is the floor of the whole computation; duplicates
+    # are counted by the kernel on the sorted array.
+    return partition_of_sorted(offsets if presorted else np.sort(offsets), domain, eps, beta,
+                               factor, rng)
 
 
-def _partition_of_sorted(sorted_offsets, domain, eps, beta, rng, factor=3):
-    """:func:`private_partition` of already validated, sorted uint64 offsets
-    (for synopses that need the sorted array themselves: one sort, not two)."""
+def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor, rng):
+    """The package's one entry to the offline partition: checked inputs, no re-validation.
+
+    For synopses that check their arguments at their own public entry and
+    need the sorted data themselves (one check, one sort, one partition).
+
+    Parameters
+    ----------
+    sorted_offsets : numpy.ndarray of uint64
+        1-D, non-decreasing offsets ``value - lo`` (as from
+        :func:`~pydp_synopsis.params.as_offsets`, then sorted).
+    domain : (int, int)
+        Inclusive ``(lo, hi)`` as returned by
+        :func:`~pydp_synopsis.params.check_domain`; the partition is returned
+        in this domain.
+    epsilon : Fraction
+        As returned by :func:`~pydp_synopsis.params.exact_epsilon`.
+    beta : float
+        As returned by :func:`~pydp_synopsis.params.check_beta`.
+    threshold_factor : float
+        As returned by :func:`~pydp_synopsis.params.check_threshold_factor`.
+    rng : Rng
+        A resolved generator; the kernel draws from it in the order of Fig. 1.
+
+    Returns
+    -------
+    Partition
+        The same law, and under a seed the same ends, as :func:`private_partition`.
+
+    Notes
+    -----
+    O(n + #segments) kernel steps, independent of the domain size.
+    """
     lo, hi = domain
     size = hi - lo + 1
-    scale = Fraction(1) / eps
-    t, s = scale_parts(scale)
-    threshold = _threshold(size, beta, scale, factor)
-    seals = _partition_sorted(sorted_offsets, size, t, s, threshold, rng)
-    return Partition(seals, domain=(lo, hi), epsilon=eps, beta=beta, threshold_factor=factor)
-
-
-def _partition_sorted(pos, size, t, s, threshold, rng, slack=None):
-    """Seal positions of the partition of ``0 .. size-1`` for sorted offsets
-    ``pos``.  ``slack`` (tests only) overrides the kernel's error allowance
-    of the double path, to force the exact decimal fallback."""
-    state = _new_state()
-    with rng.native() as p:
-        check(lib.pds_partition_init(state, p, size - 1, t, s, threshold))
-    if slack is not None:
-        state.slack = slack
-    return _run(state, rng, pos, None, size - 1)
+    state = _start(rng, size, epsilon, beta, threshold_factor)
+    seals = _run(state, rng, sorted_offsets, None, size - 1)
+    return Partition._checked(seals, lo, hi, epsilon, beta, threshold_factor)
 
 
 # --------------------------------------------------------------------------
 # The online partition.
 
-class OnlinePartition:
+class OnlinePartition(_Fig1):
     """Fig. 1's online partition of the positions ``0 .. size-1`` of a stream.
 
     Parameters
@@ -538,7 +492,9 @@ class OnlinePartition:
     Positions are 0-based.  Each position carries a non-negative integer
     count (a multiset; sensitivity 1 per item).  The last position always
     seals.  :meth:`feed` costs one C call per batch; runs of zeros (inside a
-    batch or via :meth:`skip`) cost O(#seals + 1), not O(length).
+    batch or via :meth:`skip`) cost O(#seals + 1), not O(length).  The
+    threshold factor is Fig. 1's 3; :attr:`threshold` and
+    :meth:`interior_weight_bound` are the offline partition's.
 
     References
     ----------
@@ -559,60 +515,17 @@ class OnlinePartition:
         size = check_positions(size)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
-        scale = Fraction(1) / eps
-        t, s = scale_parts(scale)
-        threshold = _threshold(size, beta, scale)
-        self._rng = resolve_rng(rng)
-        self._size, self._epsilon, self._beta = size, eps, beta
-        self._state = _new_state()
-        with self._rng.native() as p:
-            check(lib.pds_partition_init(self._state, p, size - 1, t, s, threshold))
-        self._ends = []
+        rng = resolve_rng(rng)
+        self._attach(size, eps, beta, rng, _start(rng, size, eps, beta, _DNRR_FACTOR), [])
 
-    # -- properties
+    def _attach(self, size, epsilon, beta, rng, state, ends):
+        self._set_parameters(size, epsilon, beta, _DNRR_FACTOR)
+        self._rng, self._state, self._ends = rng, state, ends
+
     @property
     def size(self):
         """Number of positions D."""
         return self._size
-
-    @property
-    def epsilon(self):
-        """The exact privacy parameter used (Fraction)."""
-        return self._epsilon
-
-    @property
-    def beta(self):
-        """The failure probability the threshold was set for."""
-        return self._beta
-
-    @property
-    def threshold(self):
-        """The integer threshold ``T`` of Fig. 1 (public: size, beta, epsilon).  O(1)."""
-        return int(self._state.threshold)
-
-    def interior_weight_bound(self):
-        """``W``: with probability ``>= 1 - beta`` no position that did not seal
-        closes its segment's prefix above ``W`` items.
-
-        The same bound and proof as :meth:`Partition.interior_weight_bound`
-        (``W = T + 2 (k - 1)``): a position that does not seal has
-        ``count + nu <= T + Z``, and except with probability ``beta`` all
-        threshold noises are ``< k`` and all position noises ``> -k``.  The
-        count includes the position's own items, so a heavy item never
-        raises the bound: it either seals (its segment is closed) or it is
-        within ``W``.  O(1).
-
-        Returns
-        -------
-        float
-
-        Examples
-        --------
-        >>> import pydp_synopsis as ps
-        >>> OnlinePartition(size=10, epsilon=1.0, rng=ps.Rng(seed=1)).interior_weight_bound()
-        26.0
-        """
-        return _interior_weight_bound(self._size, self._beta, self._epsilon, self.threshold)
 
     @property
     def finished(self):
@@ -633,12 +546,36 @@ class OnlinePartition:
             self._ends = [np.concatenate(self._ends)]
         return self._ends[0].copy()
 
-    def _check_room(self, n, what):
+    # -- feeding
+    def _count_of_positions(self, n, what):
+        """``n`` as an int in ``[0, positions left]``."""
+        if not is_int(n):
+            raise TypeError(f"n must be an integer, got {type(n).__name__}")
+        n = int(n)
+        if n < 0:
+            raise DomainError(f"n must be >= 0, got {n}")
         left = self._size - self.position
         if n > left:
             raise HorizonError(
                 f"{what} would go past the end of the partition: {n} positions given, "
                 f"{left} left of size {self._size}")
+        return n
+
+    def _check_counts(self, cnt):
+        """Non-negative counts whose sum keeps the open segment below 2**61."""
+        if cnt.size and int(cnt.min()) < 0:
+            raise DomainError(f"counts must be >= 0, found {int(cnt.min())}")
+        if cnt.size and (int(cnt.max()) >= 1 << 61
+                         or float(cnt.sum(dtype=np.float64)) + float(self._state.count)
+                         >= _COUNT_GUARD):
+            raise DomainError("counts must sum to less than 2**61 within a segment")
+
+    def _advance(self, pos, cnt, n):
+        """Process the next ``n >= 1`` positions, the non-zero counts ``cnt`` at ``pos``."""
+        seals = _run(self._state, self._rng, pos, cnt, self.position + n - 1)
+        if seals.size:
+            self._ends.append(seals)
+        return seals
 
     def feed(self, counts):
         """Process the next ``len(counts)`` positions.
@@ -681,23 +618,12 @@ class OnlinePartition:
             arr = arr.astype(np.int64)
         if arr.dtype.kind not in "iu":
             raise TypeError(f"counts must be an array of integers, got dtype {arr.dtype}")
-        self._check_room(len(arr), "feed")
-        if len(arr) == 0:
-            return np.empty(0, dtype=np.uint64)
+        n = self._count_of_positions(len(arr), "feed")
         nz = np.flatnonzero(arr)
         cnt = arr[nz]
-        if cnt.size and int(cnt.min()) < 0:
-            raise DomainError(f"counts must be >= 0, found {int(cnt.min())}")
-        if cnt.size and (int(cnt.max()) >= 1 << 61
-                         or float(cnt.sum(dtype=np.float64)) + float(self._state.count)
-                         >= _COUNT_GUARD):
-            raise DomainError("counts must sum to less than 2**61 within a segment")
-        start = self.position
-        pos = nz.astype(np.uint64) + np.uint64(start)
-        seals = _run(self._state, self._rng, pos, cnt.astype(np.int64), start + len(arr) - 1)
-        if seals.size:
-            self._ends.append(seals)
-        return seals
+        self._check_counts(cnt)
+        pos = nz.astype(np.uint64) + np.uint64(self.position)
+        return self._advance(pos, cnt.astype(np.int64), n)
 
     def skip(self, n):
         """Process ``n`` positions of count zero.
@@ -723,19 +649,10 @@ class OnlinePartition:
         >>> op.skip(10**18).tolist()[-1] == 10**18 - 1
         True
         """
-        if not is_int(n):
-            raise TypeError(f"n must be an integer, got {type(n).__name__}")
-        n = int(n)
-        if n < 0:
-            raise DomainError(f"n must be >= 0, got {n}")
-        self._check_room(n, "skip")
+        n = self._count_of_positions(n, "skip")
         if n == 0:
             return np.empty(0, dtype=np.uint64)
-        start = self.position
-        seals = _run(self._state, self._rng, np.empty(0, dtype=np.uint64), None, start + n - 1)
-        if seals.size:
-            self._ends.append(seals)
-        return seals
+        return self._advance(np.empty(0, dtype=np.uint64), None, n)
 
     def feed_sparse(self, positions, counts, n):
         """Process the next ``n`` positions, given by their non-zero counts.
@@ -777,12 +694,7 @@ class OnlinePartition:
         >>> op.finished
         True
         """
-        if not is_int(n):
-            raise TypeError(f"n must be an integer, got {type(n).__name__}")
-        n = int(n)
-        if n < 0:
-            raise DomainError(f"n must be >= 0, got {n}")
-        self._check_room(n, "feed_sparse")
+        n = self._count_of_positions(n, "feed_sparse")
         pos, cnt = np.asarray(positions), np.asarray(counts)
         if pos.ndim == 1 and pos.size == 0:
             pos = pos.astype(np.uint64)
@@ -803,17 +715,10 @@ class OnlinePartition:
             pos = pos.astype(np.uint64)
             if np.any(pos[1:] < pos[:-1]):
                 raise DomainError("positions must be non-decreasing")
-            if int(cnt.min()) < 0:
-                raise DomainError(f"counts must be >= 0, found {int(cnt.min())}")
-            if (int(cnt.max()) >= 1 << 61
-                    or float(cnt.sum(dtype=np.float64)) + float(self._state.count) >= _COUNT_GUARD):
-                raise DomainError("counts must sum to less than 2**61 within a segment")
+            self._check_counts(cnt)
         if n == 0:
             return np.empty(0, dtype=np.uint64)
-        seals = _run(self._state, self._rng, pos, cnt.astype(np.int64), start + n - 1)
-        if seals.size:
-            self._ends.append(seals)
-        return seals
+        return self._advance(pos, cnt.astype(np.int64), n)
 
     # -- checkpoints
     def to_state(self):
@@ -878,9 +783,8 @@ class OnlinePartition:
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(f"state: missing or malformed field ({exc})") from None
         threshold, noisy, count, position = fields
-        scale = Fraction(1) / eps
-        t, s = scale_parts(scale)
-        if threshold != _threshold(size, beta, scale):
+        t, s, expected = _kernel_params(size, eps, beta, _DNRR_FACTOR)
+        if threshold != expected:
             raise FormatError("state: threshold does not match size, epsilon and beta")
         if not isinstance(finished, bool) or ends.ndim != 1 or (
                 ends.size and ends.dtype.kind not in "iu"):
@@ -891,19 +795,15 @@ class OnlinePartition:
             raise FormatError("state: 'ends' must be increasing and before 'position'")
         if finished and (ends.size == 0 or int(ends[-1]) != size - 1):
             raise FormatError("state: a finished partition must end at size - 1")
-        if not (0 <= position < size and 0 <= count and -(1 << 63) <= noisy < 1 << 63):
+        if not (0 <= position < size and 0 <= count < 1 << 63 and -(1 << 63) <= noisy < 1 << 63):
             raise FormatError("state: position, count or noisy threshold out of range")
-        obj = cls.__new__(cls)
-        obj._rng = resolve_rng(rng)
-        obj._size, obj._epsilon, obj._beta = size, eps, beta
-        obj._state = _new_state()
-        if count >= 1 << 63:
-            raise FormatError("state: count out of range")
-        st = lib.pds_partition_restore(obj._state, size - 1, t, s, threshold, noisy,
-                                       count, position, int(finished))
-        if st != 0:
+        kernel = ffi.new("pds_partition *")
+        if lib.pds_partition_restore(kernel, size - 1, t, s, threshold, noisy, count, position,
+                                     int(finished)) != 0:
             raise FormatError("state: inconsistent partition checkpoint")
-        obj._ends = [ends] if ends.size else []
+        _exact.apply_forced_slack(kernel)
+        obj = cls.__new__(cls)
+        obj._attach(size, eps, beta, resolve_rng(rng), kernel, [ends] if ends.size else [])
         return obj
 
     def __repr__(self):

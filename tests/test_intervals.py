@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
-from pydp_synopsis import persist
+from pydp_synopsis import persist, trees
 from pydp_synopsis._core import check, ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, ParameterError
-from pydp_synopsis.intervals import IntervalSynopsis, _tree_shape
+from pydp_synopsis.intervals import IntervalSynopsis
+from pydp_synopsis.trees import tree_shape
 from pydp_synopsis.tails import laplace_sum_tail
 from stattests import assert_binomial_at_most, assert_dp_ratio, assert_mean_var
 
@@ -20,7 +21,7 @@ BIG = 10**6  # epsilon at which noise is zero with overwhelming probability
 def _nodes(counts, t=0, s=1, rng=None, f=2):
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     m = counts.size
-    _, n = _tree_shape(m, f)
+    _, n = tree_shape(m, f)
     out = np.empty(n, dtype=np.int64)
     if rng is None:
         check(lib.pds_tree_build(ffi.NULL, ffi.from_buffer("int64_t[]", counts), m, f, t, s,
@@ -33,7 +34,7 @@ def _nodes(counts, t=0, s=1, rng=None, f=2):
 
 
 def _layout(m, f=2):
-    levels, _ = _tree_shape(m, f)
+    levels, _ = tree_shape(m, f)
     return [(a, min(a + f**lv, m)) for lv in range(levels) for a in range(0, m, f**lv)]
 
 
@@ -56,7 +57,7 @@ def _levels_expected(m, f):
 @pytest.mark.parametrize("f", [2, 3, 4, 16])
 @pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 100])
 def test_tree_levels_nodes_and_cover_sums_exact(m, f):
-    levels, n = _tree_shape(m, f)
+    levels, n = tree_shape(m, f)
     assert levels == _levels_expected(m, f)
     if f == 2:
         assert levels == (1 if m <= 2 else math.ceil(math.log2(m)))
@@ -83,7 +84,7 @@ def _cover_nodes(m, f, a, b):
 def test_tree_cover_is_the_maximal_nodes_inside(m, f):
     """pds_tree_cover: the nodes inside [a, b) whose parent is not (top level: no parent),
     in left-to-right order; the ragged last node of a level is inside iff b = m."""
-    levels, _ = _tree_shape(m, f)
+    levels, _ = tree_shape(m, f)
     span = [f**lv for lv in range(levels)]
 
     def inside(lv, u, a, b):
@@ -111,8 +112,7 @@ def test_tree_cover_is_the_maximal_nodes_inside(m, f):
 
 @pytest.mark.parametrize("m, f", [(77, 2), (77, 3), (70, 5), (40, 16)])
 def test_tree_cover_is_a_set_of_at_most_the_counted_nodes(m, f):
-    from pydp_synopsis.intervals import _cover_terms, _prefix_terms
-    levels, n = _tree_shape(m, f)
+    levels, n = tree_shape(m, f)
     i, j = np.triu_indices(m)
     used = np.zeros(i.size, dtype=np.int64)
     for v in range(n):  # a unit at node v: a cover sum counts how often v is used
@@ -121,8 +121,8 @@ def test_tree_cover_is_a_set_of_at_most_the_counted_nodes(m, f):
         hit = _cover_sums(nodes, m, i, j, f)
         assert hit.max() <= 1
         used += hit
-    assert used.max() <= _cover_terms(levels, f) and used.min() >= 1
-    assert used[i == 0].max() <= _prefix_terms(levels, f)
+    assert used.max() <= trees.cover_terms(levels, f) and used.min() >= 1
+    assert used[i == 0].max() <= trees.prefix_terms(levels, f)
 
 
 @pytest.mark.parametrize("f", [2, 3, 4])
@@ -142,7 +142,7 @@ def test_consistency_is_least_squares(m, f):
 
 def test_tree_noise_is_discrete_laplace_of_levels_over_epsilon():
     m = 1000
-    levels, _ = _tree_shape(m)
+    levels, _ = tree_shape(m)
     eps = Fraction(1, 2)
     scale = Fraction(levels) / eps
     t, s = scale.numerator, scale.denominator
@@ -441,7 +441,7 @@ def test_interior_weight_bound_holds_and_grows_with_factor():
 @pytest.mark.parametrize("f", [2, 16])
 def test_fanout_tree_noise_is_discrete_laplace_of_levels_over_epsilon(f):
     m = 700
-    levels, _ = _tree_shape(m, f)
+    levels, _ = tree_shape(m, f)
     scale = Fraction(levels) * 2
     noise = np.concatenate([_nodes(np.zeros(m), scale.numerator, scale.denominator, ps.Rng(seed=r), f=f)
                             for r in range(20)])
@@ -520,7 +520,8 @@ def test_kary_prefix_noise_matches_lemma_4_7():
                                      k=k, rng=ps.Rng(seed=300 + r))
         assert len(syn) == m and syn.epsilon_tree == 1
         p = r % m  # one position per build: independent draws, every position equally often
-        samples.append(float(syn._released[p] - truth[p]))
+        # segments 0 .. p whole: the released noisy prefix sum p itself
+        samples.append(syn.count(0, int(syn.partition.ends[p])) - truth[p])
     a_t = h * (k * k - 1) / (4 * k * (1 - k ** -h))          # Lemma 4.7, mean over the T prefixes
     assert_mean_var(np.array(samples), 0.0, a_t * ps.discrete_laplace_variance(Fraction(h)))
 
@@ -555,12 +556,28 @@ def test_kary_error_bound_covers_max_error():
 
 
 def test_consistent_bound_falls_back_when_coefficients_are_too_costly(monkeypatch):
-    import pydp_synopsis.intervals as iv
     vals = np.random.default_rng(19).integers(0, 2**30, 3000).astype(np.uint64)
-    syn = IntervalSynopsis.build(vals, domain=(0, 2**30), epsilon=1.0, rng=ps.Rng(seed=20), tree="binary")
+
+    def build():
+        return IntervalSynopsis.build(vals, domain=(0, 2**30), epsilon=1.0, rng=ps.Rng(seed=20),
+                                      tree="binary")
+    syn = build()
     exact = syn.error_bound(0.9)
-    assert syn._max_coef() < 0.7
-    monkeypatch.setattr(iv, "_MAX_COEF_WORK", 1)
-    syn._coef = None
-    assert syn._max_coef() == pytest.approx(math.sqrt(iv._cover_terms(syn._levels, 2)))
-    assert syn.error_bound(0.9) > exact
+    m = len(syn)
+    levels, _ = tree_shape(m, 2)
+    assert trees.coefficient_bound(m, 2) < 0.7
+    monkeypatch.setattr(trees, "MAX_COEF_WORK", 1)
+    assert trees.coefficient_bound(m, 2) == pytest.approx(math.sqrt(trees.cover_terms(levels, 2)))
+    assert build().error_bound(0.9) > exact
+
+
+def test_budget_is_charged_only_after_every_check():
+    budget = ps.Budget(1)
+    # epsilon_p so small that the partition threshold passes 2**53: refused before the charge
+    with pytest.raises(ParameterError, match="threshold"):
+        IntervalSynopsis.build([1, 2], domain=(0, 2**64 - 1), epsilon=1e-15, budget=budget)
+    with pytest.raises(DomainError, match="values"):
+        IntervalSynopsis.build([1, 64], domain=(0, 63), epsilon=0.5, budget=budget)
+    assert budget.spent == 0
+    IntervalSynopsis.build([1, 2], domain=(0, 63), epsilon=0.5, budget=budget, rng=ps.Rng(seed=1))
+    assert budget.spent == Fraction(1, 2)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
-from pydp_synopsis import partition as P
+from pydp_synopsis import _exact, partition as P
+from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
 from stattests import ALPHA, assert_dp_ratio, assert_gof, clopper_pearson
 
@@ -84,14 +85,14 @@ def _histograms(seal_lists, d):
 COUNTS = np.zeros(64, dtype=np.int64)
 COUNTS[[3, 10, 11, 30, 31, 50, 63]] = [10, 7, 1, 15, 1, 8, 2]
 EPS, BETA, SCALE = 1, 0.5, 1.0
-T_INT = P._threshold(64, BETA, Fraction(1))
+T_INT = P.Partition([63], domain=(0, 63), epsilon=EPS, beta=BETA).threshold
 VALUES = np.repeat(np.arange(64), COUNTS)
 EXACT_FIRST, EXACT_NSEG = _exact_laws(COUNTS, SCALE, T_INT)
 
 
 def test_threshold_is_rounded_up():
     assert T_INT == math.ceil(3 * (math.log(64) + math.log(2))) == 15
-    t = P._threshold(2**64, 0.05, Fraction(1, 2))  # scale 1/2, i.e. epsilon = 2
+    t = P.Partition([2**64 - 1], domain=(0, 2**64 - 1), epsilon=2, beta=0.05).threshold  # scale 1/2
     assert 1.5 * (64 * math.log(2) + math.log(20)) <= t < 1.5 * (64 * math.log(2) + math.log(20)) + 1
 
 
@@ -130,12 +131,16 @@ def test_offline_skip_matches_exact_law():
     assert_gof(nseg, EXACT_NSEG)
 
 
-def test_offline_exact_fallback_matches_exact_law():
+def test_offline_exact_fallback_matches_exact_law(monkeypatch):
     """Force every non-fast-path comparison through the decimal resolver."""
     rng = ps.Rng(seed=13)
-    t, s = 1, 1
-    runs = [P._partition_sorted(VALUES.astype(np.uint64), 64, t, s, T_INT, rng, slack=1e300)
-            for _ in range(2500)]
+    settled = []
+    settle = _exact.settle
+    monkeypatch.setattr(_exact, "settle", lambda *a: settled.append(1) or settle(*a))
+    with _exact.forcing_exact(slack=1e300):
+        runs = [P.private_partition(VALUES, domain=(0, 63), epsilon=EPS, beta=BETA,
+                                    rng=rng).end_offsets for _ in range(2500)]
+    assert len(settled) > 2500  # the decimal path did decide (a few comparisons per run)
     first, nseg = _histograms(runs, 64)
     assert_gof(first, EXACT_FIRST)
     assert_gof(nseg, EXACT_NSEG)
@@ -230,30 +235,30 @@ def test_decimal_comparison_against_mpmath(kind, m, mult):
         if n128 < 0:
             continue
         words = [n128 >> 64, n128 & (2**64 - 1)]
-        got = P._compare_exact(kind, m, 3, 2, mult, words[:1], 40)
+        got = _exact.compare_exact(kind, m, 3, 2, mult, words[:1], 40)
         if got is not None:  # decided from the first word: must be right
             assert got == (1 if (words[0] + 1) / 2**64 <= pi else 0) or got == expect
-        res = P._compare_exact(kind, m, 3, 2, mult, words, 80)
+        res = _exact.compare_exact(kind, m, 3, 2, mult, words, 80)
         assert res == expect
 
 
 def test_resolver_extends_bits_from_the_stream():
     """A pending comparison whose first word straddles pi is decided exactly."""
-    state = P._new_state()
+    state = ffi.new("pds_partition *")
     rng = ps.Rng(seed=5)
     with rng.native() as p:
-        assert P.lib.pds_partition_init(state, p, 100, 1, 1, 10) == 0
+        assert lib.pds_partition_init(state, p, 100, 1, 1, 10) == 0
     pi = _pi_mp(1, 4, 1, 9)
     word = int(mpmath.floor(pi * 2**64))
     state.pending = 1
     state.pending_kind, state.run_m, state.pending_mult, state.pending_word = 1, 4, 9, word
     with rng.native() as p:
-        out = P._resolve_pending(state, p)
+        out = _exact.resolve_pending(state, p)
     nxt = ps.Rng(seed=5)
     with nxt.native() as p:  # reproduce the extension word
-        P.lib.pds_partition_init(P._new_state(), p, 100, 1, 1, 10)
-        buf = P.ffi.new("uint64_t[1]")
-        P.lib.pds_rng_fill_u64(p, buf, 1)
+        lib.pds_partition_init(ffi.new("pds_partition *"), p, 100, 1, 1, 10)
+        buf = ffi.new("uint64_t[1]")
+        lib.pds_rng_fill_u64(p, buf, 1)
     u = (mpmath.mpf(word) + mpmath.mpf(int(buf[0])) / 2**64) / 2**64
     with mpmath.workdps(120):
         assert out == (1 if u < pi else 0)
@@ -295,7 +300,7 @@ def test_privacy_first_segment_end_ratio():
     x1 = x.copy()
     x1[5] += 1
     eps = 1
-    t_int = P._threshold(d, 0.5, Fraction(1))
+    t_int = P.Partition([d - 1], domain=(0, d - 1), epsilon=eps, beta=0.5).threshold
     f0, _ = _exact_laws(x, 1.0, t_int)
     f1, _ = _exact_laws(x1, 1.0, t_int)
     j = int(np.argmax(np.abs(np.log(f1 / f0)) * (np.minimum(f0, f1) > 0.05)))

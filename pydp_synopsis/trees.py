@@ -1,0 +1,253 @@
+"""Noisy trees over partition segments: the package's one door to the tree kernels.
+
+The layout (``csrc/tree.c``): level 0 holds the ``m`` segment counts
+(leaves); level ``l`` holds ``ceil(m / f^l)`` nodes, node ``u`` covering
+segments ``[u f^l, min((u+1) f^l, m))``.  Levels ``0 .. L-1`` with
+``L = max(1, ceil(log_f m))`` are released: the root is never part of a
+minimal cover, so it is neither stored nor noised, and one item changes
+exactly ``L`` released counts (L1 sensitivity ``L``).  ``f = 2`` is DNRR's
+binary tree, larger ``f`` Hay et al.'s ``H_b``.
+
+Every ``lib.pds_tree_*`` and ``lib.pds_interval_answer_*`` call of the
+package is in this module: synopses call the functions below, never the C
+core.  Arguments are taken as checked by the calling synopsis.
+
+References
+----------
+.. [DNRR15] C. Dwork, M. Naor, O. Reingold, G. N. Rothblum, "Pure
+   Differential Privacy for Rectangle Queries via Private Partitions",
+   ASIACRYPT 2015, section 3.2, Theorem 3.2 (the tree over the segments).
+.. [HRMS10] M. Hay, V. Rastogi, G. Miklau, D. Suciu, "Boosting the Accuracy
+   of Differentially Private Histograms Through Consistency", VLDB 2010,
+   section 4 (the least-squares consistent tree, ``H_b``).
+.. [QYL13] W. Qardaji, W. Yang, N. Li, "Understanding Hierarchical Methods
+   for Differentially Private Histograms", VLDB 2013 (the choice of fanout).
+"""
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ._core import check, ffi, lib
+from .params import scale_parts
+
+__all__ = ["ESTIMATORS", "MAX_COEF_WORK", "tree_shape", "noise_scale", "noisy_tree",
+           "consistent_leaves", "coefficient_bound", "cover_terms", "prefix_terms",
+           "interval_answers"]
+
+#: The boundary estimators of :func:`interval_answers`; the index is the kernel's code.
+ESTIMATORS = ("cover", "uniform", "seal", "seal_uniform")
+
+#: Node updates allowed for the exact coefficient of :func:`coefficient_bound`
+#: (about 0.1 s per 10^8); beyond it the bound falls back to sqrt(#cover).
+MAX_COEF_WORK = 2 * 10**8
+
+
+def _i64(a):
+    return ffi.from_buffer("int64_t[]", a)
+
+
+def _u64(a):
+    return ffi.from_buffer("uint64_t[]", a)
+
+
+def _f64(a):
+    return ffi.from_buffer("double[]", a)
+
+
+def tree_shape(m, fanout=2):
+    """``(levels, nodes)`` of the released tree of fanout ``fanout`` over ``m`` segments.
+
+    Parameters
+    ----------
+    m : int
+        Number of leaves, ``1 <= m < 2**62``.
+    fanout : int
+        ``f >= 2``.
+
+    Returns
+    -------
+    (int, int)
+        ``L = max(1, ceil(log_f m))`` released levels and their node count.
+
+    Raises
+    ------
+    ParameterError
+        ``m`` or ``fanout`` out of range.
+
+    Examples
+    --------
+    >>> tree_shape(5)        # 5 leaves, 3 + 2 nodes, then the (unreleased) root
+    (3, 10)
+    >>> tree_shape(16, 16)
+    (1, 16)
+    """
+    levels = ffi.new("uint32_t *")
+    nodes = ffi.new("uint64_t *")
+    check(lib.pds_tree_shape(m, fanout, levels, nodes), "tree shape")
+    return int(levels[0]), int(nodes[0])
+
+
+def noise_scale(levels, epsilon):
+    """Discrete Laplace scale ``L / epsilon`` of every node: epsilon-DP for sensitivity ``L``.
+
+    Examples
+    --------
+    >>> noise_scale(3, Fraction(1, 2))
+    Fraction(6, 1)
+    """
+    return Fraction(levels) / epsilon
+
+
+def noisy_tree(counts, fanout, epsilon, rng):
+    """Release the tree over segment counts: every node's count plus discrete Laplace noise.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray of int64
+        The ``m >= 1`` segment counts (all ``>= 0``).
+    fanout : int
+        ``f >= 2``.
+    epsilon : Fraction
+        Privacy parameter of the release (exact, checked by the caller).
+    rng : Rng
+        The generator; one draw per node, leaves first, level by level.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The :func:`tree_shape` nodes, level by level, leaves first.
+
+    Notes
+    -----
+    epsilon-DP: one item changes exactly ``L`` released counts by one, and
+    each gets noise of scale :func:`noise_scale` ``(L, epsilon)``
+    (DNRR section 3.2).  O(#nodes).
+    """
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    m = counts.size
+    levels, n_nodes = tree_shape(m, fanout)
+    t, s = scale_parts(noise_scale(levels, epsilon))
+    nodes = np.empty(n_nodes, dtype=np.int64)
+    with rng.native() as p:
+        check(lib.pds_tree_build(p, _i64(counts), m, fanout, t, s, _i64(nodes), n_nodes),
+              "noisy tree")
+    return nodes
+
+
+def consistent_leaves(nodes, m, fanout):
+    """Hay et al.'s least-squares leaf estimates implied by every released node (float64[m]).
+
+    Post-processing: free in privacy.  Exact generalised least squares,
+    including the ragged right edge of each level.  O(#nodes).
+    """
+    leaf = np.empty(m, dtype=np.float64)
+    check(lib.pds_tree_consistent_leaves(_i64(nodes), m, fanout, _f64(leaf)), "consistency")
+    return leaf
+
+
+def cover_terms(levels, fanout):
+    """Most nodes in a minimal cover of a segment range.
+
+    ``< f`` at each end of every level below the top, ``2 (f - 1)`` in all,
+    and the ``<= f`` nodes of the top level.
+
+    Examples
+    --------
+    >>> cover_terms(3, 2)
+    6
+    """
+    return 2 * (fanout - 1) * (levels - 1) + fanout
+
+
+def prefix_terms(levels, fanout):
+    """Most nodes in a minimal cover of a prefix ``[0, j)``.
+
+    ``f - 1`` per level below the top, ``f`` on the top level.
+
+    Examples
+    --------
+    >>> prefix_terms(3, 2)
+    4
+    """
+    return (fanout - 1) * (levels - 1) + fanout
+
+
+def coefficient_bound(m, fanout, max_work=None):
+    """``s >= |a_v|`` for the consistent estimate ``sum_v a_v x_v`` of any segment range.
+
+    Parameters
+    ----------
+    m, fanout : int
+        The tree (:func:`tree_shape`).
+    max_work : int, optional
+        Node updates allowed for the exact value (default
+        :data:`MAX_COEF_WORK`, read at call time).
+
+    Returns
+    -------
+    float
+        The exact maximum coefficient, found by smoothing a unit observation
+        at every node of the (at most two distinct) top-level subtrees and
+        rounded up for the float rounding (about 0.61 for ``f = 2``, 0.94
+        for ``f = 16``); ``sqrt(cover_terms)`` when that costs more than
+        ``max_work`` or is larger (the projection's ``||a||_2 <= ||c||_2``).
+
+    Notes
+    -----
+    O(s^2) for top-level subtrees of s nodes, capped by ``max_work``.
+
+    Examples
+    --------
+    >>> round(coefficient_bound(13, 2), 2)
+    0.61
+    """
+    fallback = math.sqrt(cover_terms(tree_shape(m, fanout)[0], fanout))
+    out = ffi.new("double *")
+    work = MAX_COEF_WORK if max_work is None else max_work
+    st = lib.pds_tree_consistent_max_coef(m, fanout, work, out)
+    if st == lib.PDS_ERANGE:
+        return fallback
+    check(st, "consistent tree coefficients")
+    return min(float(out[0]) * (1 + 1e-9) + 1e-12, fallback)
+
+
+def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, prefix=None):
+    """Answers of the inclusive offset intervals ``[lo[q], hi[q]]`` from a released tree.
+
+    Parameters
+    ----------
+    ends : numpy.ndarray of uint64
+        Segment end offsets (strictly increasing, the last the domain's).
+    lo, hi : numpy.ndarray of uint64
+        1-D, ``lo <= hi <= ends[-1]``.
+    estimator : str
+        One of :data:`ESTIMATORS`: how a boundary segment the interval meets
+        only in part is counted (the IntervalSynopsis class doc).
+    tau : float
+        The interior cap of ``"seal_uniform"`` (the partition threshold).
+    nodes : numpy.ndarray of int64, optional
+        The raw noisy tree of fanout ``fanout`` (answers from minimal covers) ...
+    prefix : numpy.ndarray of float64, optional
+        ... or the ``m + 1`` prefix sums of segment estimates (``prefix[0] = 0``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Notes
+    -----
+    O(q log m): a ``searchsorted`` of the endpoints into ``ends``, then one C
+    call reading ``<= 2 (f - 1) L + 2`` nodes or 4 prefix sums per interval.
+    """
+    seg_lo = np.searchsorted(ends, lo, side="left").astype(np.uint64)
+    seg_hi = np.searchsorted(ends, hi, side="left").astype(np.uint64)
+    out = np.empty(lo.size, dtype=np.float64)
+    args = (_u64(ends), _u64(lo), _u64(hi), _u64(seg_lo), _u64(seg_hi), lo.size,
+            ESTIMATORS.index(estimator), tau, _f64(out))
+    if prefix is None:
+        check(lib.pds_interval_answer_tree(_i64(nodes), ends.size, fanout, *args),
+              "interval answers")
+    else:
+        check(lib.pds_interval_answer_prefix(_f64(prefix), ends.size, *args), "interval answers")
+    return out
