@@ -10,6 +10,7 @@ is pruned while it is built (Remark 3.4), which keeps it at O(n log^c n)
 nodes; the release holds only private quantities (segment ends, noisy
 counts and the shape they imply).
 """
+import collections
 import itertools
 import math
 import numbers
@@ -30,6 +31,9 @@ from .rng import resolve_rng
 from .tails import laplace_sum_tail
 
 __all__ = ["RectangleSynopsis"]
+
+#: The parts of :meth:`RectangleSynopsis.error_bound`: it is their sum.
+ErrorTerms = collections.namedtuple("ErrorTerms", ["noise", "bias", "pruning"])
 
 _KIND = "rectangle-synopsis"
 _FORMAT = 1
@@ -654,8 +658,8 @@ class RectangleSynopsis:
             _u64(ks), _u64(rs_), dbl(fks), dbl(frs), dbl(out)), "rectangle answers")
         return out
 
-    def _error_bound_adaptive(self, delta):
-        """See :meth:`error_bound` (structure="adaptive")."""
+    def _error_terms_adaptive(self, delta):
+        """``(noise, bias)``, see :meth:`error_bound` (structure="adaptive")."""
         gr, c = self._grid, self.dims
         b1, b2 = float(self.scales[0]), float(self.scales[1])
         lam, n_sub = gr["lam"], gr["n_sub"].astype(np.float64)
@@ -697,7 +701,7 @@ class RectangleSynopsis:
             band, k_band = np.cumsum(tot)[:ma], np.cumsum(cnt)[:ma]
             z = laplace_sum_tail(float(k_band.max()), b2, log_band)
             bias += 2 * max(float(band.max()) + z, 0.0)
-        return noise + bias
+        return noise, bias
 
     def _set_shape(self):
         self._m = tuple(-(-len(p) // g) for p, g in zip(self.partitions, self.merge))
@@ -728,6 +732,86 @@ class RectangleSynopsis:
         if self.structure == "adaptive":
             return int(self._grid["v"].size + self._grid["u"].size)
         return int(self._count.size)
+
+    @property
+    def segments(self):
+        """Tree segments (multi-tree) or coarse cells (adaptive) per axis: ceil(m_a / merge_a)."""
+        return tuple(-(-len(p) // g) for p, g in zip(self.partitions, self.merge))
+
+    @property
+    def levels(self):
+        """Stored tree levels per axis (multi-tree; None for the adaptive grid)."""
+        return self._levels
+
+    @property
+    def unpruned_nodes(self):
+        """Nodes of the unpruned multi-tree (the N of prune='dnrr'; None for the adaptive grid)."""
+        return None if self.structure == "adaptive" else self._potential_nodes()
+
+    def tree_nodes(self):
+        """The multi-tree's released nodes, one row per node in preorder.
+
+        Returns
+        -------
+        numpy.ndarray
+            Structured, fields ``axis``, ``level`` (0 = segments), ``index``
+            (within its level), ``predecessor`` (record of the axis-(a-1)
+            node whose successor tree holds it; -1 on axis 0) and ``count``
+            (noisy; 0 when uncounted).  Released numbers only.
+
+        Raises
+        ------
+        TypeError
+            The synopsis is not a multi-tree.
+        """
+        if self.structure != "multitree":
+            raise TypeError(f"tree_nodes() needs structure='multitree', this synopsis is "
+                            f"{self.structure!r}")
+        n = self._count.size
+        out = np.empty(n, dtype=[("axis", np.uint8), ("level", np.uint8), ("index", np.uint64),
+                                 ("predecessor", np.int64), ("count", np.int64)])
+        axis, level = np.empty(n, np.uint8), np.empty(n, np.uint8)
+        index, pred = np.empty(n, np.uint64), np.empty(n, np.int64)
+        check(lib.pds_multitree_describe(
+            _i64(self._child), _i64(self._succ), n, self.dims,
+            _u64(np.array(self._m, dtype=np.uint64)),
+            ffi.from_buffer("uint32_t[]", np.array(self._k, dtype=np.uint32)),
+            ffi.from_buffer("uint8_t[]", axis), ffi.from_buffer("uint8_t[]", level), _u64(index),
+            _i64(pred)), "multi-tree description")
+        out["axis"], out["level"], out["index"] = axis, level, index
+        out["predecessor"], out["count"] = pred, self._count
+        return out
+
+    def grid_cells(self):
+        """The adaptive grid's released cells: ``(coarse, fine)`` structured arrays.
+
+        ``coarse``: ``count`` (noisy), ``start``/``end`` (partition segments
+        ``[start, end)`` per axis) and ``fine_shape`` (fine runs per axis);
+        ``fine``: ``coarse`` (its coarse cell), ``count`` (noisy),
+        ``estimate`` (after constrained inference: what queries spread) and
+        ``start``/``end``.
+
+        Raises
+        ------
+        TypeError
+            The synopsis is not an adaptive grid.
+        """
+        if self.structure != "adaptive":
+            raise TypeError(f"grid_cells() needs structure='adaptive', this synopsis is "
+                            f"{self.structure!r}")
+        g, c = self._grid, self.dims
+        coarse = np.empty(g["v"].size, dtype=[
+            ("count", np.int64), ("start", np.int64, (c,)), ("end", np.int64, (c,)),
+            ("fine_shape", np.int64, (c,))])
+        coarse["count"], coarse["fine_shape"] = g["v"], g["m2"]
+        coarse["start"] = np.indices(g["t1"]).reshape(c, -1).T * np.array(self.merge)
+        coarse["end"] = coarse["start"] + g["width"]
+        fine = np.empty(g["u"].size, dtype=[
+            ("coarse", np.int64), ("count", np.int64), ("estimate", np.float64),
+            ("start", np.int64, (c,)), ("end", np.int64, (c,))])
+        fine["coarse"], fine["count"], fine["estimate"] = g["owner"], g["u"], g["est"]
+        fine["start"], fine["end"] = g["start"], g["end"]
+        return coarse, fine
 
     @property
     def sensitivity(self):
@@ -881,6 +965,50 @@ class RectangleSynopsis:
         return float(self.count_many(lo[None, :], hi[None, :])[0])
 
     # ------------------------------------------------------------ error bound
+    def error_terms(self, confidence=0.95, *, max_multiplicity=1):
+        """The parts of :meth:`error_bound`: ``ErrorTerms(noise, bias, pruning)``.
+
+        ``noise`` bounds the answers' noise, ``bias`` the items the boundary
+        segments (multi-tree) or boundary fine cells (adaptive) can
+        miscount, ``pruning`` what pruned nodes can hide (0 unpruned and
+        for the adaptive grid); :meth:`error_bound` derives each.  Same
+        parameters and errors as :meth:`error_bound`.
+        """
+        conf = check_beta(confidence, "confidence")
+        if (isinstance(max_multiplicity, (bool, np.bool_))
+                or not isinstance(max_multiplicity, numbers.Integral)):
+            raise TypeError(f"max_multiplicity must be an int, not {type(max_multiplicity).__name__}")
+        if max_multiplicity < 1:
+            raise ParameterError(f"max_multiplicity must be >= 1, got {max_multiplicity}")
+        delta = 1.0 - conf
+        if self.structure == "adaptive":
+            return ErrorTerms(*self._error_terms_adaptive(delta), 0.0)
+        part_fail = self.beta / 2
+        if delta <= part_fail:
+            raise ParameterError(
+                f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partitions' "
+                f"failure probability fixed at build), got {confidence!r}")
+        rest = delta - part_fail
+        pruned = self.prune is not None
+        d_noise = rest / 2 if pruned else rest
+        extra = 2 if self.estimator == "uniform" else 0
+        terms, log_combos = 1, 0.0
+        for m, k, L in zip(self._m, self._k, self._levels):
+            terms *= 2 * (k - 1) * (L - 1) + min(k, m) + extra
+            ranges = m * (m + 1) // 2
+            log_combos += math.log(4 * ranges + m if extra else ranges)
+        b_fin = float(self.scales[1])
+        noise = laplace_sum_tail(terms, b_fin, log_combos + math.log(2.0 / d_noise))
+        bias = sum(self._boundary_bias(p, g, int(max_multiplicity))
+                   for p, g in zip(self.partitions, self.merge))
+        pruning = 0.0
+        if pruned:
+            log_n = math.log(self._potential_nodes()) + math.log(2.0 / rest)
+            worst = max(thr + 2.0 * float(b) * log_n
+                        for thr, b in zip(self.thresholds, self.scales))
+            pruning = terms * max(worst, 0.0)
+        return ErrorTerms(noise, bias, pruning)
+
     def error_bound(self, confidence=0.95, *, max_multiplicity=1):
         """A bound on the error of *all* rectangle answers at once (Theorem 3.3).
 
@@ -934,39 +1062,8 @@ class RectangleSynopsis:
         -----
         O(c) plus a short numeric minimisation.
         """
-        conf = check_beta(confidence, "confidence")
-        if (isinstance(max_multiplicity, (bool, np.bool_))
-                or not isinstance(max_multiplicity, numbers.Integral)):
-            raise TypeError(f"max_multiplicity must be an int, not {type(max_multiplicity).__name__}")
-        if max_multiplicity < 1:
-            raise ParameterError(f"max_multiplicity must be >= 1, got {max_multiplicity}")
-        delta = 1.0 - conf
-        if self.structure == "adaptive":
-            return self._error_bound_adaptive(delta)
-        part_fail = self.beta / 2
-        if delta <= part_fail:
-            raise ParameterError(
-                f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partitions' "
-                f"failure probability fixed at build), got {confidence!r}")
-        rest = delta - part_fail
-        pruned = self.prune is not None
-        d_noise = rest / 2 if pruned else rest
-        extra = 2 if self.estimator == "uniform" else 0
-        terms, log_combos = 1, 0.0
-        for m, k, L in zip(self._m, self._k, self._levels):
-            terms *= 2 * (k - 1) * (L - 1) + min(k, m) + extra
-            ranges = m * (m + 1) // 2
-            log_combos += math.log(4 * ranges + m if extra else ranges)
-        b_fin = float(self.scales[1])
-        noise = laplace_sum_tail(terms, b_fin, log_combos + math.log(2.0 / d_noise))
-        bound = noise + sum(self._boundary_bias(p, g, int(max_multiplicity))
-                            for p, g in zip(self.partitions, self.merge))
-        if pruned:
-            log_n = math.log(self._potential_nodes()) + math.log(2.0 / rest)
-            worst = max(thr + 2.0 * float(b) * log_n
-                        for thr, b in zip(self.thresholds, self.scales))
-            bound += terms * max(worst, 0.0)
-        return bound
+        terms = self.error_terms(confidence, max_multiplicity=max_multiplicity)
+        return terms.noise + terms.bias + terms.pruning
 
     def _boundary_bias(self, part, g, mu):
         """Most items one axis's two boundary tree segments can miscount.
