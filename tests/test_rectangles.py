@@ -1,4 +1,6 @@
 """Tests of the rectangle synopsis (DNRR section 3.3, Claim 3.3, Theorem 3.3, Remark 3.4)."""
+import dataclasses
+import inspect
 import math
 from fractions import Fraction
 
@@ -12,6 +14,7 @@ from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.intervals import IntervalSynopsis
 from pydp_synopsis import Rng
 from pydp_synopsis.rectangles import RectangleSynopsis as RS
+from pydp_synopsis.rectangles import options
 from stattests import ALPHA, assert_binomial_at_most, assert_dp_ratio
 
 # numpy's generator only makes test data; every release draws from Rng
@@ -672,7 +675,63 @@ def test_adaptive_scales_without_a_dense_grid():
     assert s.count([0, 0], [19999, 19999]) == pytest.approx(20000)
 
 
-# ------------------------------------------------------------------ public descriptions
+# ------------------------------------------------------------------ options: profiles + overrides
+def test_build_signature_reads_cleanly():
+    sig = inspect.signature(RS.build)
+    assert all(p.default is not Ellipsis for p in sig.parameters.values())
+    assert list(sig.parameters)[-1] == "tuning"
+    assert sig.parameters["tuning"].kind is inspect.Parameter.VAR_KEYWORD
+    with pytest.raises(TypeError, match="unexpected keyword argument 'fan_out'"):
+        RS.build(np.zeros((1, 2), np.int64), domain=[(0, 9)] * 2, epsilon=1, fan_out=4)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.DNRR.fanout = 4
+
+
+@pytest.mark.parametrize("kw,profile", [
+    (dict(), options.ADAPTIVE_2D),
+    (dict(structure="multitree"), options.DEFAULT_MULTITREE),
+    (dict(config="dnrr"), options.DNRR),
+])
+def test_profiles_are_the_defaults(kw, profile):
+    pts = DATA.integers(0, 1000, (400, 2))
+    s = RS.build(pts, domain=[(0, 999)] * 2, epsilon=1, rng=Rng(seed=50), **kw)
+    assert s.structure == profile.structure
+    assert s.epsilon_partition == Fraction(str(profile.partition_share))
+    assert s.threshold_factor == profile.threshold_factor
+    if s.structure == "adaptive":
+        assert s.coarse_share == profile.coarse_share and s.fanout is None
+    else:
+        assert s.fanout == (profile.fanout,) * 2 and s.estimator == profile.estimator
+        if profile.merge != "auto":
+            assert s.merge == (profile.merge,) * 2
+    three = RS.build(DATA.integers(0, 100, (400, 3)), domain=[(0, 99)] * 3, epsilon=1,
+                     rng=Rng(seed=50))
+    assert (three.coarse_share, three.threshold_factor) == (options.ADAPTIVE.coarse_share,
+                                                            options.ADAPTIVE.threshold_factor)
+
+
+def test_a_keyword_replaces_one_field_of_the_profile():
+    pts = DATA.integers(0, 1000, (400, 2))
+    kw = dict(domain=[(0, 999)] * 2, epsilon=1)
+    d = RS.build(pts, config="dnrr", fanout=4, rng=Rng(seed=51), **kw)
+    assert (d.fanout, d.estimator, d.final_share, d.prune, d.merge, d.threshold_factor) == \
+        ((4, 4), "cover", None, "dnrr", (1, 1), 3.0)
+    # None keeps the profile's value ...
+    lo, hi = _rects(50, 2, 999)
+    a = RS.build(pts, fanout=None, merge=None, coarse_share=None, rng=Rng(seed=52), **kw)
+    b = RS.build(pts, rng=Rng(seed=52), **kw)
+    assert a.structure == b.structure == "adaptive"
+    np.testing.assert_array_equal(a.count_many(lo, hi), b.count_many(lo, hi))
+    # ... except for final_share and prune, where it is a setting (and selects the multi-tree)
+    t = RS.build(pts, final_share=None, prune=None, rng=Rng(seed=53), **kw)
+    assert (t.structure, t.final_share, t.prune) == ("multitree", None, None)
+    assert t.scales[0] == t.scales[1] > 0
+    # max_nodes is accepted (and checked) with either structure
+    assert RS.build(pts, max_nodes=10, rng=Rng(seed=54), **kw).structure == "adaptive"
+    with pytest.raises(ParameterError, match="max_nodes"):
+        RS.build(pts, max_nodes=0, **kw)
+
+
 def test_structure_specific_descriptions_refuse_the_other_structure():
     pts = DATA.integers(0, 100, (200, 2))
     grid = RS.build(pts, domain=[(0, 99)] * 2, epsilon=1, rng=Rng(seed=55))
