@@ -465,10 +465,8 @@ class RectangleSynopsis:
 
     # ----------------------------------------------------------- persistence
     def save(self, path, *, mode=0o644):
-        """Write the synopsis to ``path`` (atomic, checksummed; only released numbers).
-
-        O(size).  Load with :func:`pydp_synopsis.load`.
-        """
+        """Write to ``path``: atomic, checksummed, released numbers only; O(size).  See
+        :func:`pydp_synopsis.load`."""
         persist.write_record(path, *self._to_record()[:3], mode=mode)
 
     def _to_record(self):
