@@ -1,6 +1,6 @@
 /* The adaptive two-level grid of the rectangle synopsis.
  *
- * structure="adaptive" of the rectangle synopsis (rectangles.py): a dense
+ * structure="adaptive" of the rectangle synopsis (rectangles/grid.py): a dense
  * grid of coarse cells (runs of g[a] partition segments per axis), each
  * holding its own fine grid of q[a] runs of its partition segments (the
  * adaptive grid of Qardaji, Yang and Li, ICDE 2013, over DNRR's partition

@@ -45,7 +45,7 @@
  * of its argument x.  We allow `slack` (1e-12) per function and
  * slack * (3 + x) for lambda.  When the interval of U straddles the bounds
  * (probability ~1e-12 per comparison), the call returns PDS_EPRECISION with
- * the comparison in p->pending_*; pydp_synopsis/partition.py decides it with
+ * the comparison in p->pending_*; pydp_synopsis/_exact.py decides it with
  * correctly rounded decimal arithmetic, extending U with further words of the
  * same CSPRNG stream, and passes the outcome to pds_partition_resolve.
  */

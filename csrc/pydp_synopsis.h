@@ -367,7 +367,7 @@ pds_status pds_multitree_describe(const int64_t *child, const int64_t *succ,
                                   uint64_t *index, int64_t *pred);
 
 /* --------------------------------------------------------------- grid.c --
- * Adaptive two-level grid (rectangles.py structure="adaptive"): coarse
+ * Adaptive two-level grid (rectangles/grid.py, structure="adaptive"): coarse
  * cells = runs of g[a] of the m[a] partition segments per axis, t1[a] =
  * ceil(m[a] / g[a]) per axis, n_cells = prod t1 cells, row-major; cell i
  * holds a fine grid of q[i c + a] runs of its w partition segments per axis

@@ -52,11 +52,6 @@ _FORMAT = 2
 _MAX_FANOUT = 65536
 _MAX_K = 65535
 
-# Transitional alias, not API: rectangles.py still imports this name; it moves
-# to trees.tree_shape with the rectangles refactor (issue #10), then this goes.
-_tree_shape = trees.tree_shape
-
-
 def _check_options(tree, fanout, consistency, estimator, k):
     """The structural options, checked (one rule for build and load)."""
     tree = check_choice(tree, "tree", _TREES)

@@ -7,11 +7,13 @@ import pytest
 
 import pydp_synopsis
 
-MODULES = sorted(m.name for m in pkgutil.iter_modules(pydp_synopsis.__path__) if not m.name.startswith("_"))
+# every public module, including those of subpackages (pydp_synopsis.rectangles.*)
+MODULES = sorted(m.name for m in pkgutil.walk_packages(pydp_synopsis.__path__, prefix="pydp_synopsis.")
+                 if not any(part.startswith("_") for part in m.name.split(".")[1:]))
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_doctests(name):
-    module = importlib.import_module(f"pydp_synopsis.{name}")
+    module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0

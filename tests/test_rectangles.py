@@ -1,4 +1,6 @@
 """Tests of the rectangle synopsis (DNRR section 3.3, Claim 3.3, Theorem 3.3, Remark 3.4)."""
+import dataclasses
+import inspect
 import math
 from fractions import Fraction
 
@@ -12,6 +14,7 @@ from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.intervals import IntervalSynopsis
 from pydp_synopsis import Rng
 from pydp_synopsis.rectangles import RectangleSynopsis as RS
+from pydp_synopsis.rectangles import options
 from stattests import ALPHA, assert_binomial_at_most, assert_dp_ratio
 
 # numpy's generator only makes test data; every release draws from Rng
@@ -31,7 +34,7 @@ def _expected(s, pts, lo, hi):
     for q in range(lo.shape[0]):
         w = np.ones(len(pts))
         for a in range(c):
-            e = s._ends[a]
+            e = s.partitions[a].end_offsets
             seg = np.searchsorted(e, pts[:, a].astype(np.uint64))
             first = np.concatenate(([0], e[:-1] + 1)).astype(np.float64)
             last = e.astype(np.float64)
@@ -98,25 +101,18 @@ def test_domain_offsets_and_2_64():
 # ------------------------------------------------------------------ Claim 3.3
 def _node_rectangles(s):
     """Per record, the inclusive segment range on every axis (others: all segments)."""
+    nodes = s.tree_nodes()
     n = s.num_nodes
-    axis, level = np.empty(n, np.uint8), np.empty(n, np.uint8)
-    index, pred = np.empty(n, np.uint64), np.empty(n, np.int64)
-    m = np.array(s._m, dtype=np.uint64)
-    k = np.array(s._k, dtype=np.uint32)
-    st = lib.pds_multitree_describe(
-        ffi.from_buffer("int64_t[]", s._child), ffi.from_buffer("int64_t[]", s._succ), n, s.dims,
-        ffi.from_buffer("uint64_t[]", m), ffi.from_buffer("uint32_t[]", k),
-        ffi.from_buffer("uint8_t[]", axis), ffi.from_buffer("uint8_t[]", level),
-        ffi.from_buffer("uint64_t[]", index), ffi.from_buffer("int64_t[]", pred))
-    assert st == 0
+    assert nodes.size == n
+    axis, level, index, pred = nodes["axis"], nodes["level"], nodes["index"], nodes["predecessor"]
     lo = np.zeros((n, s.dims), dtype=np.int64)
-    hi = np.tile(np.array(s._m, dtype=np.int64) - 1, (n, 1))
+    hi = np.tile(np.array(s.segments, dtype=np.int64) - 1, (n, 1))
     for r in range(n):          # preorder: a predecessor precedes its successors
-        a, span = int(axis[r]), s._k[int(axis[r])] ** int(level[r])
+        a, span = int(axis[r]), s.fanout[int(axis[r])] ** int(level[r])
         if pred[r] >= 0:
             lo[r], hi[r] = lo[pred[r]], hi[pred[r]]
         lo[r, a] = int(index[r]) * span
-        hi[r, a] = min((int(index[r]) + 1) * span, s._m[a]) - 1
+        hi[r, a] = min((int(index[r]) + 1) * span, s.segments[a]) - 1
     return axis, lo, hi
 
 
@@ -126,19 +122,19 @@ def test_claim_3_3_nodes_containing_a_point(c, fanout):
     pts = DATA.integers(0, hi + 1, (120, c))
     s = RS.build(pts, domain=[(0, hi)] * c, epsilon=10**6, prune=None, fanout=fanout,
                  final_share=0.5, rng=Rng(seed=3))
-    assert s.num_nodes == s._potential_nodes()      # unpruned: the full multi-tree
+    assert s.num_nodes == s.unpruned_nodes      # unpruned: the full multi-tree
     axis, lo, hi_ = _node_rectangles(s)
-    L = s._levels
+    L = s.levels
     s_fin = math.prod(L)
     s_all = sum(math.prod(L[:a + 1]) for a in range(c))
     assert s.sensitivity == (s_all - s_fin, s_fin)
     for _ in range(25):
-        cell = np.array([DATA.integers(0, m) for m in s._m])
+        cell = np.array([DATA.integers(0, m) for m in s.segments])
         inside = np.all((lo <= cell) & (cell <= hi_), axis=1)
         assert inside.sum() == s_all
         assert (inside & (axis == c - 1)).sum() == s_fin
-    if all(k == 2 for k in s._k):
-        assert s_all <= 2 * max(1, math.ceil(math.log2(max(s._m)))) ** c
+    if all(k == 2 for k in s.fanout):
+        assert s_all <= 2 * max(1, math.ceil(math.log2(max(s.segments)))) ** c
 
 
 @pytest.mark.parametrize("fanout", [2, 3, 16])
@@ -149,26 +145,21 @@ def test_one_axis_queries_read_the_interval_trees_cover(fanout):
     vals = DATA.integers(0, 400, (300, 1))
     s = RS.build(vals, domain=[(0, 399)], epsilon=1, prune=None, fanout=fanout, merge=1,
                  estimator="cover", rng=Rng(seed=11))
-    m, (L,) = s._m[0], s._levels
+    m, (L,) = s.segments[0], s.levels
     n = s.num_nodes
-    axis, level = np.empty(n, np.uint8), np.empty(n, np.uint8)
-    index, pred = np.empty(n, np.uint64), np.empty(n, np.int64)
-    check(lib.pds_multitree_describe(
-        ffi.from_buffer("int64_t[]", s._child), ffi.from_buffer("int64_t[]", s._succ), n, 1,
-        ffi.from_buffer("uint64_t[]", np.array([m], np.uint64)),
-        ffi.from_buffer("uint32_t[]", np.array([fanout], np.uint32)),
-        ffi.from_buffer("uint8_t[]", axis), ffi.from_buffer("uint8_t[]", level),
-        ffi.from_buffer("uint64_t[]", index), ffi.from_buffer("int64_t[]", pred)))
+    nodes = s.tree_nodes()
+    assert s.fanout == (fanout,) and (nodes["axis"] == 0).all()
+    level, index = nodes["level"], nodes["index"]
     start = np.cumsum([0] + [-(-m // fanout**lv) for lv in range(L)])
     flat = np.empty(n, np.int64)
-    flat[start[level.astype(np.int64)] + index.astype(np.int64)] = s._count
+    flat[start[level.astype(np.int64)] + index.astype(np.int64)] = nodes["count"]
     i, j = np.triu_indices(m)
     i, j = np.ascontiguousarray(i, np.uint64), np.ascontiguousarray(j, np.uint64)
     want = np.empty(i.size, np.int64)
     check(lib.pds_tree_cover_sums(ffi.from_buffer("int64_t[]", flat), m, fanout,
                                   ffi.from_buffer("uint64_t[]", i), ffi.from_buffer("uint64_t[]", j),
                                   i.size, ffi.from_buffer("int64_t[]", want)))
-    ends = s._ends[0].astype(np.int64)
+    ends = s.partitions[0].end_offsets.astype(np.int64)
     got = s.count_many(np.where(i == 0, 0, ends[np.maximum(i, 1) - 1] + 1)[:, None].astype(np.int64),
                        ends[j][:, None])
     np.testing.assert_array_equal(got, want.astype(np.float64))
@@ -196,7 +187,8 @@ def test_final_node_noise_distribution():
     for _ in range(1500):
         s = RS.build(pts, domain=[(0, 0), (0, 0)], epsilon=1, prune=None, final_share=0.5, rng=rng)
         assert s.num_nodes == 2
-        vals.append(s._count[1] - 5)
+        nodes = s.tree_nodes()
+        vals.append(nodes["count"][nodes["axis"] == 1][0] - 5)
     b = float(s.scales[1])
     z = np.arange(-15, 16)
     p = math.tanh(1 / (2 * b)) * np.exp(-np.abs(z) / b)
@@ -212,11 +204,11 @@ def test_pruned_size(c):
     s = RS.build(pts, domain=[(0, 2 * 10**5)] * c, epsilon=eps, prune=2.0, fanout=8,
                  partition_share=0.5, threshold_factor=3, merge=1, rng=Rng(seed=6))
     s_all = sum(s.sensitivity)
-    assert s.num_nodes <= 2 * max(s._k) * n * s_all           # O(n log^c n)
-    assert s.num_nodes < s._potential_nodes() / 5             # far below unpruned
+    assert s.num_nodes <= 2 * max(s.fanout) * n * s_all       # O(n log^c n)
+    assert s.num_nodes < s.unpruned_nodes / 5                 # far below unpruned
     d = RS.build(pts, domain=[(0, 2 * 10**5)] * c, epsilon=eps, config="dnrr", rng=Rng(seed=6))
     assert d.num_nodes <= 2 * n * sum(d.sensitivity)
-    assert d.num_nodes < d._potential_nodes() / 5
+    assert d.num_nodes < d.unpruned_nodes / 5
 
 
 def test_max_nodes_refused_cleanly():
@@ -338,8 +330,9 @@ def test_boundary_bias_uses_the_interior_weight_bound():
             got = s.error_bound(0.9, max_multiplicity=mu) - base
             extra = (2 * merge - 1) if est == "cover" else 2 * merge
             assert got == pytest.approx(2 * extra * (mu - 1))
-            assert s._boundary_bias(s.partitions[0], merge, mu) + \
-                s._boundary_bias(s.partitions[1], merge, mu) == pytest.approx(want)
+            terms = s.error_terms(0.9, max_multiplicity=mu)
+            assert terms.bias == pytest.approx(want)
+            assert sum(terms) == s.error_bound(0.9, max_multiplicity=mu)
         # the partitions record the threshold factor used, so their W is the one that holds
         assert all(p.threshold_factor == s.threshold_factor for p in s.partitions)
 
@@ -476,11 +469,11 @@ def test_merge_exact_on_tree_segment_boundaries(c, merge):
     s = RS.build(pts, domain=[(0, hi)] * c, epsilon=10**6, threshold=0, merge=merge,
                  threshold_factor=1, fanout=3, rng=Rng(seed=21))
     assert s.merge == tuple([merge] * c if isinstance(merge, int) else merge)
-    assert s._m == tuple(-(-len(p) // g) for p, g in zip(s.partitions, s.merge))
+    assert s.segments == tuple(-(-len(p) // g) for p, g in zip(s.partitions, s.merge))
     gen = np.random.default_rng(5)
     lo, hi_ = np.zeros((60, c), np.int64), np.zeros((60, c), np.int64)
     for a in range(c):
-        ends, g, mt = s.partitions[a].end_offsets.astype(np.int64), s.merge[a], s._m[a]
+        ends, g, mt = s.partitions[a].end_offsets.astype(np.int64), s.merge[a], s.segments[a]
         starts = np.concatenate([[0], ends[:-1] + 1])
         j0 = gen.integers(0, mt, 60)
         j1 = np.maximum(j0, gen.integers(0, mt, 60))
@@ -494,7 +487,7 @@ def test_merge_auto_keeps_tree_small_and_answers_well():
     s = RS.build(pts, domain=[(0, 2 * 10**5)] * 3, epsilon=1, structure="multitree",
                  rng=Rng(seed=22))
     assert s.prune is None and s.final_share == 1.0 and min(s.merge) >= 1
-    assert s.num_nodes == s._potential_nodes()
+    assert s.num_nodes == s.unpruned_nodes
     lo, hi = np.array([[0, 0, 0]]), np.array([[10**5, 2 * 10**5, 10**5]])
     assert abs(s.count_many(lo, hi)[0] - _brute(pts, lo, hi)[0]) < 0.05 * 20000
 
@@ -508,21 +501,12 @@ def test_uncounted_intermediate_nodes():
     s_int, s_fin = s.sensitivity
     assert s.scales == (0, Fraction(s_fin) / (s.epsilon - s.epsilon_partition))
     assert s.epsilon_intermediate == 0 and s.epsilon == s.epsilon_partition + s.epsilon_final
-    n = s.num_nodes
-    axis = np.empty(n, np.uint8)
-    level = np.empty(n, np.uint8)
-    index = np.empty(n, np.uint64)
-    pred = np.empty(n, np.int64)
-    check(lib.pds_multitree_describe(ffi.from_buffer("int64_t[]", s._child),
-                                     ffi.from_buffer("int64_t[]", s._succ), n, 2,
-                                     ffi.from_buffer("uint64_t[]", np.array(s._m, np.uint64)),
-                                     ffi.from_buffer("uint32_t[]", np.array(s._k, np.uint32)),
-                                     ffi.from_buffer("uint8_t[]", axis),
-                                     ffi.from_buffer("uint8_t[]", level),
-                                     ffi.from_buffer("uint64_t[]", index),
-                                     ffi.from_buffer("int64_t[]", pred)))
-    assert (s._count[axis == 0] == 0).all() and (s._succ[axis == 0] >= 0).all()
-    assert (s._count[axis == 1] != 0).any()
+    nodes = s.tree_nodes()
+    axis, count = nodes["axis"], nodes["count"]
+    top = np.flatnonzero(axis == 0)
+    # every axis-0 node holds 0 and owns a successor tree (is some node's predecessor)
+    assert (count[top] == 0).all() and np.isin(top, nodes["predecessor"]).all()
+    assert (count[axis == 1] != 0).any()
 
 
 def test_final_node_noise_distribution_uncounted_intermediates():
@@ -533,8 +517,9 @@ def test_final_node_noise_distribution_uncounted_intermediates():
     vals = []
     for _ in range(1500):
         s = RS.build(pts, domain=[(0, 0), (0, 0)], epsilon=1, prune=None, final_share=1, rng=rng)
-        assert s._count[0] == 0
-        vals.append(s._count[1] - 5)
+        nodes = s.tree_nodes()
+        assert (nodes["count"][nodes["axis"] == 0] == 0).all()
+        vals.append(nodes["count"][nodes["axis"] == 1][0] - 5)
     b = float(s.scales[1])
     assert b == float(1 / (s.epsilon - s.epsilon_partition))
     z = np.arange(-15, 16)
@@ -569,7 +554,8 @@ def test_adaptive_is_the_default_and_its_budget_adds_up():
     assert s.structure == "adaptive" and s.sensitivity == (1, 1)
     assert s.epsilon == s.epsilon_partition + s.epsilon_intermediate + s.epsilon_final == Fraction(1)
     assert s.scales == (1 / s.epsilon_intermediate, 1 / s.epsilon_final)
-    assert s.num_nodes == s._grid["v"].size + s._grid["u"].size
+    coarse, fine = s.grid_cells()
+    assert s.num_nodes == coarse.size + fine.size
     assert s.epsilon_partition == Fraction(1, 4) and s.coarse_share == 0.4
     # multi-tree options select the multi-tree; c = 1 and dnrr too
     assert RS.build(pts, domain=[(0, 10**6 - 1)] * 2, epsilon=1, merge=2,
@@ -592,8 +578,8 @@ def test_adaptive_counts_are_consistent_and_near_exact(c):
     constrained inference keeps the two levels consistent."""
     pts = DATA.integers(0, 200, (3000, c))
     s = RS.build(pts, domain=[(0, 199)] * c, epsilon=1e6, rng=Rng(seed=41))
-    g = s._grid
-    assert g["v"].sum() == g["u"].sum() == 3000
+    coarse, fine = s.grid_cells()
+    assert coarse["count"].sum() == fine["count"].sum() == 3000
     assert s.count([0] * c, [199] * c) == pytest.approx(3000)
     lo, hi = _rects(300, c, 199)
     err = np.abs(s.count_many(lo, hi) - _brute(pts, lo, hi))
@@ -636,12 +622,13 @@ def _adaptive_dense_reference(s, lo, hi):
     """The adaptive estimator by its definition, on a dense partition-cell grid:
     each fine cell's estimate spread evenly over its partition cells, each
     partition segment weighted by the fraction of its span inside the query."""
-    g, c = s._grid, s.dims
-    m = list(s._m)
+    _, g = s.grid_cells()
+    c = s.dims
+    m = [len(p) for p in s.partitions]
     dense = np.zeros(m)
-    for f in range(g["est"].size):
+    for f in range(g["estimate"].size):
         box = tuple(slice(g["start"][f, a], g["end"][f, a]) for a in range(c))
-        dense[box] = g["est"][f] / np.prod(g["end"][f] - g["start"][f])
+        dense[box] = g["estimate"][f] / np.prod(g["end"][f] - g["start"][f])
     weights = []
     for a, p in enumerate(s.partitions):
         lo_dom = p.domain[0]
@@ -663,7 +650,7 @@ def test_adaptive_answers_equal_the_dense_estimator(c, size, eps):
     gen = np.random.default_rng(7 + c)
     pts = gen.normal(size / 2, size / 8, (6000, c)).clip(0, size - 1).astype(np.int64)
     s = RS.build(pts, domain=[(0, size - 1)] * c, epsilon=eps, rng=Rng(seed=44))
-    assert s.structure == "adaptive" and (s._grid["m2"] > 1).any() and max(s.merge) > 1
+    assert s.structure == "adaptive" and (s.grid_cells()[0]["fine_shape"] > 1).any() and max(s.merge) > 1
     lo, hi = _rects(400, c, size - 1, gen)
     lo[:20], hi[:20] = 0, size - 1                 # whole domain
     hi[20:40] = lo[20:40]                          # single points
@@ -677,12 +664,84 @@ def test_adaptive_scales_without_a_dense_grid():
     gen = np.random.default_rng(45)
     pts = np.stack([gen.permutation(20000), gen.permutation(20000)], axis=1)
     s = RS.build(pts, domain=[(0, 19999)] * 2, epsilon=1e6, rng=Rng(seed=45))
-    assert s.structure == "adaptive" and math.prod(s._m) > 1 << 26
-    g = s._grid
+    assert s.structure == "adaptive" and math.prod(len(p) for p in s.partitions) > 1 << 26
+    coarse, _ = s.grid_cells()
     # a coarse cell with noisy count v has at most 2 max(v, 0) + 1 fine cells
-    assert (g["n_sub"] <= 2 * np.maximum(g["v"], 0) + 1).all()
-    assert s.num_nodes <= 3 * len(pts) + 2 * g["v"].size
+    assert (coarse["fine_shape"].prod(axis=1) <= 2 * np.maximum(coarse["count"], 0) + 1).all()
+    assert s.num_nodes <= 3 * len(pts) + 2 * coarse.size
     lo, hi = _rects(300, 2, 19999, gen)
     err = np.abs(s.count_many(lo, hi) - _brute(pts, lo, hi))
     assert err.max() <= s.error_bound(0.9)
     assert s.count([0, 0], [19999, 19999]) == pytest.approx(20000)
+
+
+# ------------------------------------------------------------------ options: profiles + overrides
+def test_build_signature_reads_cleanly():
+    sig = inspect.signature(RS.build)
+    assert all(p.default is not Ellipsis for p in sig.parameters.values())
+    assert list(sig.parameters)[-1] == "tuning"
+    assert sig.parameters["tuning"].kind is inspect.Parameter.VAR_KEYWORD
+    with pytest.raises(TypeError, match="unexpected keyword argument 'fan_out'"):
+        RS.build(np.zeros((1, 2), np.int64), domain=[(0, 9)] * 2, epsilon=1, fan_out=4)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.DNRR.fanout = 4
+
+
+@pytest.mark.parametrize("kw,profile", [
+    (dict(), options.ADAPTIVE_2D),
+    (dict(structure="multitree"), options.DEFAULT_MULTITREE),
+    (dict(config="dnrr"), options.DNRR),
+])
+def test_profiles_are_the_defaults(kw, profile):
+    pts = DATA.integers(0, 1000, (400, 2))
+    s = RS.build(pts, domain=[(0, 999)] * 2, epsilon=1, rng=Rng(seed=50), **kw)
+    assert s.structure == profile.structure
+    assert s.epsilon_partition == Fraction(str(profile.partition_share))
+    assert s.threshold_factor == profile.threshold_factor
+    if s.structure == "adaptive":
+        assert s.coarse_share == profile.coarse_share and s.fanout is None
+    else:
+        assert s.fanout == (profile.fanout,) * 2 and s.estimator == profile.estimator
+        if profile.merge != "auto":
+            assert s.merge == (profile.merge,) * 2
+    three = RS.build(DATA.integers(0, 100, (400, 3)), domain=[(0, 99)] * 3, epsilon=1,
+                     rng=Rng(seed=50))
+    assert (three.coarse_share, three.threshold_factor) == (options.ADAPTIVE.coarse_share,
+                                                            options.ADAPTIVE.threshold_factor)
+
+
+def test_a_keyword_replaces_one_field_of_the_profile():
+    pts = DATA.integers(0, 1000, (400, 2))
+    kw = dict(domain=[(0, 999)] * 2, epsilon=1)
+    d = RS.build(pts, config="dnrr", fanout=4, rng=Rng(seed=51), **kw)
+    assert (d.fanout, d.estimator, d.final_share, d.prune, d.merge, d.threshold_factor) == \
+        ((4, 4), "cover", None, "dnrr", (1, 1), 3.0)
+    # None keeps the profile's value ...
+    lo, hi = _rects(50, 2, 999)
+    a = RS.build(pts, fanout=None, merge=None, coarse_share=None, rng=Rng(seed=52), **kw)
+    b = RS.build(pts, rng=Rng(seed=52), **kw)
+    assert a.structure == b.structure == "adaptive"
+    np.testing.assert_array_equal(a.count_many(lo, hi), b.count_many(lo, hi))
+    # ... except for final_share and prune, where it is a setting (and selects the multi-tree)
+    t = RS.build(pts, final_share=None, prune=None, rng=Rng(seed=53), **kw)
+    assert (t.structure, t.final_share, t.prune) == ("multitree", None, None)
+    assert t.scales[0] == t.scales[1] > 0
+    # max_nodes is accepted (and checked) with either structure
+    assert RS.build(pts, max_nodes=10, rng=Rng(seed=54), **kw).structure == "adaptive"
+    with pytest.raises(ParameterError, match="max_nodes"):
+        RS.build(pts, max_nodes=0, **kw)
+
+
+def test_structure_specific_descriptions_refuse_the_other_structure():
+    pts = DATA.integers(0, 100, (200, 2))
+    grid = RS.build(pts, domain=[(0, 99)] * 2, epsilon=1, rng=Rng(seed=55))
+    tree = RS.build(pts, domain=[(0, 99)] * 2, epsilon=1, config="dnrr", rng=Rng(seed=55))
+    with pytest.raises(TypeError, match="multitree"):
+        grid.tree_nodes()
+    with pytest.raises(TypeError, match="adaptive"):
+        tree.grid_cells()
+    assert tree.tree_nodes().size == tree.num_nodes
+    assert sum(c.size for c in grid.grid_cells()) == grid.num_nodes
+    for s in (grid, tree):
+        assert sum(s.error_terms(0.9)) == s.error_bound(0.9)
+        assert s.segments == tuple(-(-len(p) // g) for p, g in zip(s.partitions, s.merge))

@@ -1,0 +1,255 @@
+"""The axes of a rectangle synopsis: their domains and the c private partitions over them.
+
+Points and query corners are checked against the per-axis domains here
+(:func:`check_points`, :func:`check_corners`) and become uint64 offsets from
+each axis's ``lo``.  Every axis is cut into segments by its own private partition (DNRR section
+2, Fig. 1, with ``epsilon_axis`` and failure probability ``beta / (2c)``
+each; Theorem 3.3's proof).  Both structures count points by the tuple of
+their segment indices and place a query corner inside a segment by the
+fraction of the segment's span it covers (:meth:`Axes.corners`).
+"""
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from .._core import LIMITS
+from ..errors import DomainError, FormatError, ParameterError
+from ..params import as_offsets, check_domain
+from ..partition import Partition, private_partition
+
+__all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "check_points", "check_corners", "Axes",
+           "Corners"]
+
+#: Most axes a rectangle synopsis has (the C core's limit).
+MAX_AXES = LIMITS.max_axes   # 8
+
+
+def as_int_array(v):
+    """``np.asarray``, except that Python ints beyond int64 (mixed with negatives)
+    stay exact (object dtype) instead of becoming float64."""
+    arr = np.asarray(v)
+    if arr.dtype.kind == "f" and not isinstance(v, np.ndarray):
+        obj = np.array(v, dtype=object)
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in obj.ravel().tolist()):
+            return obj
+    return arr
+
+
+def axis_offsets(arr, domain, name):
+    """(rows, c) uint64 offsets of an integer array against c checked (lo, hi) pairs."""
+    out = np.empty(arr.shape, dtype=np.uint64)
+    for a, axis_domain in enumerate(domain):
+        out[:, a] = as_offsets(arr[:, a], axis_domain, f"{name}[:, {a}]")
+    return out
+
+
+def check_points(points, domain):
+    """The checked ``(points, offsets, domain)``: (n, c) integers, their uint64
+    offsets from each axis's ``lo``, and the c (lo, hi) pairs."""
+    if isinstance(domain, (str, bytes)) or not hasattr(domain, "__len__"):
+        raise TypeError(f"domain must be a sequence of (lo, hi) pairs, got {domain!r}")
+    c = len(domain)
+    if not 1 <= c <= MAX_AXES:
+        raise ParameterError(f"domain must have between 1 and {MAX_AXES} (lo, hi) pairs, got {c}")
+    axes = tuple(check_domain(d, f"domain[{a}]") for a, d in enumerate(domain))
+    arr = as_int_array(points)
+    if arr.dtype.kind in "fc":
+        raise TypeError(f"points must be integers, got dtype {arr.dtype} (NaN and floats are refused)")
+    if arr.ndim != 2 or arr.shape[1] != c:
+        raise ParameterError(f"points must be an (n, {c}) array for a {c}-axis domain, "
+                             f"got shape {arr.shape}")
+    if arr.shape[0] >= 1 << 32:
+        raise ParameterError(f"points must have fewer than 2**32 rows, got {arr.shape[0]}")
+    return arr, axis_offsets(arr, axes, "points"), axes
+
+
+def check_corners(lo, hi, domain):
+    """The checked query corners as (q, c) uint64 offsets ``(lo, hi)``.
+
+    Raises
+    ------
+    TypeError
+        Non-integer corners.
+    ParameterError
+        Not two (q, c) arrays of the same shape.
+    DomainError
+        A corner outside the domain, or ``lo > hi`` on some axis.
+    """
+    c, corners = len(domain), []
+    for name, v in (("lo", lo), ("hi", hi)):
+        arr = as_int_array(v)
+        if arr.dtype.kind in "fc":
+            raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
+        if arr.ndim != 2 or arr.shape[1] != c:
+            raise ParameterError(f"{name} must be a (q, {c}) array, got shape {arr.shape}")
+        corners.append(axis_offsets(arr, domain, name))
+    lo_o, hi_o = corners
+    if lo_o.shape != hi_o.shape:
+        raise ParameterError(f"lo and hi must have the same shape, got {lo_o.shape} and {hi_o.shape}")
+    bad = lo_o > hi_o
+    if bad.any():
+        q, a = np.argwhere(bad)[0]
+        raise DomainError(f"lo must be <= hi, got lo > hi at row {q}, axis {a}")
+    return lo_o, hi_o
+
+
+class Corners(NamedTuple):
+    """Where the corners of q queries fall on one axis (offsets, uint64 arrays)."""
+
+    #: segment of ``lo`` and of ``hi``
+    k: np.ndarray
+    r: np.ndarray
+    #: first offset of segment ``k`` and of segment ``r``
+    k_first: np.ndarray
+    r_first: np.ndarray
+    #: values in segment ``k`` and in segment ``r`` (float64)
+    k_span: np.ndarray
+    r_span: np.ndarray
+
+
+class Axes:
+    """The released per-axis partitions.
+
+    Parameters
+    ----------
+    partitions : sequence of Partition
+        One per axis, each with ``beta / (2c)``.
+    beta : float
+        The build's failure probability: the c partitions' weight bounds
+        fail together with probability at most ``beta / 2``.
+
+    Attributes
+    ----------
+    partitions : tuple of Partition
+    beta : float
+    ends : tuple of numpy.ndarray of uint64
+        Per axis, the segments' right ends as offsets from ``lo``.
+    sizes : tuple of int
+        Per axis, the number of partition segments ``m_a``.
+    """
+
+    __slots__ = ("partitions", "beta", "ends", "sizes")
+
+    def __init__(self, partitions, beta):
+        self.partitions = tuple(partitions)
+        self.beta = beta
+        self.ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64)
+                          for p in self.partitions)
+        self.sizes = tuple(len(p) for p in self.partitions)
+
+    @classmethod
+    def release(cls, points, offsets, domain, epsilon_axis, beta, threshold_factor, rng):
+        """Draw the c private partitions (the only place they are drawn).
+
+        Parameters
+        ----------
+        points : numpy.ndarray, shape (n, c)
+            The checked points in domain coordinates.
+        offsets : numpy.ndarray of uint64, shape (n, c)
+            The same points as offsets from each axis's ``lo``.
+        domain : sequence of c (int, int)
+            Checked inclusive bounds.
+        epsilon_axis : Fraction
+            Privacy parameter of each partition.
+        beta : float
+            The build's failure probability (``beta / (2c)`` per axis).
+        threshold_factor : float
+            The partitions' threshold constant.
+        rng : Rng
+            Drawn from axis by axis.
+
+        Returns
+        -------
+        axes : Axes
+        segments : numpy.ndarray of uint32, shape (n, c)
+            Each point's segment index per axis.
+        n_hat : float
+            ``max_a m_a T_a``: a segment is sealed once its noisy weight
+            reaches ``T_a``, so this estimates n from released numbers only
+            (post-processing).
+
+        Notes
+        -----
+        O(c n log n) for the sorts.
+        """
+        c = len(domain)
+        parts, n_hat = [], 0.0
+        segments = np.empty(offsets.shape, dtype=np.uint32)
+        for a, axis_domain in enumerate(domain):
+            # Fig. 1 with the public threshold factor (ln D + ln(1/beta)) / eps: privacy
+            # holds for any public threshold (3 is only Theorem 2.1's constant)
+            part = private_partition(points[:, a], domain=axis_domain, epsilon=epsilon_axis,
+                                     beta=beta / (2 * c), rng=rng,
+                                     threshold_factor=threshold_factor)
+            parts.append(part)
+            segments[:, a] = np.searchsorted(part.end_offsets, offsets[:, a], side="left")
+            n_hat = max(n_hat, float(len(part)) * part.threshold)
+        return cls(parts, beta), segments, n_hat
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def dims(self):
+        """Number of axes c."""
+        return len(self.partitions)
+
+    @property
+    def domain(self):
+        """The c inclusive ``(lo, hi)`` pairs."""
+        return tuple(p.domain for p in self.partitions)
+
+    @property
+    def epsilon(self):
+        """Privacy loss of the c partitions together (``c epsilon_axis``)."""
+        return self.dims * self.partitions[0].epsilon
+
+    @property
+    def threshold_factor(self):
+        """The partitions' threshold constant."""
+        return self.partitions[0].threshold_factor
+
+    def corners(self, a, lo, hi):
+        """The segments of the corners ``lo``, ``hi`` (offsets, uint64) on axis ``a``.
+
+        Returns
+        -------
+        Corners
+            O(q log m_a).
+        """
+        ends, one = self.ends[a], np.uint64(1)
+        k = np.searchsorted(ends, lo, side="left")
+        r = np.searchsorted(ends, hi, side="left")
+        k_first = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + one)
+        r_first = np.where(r == 0, np.uint64(0), ends[np.maximum(r, 1) - 1] + one)
+        return Corners(k, r, k_first, r_first, (ends[k] - k_first).astype(np.float64) + 1.0,
+                       (ends[r] - r_first).astype(np.float64) + 1.0)
+
+    # ------------------------------------------------------------------ record
+    def record(self):
+        """``(meta, arrays)`` of the file record: domain, epsilon_axis, ``ends_<a>``."""
+        meta = {"domain": [[int(lo), int(hi)] for lo, hi in self.domain],
+                "epsilon_axis": list(self.partitions[0].epsilon.as_integer_ratio())}
+        return meta, {f"ends_{a}": e for a, e in enumerate(self.ends)}
+
+    @classmethod
+    def from_record(cls, meta, arrays, beta, threshold_factor):
+        """The partitions of a file record (checked by :class:`Partition`).
+
+        Raises
+        ------
+        FormatError
+            Not 1 to 8 axes, or a non-positive epsilon_axis; invalid
+            partitions raise DomainError/ParameterError (the loader's
+            caller turns them into FormatError).
+        """
+        domain = [(int(lo), int(hi)) for lo, hi in meta["domain"]]
+        c = len(domain)
+        if not 1 <= c <= MAX_AXES:
+            raise FormatError("rectangle synopsis record: bad number of axes")
+        eps_axis = Fraction(*meta["epsilon_axis"])
+        if eps_axis <= 0:
+            raise FormatError("rectangle synopsis record has an invalid epsilon_axis")
+        return cls((Partition(np.asarray(arrays[f"ends_{a}"], dtype=np.uint64), domain=domain[a],
+                              epsilon=eps_axis, beta=beta / (2 * c),
+                              threshold_factor=threshold_factor)
+                    for a in range(c)), beta)

@@ -1,0 +1,376 @@
+"""The adaptive two-level grid over partition cells.
+
+DNRR's multi-tree cut to two noisy levels that adapt, the idea of
+Qardaji-Yang-Li's adaptive grid (AG) applied to the cells of the c private
+partitions.  Privacy (pure epsilon-DP by sequential composition):
+
+* level 1 ("coarse"): the cells of the product of runs of ``merge_a``
+  consecutive partition segments (``merge`` a function of released
+  numbers).  The cells partition the domain, so one point changes one count
+  by 1: discrete Laplace of scale ``1 / epsilon_coarse``, ``epsilon_coarse =
+  coarse_share * epsilon_tree``;
+* level 2 ("fine"): inside each coarse cell a grid of runs of its partition
+  segments, its shape chosen from that cell's *released* noisy count
+  (post-processing of level 1, so public), again a partition of the domain:
+  scale ``1 / epsilon_fine``, ``epsilon_fine = epsilon_tree -
+  epsilon_coarse``.
+
+A fine grid is DNRR's successor structure restricted to the nodes a noisy
+count marks as dense (Remark 3.4's pruning read the other way).  Sizes are
+public rules of released numbers: at most about ``n_hat`` coarse cells and
+``2 max(v, 0) + 1`` fine cells in a coarse cell of noisy count ``v``, so
+memory is O(n) for any epsilon; no grid over all partition cells is formed.
+The constants below are AG's; the measurements behind them are in
+README.md, section "Rectangle synopsis".
+
+References
+----------
+.. [DNRR] Dwork, Naor, Reingold, Rothblum, "Pure Differential Privacy for
+   Rectangle Queries via Private Partitions", ASIACRYPT 2015, section 3.3,
+   Remark 3.4.
+.. [AG] Qardaji, Yang, Li, "Differentially Private Grids for Geospatial
+   Data", ICDE 2013, section IV (adaptive grids, constrained inference).
+"""
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import FormatError
+from ..noise import discrete_laplace, discrete_laplace_variance
+from ..params import split_epsilon
+from ..tails import laplace_sum_tail
+from . import kernels
+from .options import check_per_axis
+
+__all__ = ["Layout", "AdaptiveGrid", "coarse_geometry"]
+
+#: t1 = (n_hat eps_tree / 10)^(1/c) coarse runs per axis (/4 in 2-D): AG's level-1 rule.
+_KAPPA_COARSE = 10.0
+#: m2 = (N' eps_fine / 5)^(2/(c+2)) fine runs per axis: AG's level-2 rule (c2 = 5).
+_KAPPA_FINE = 5.0
+#: A coarse cell of noisy count v gets at most 2 max(v, 0) + 1 fine cells (memory
+#: O(n + coarse cells) for any epsilon; AG's rule exceeds it only for eps_fine > 10
+#: in 2-D, at eps = 1 for v > 1.8e8 (c = 3) or v > ~3000 (c = 8)).
+_FINE_PER_COUNT = 2
+
+
+def coarse_geometry(sizes, merge):
+    """``(shape, width)``: coarse cells per axis, and per coarse cell (row-major)
+    the partition segments it spans on every axis, a (cells, c) int64 array."""
+    shape = tuple(-(-m // g) for m, g in zip(sizes, merge))
+    idx = np.indices(shape).reshape(len(shape), -1)
+    return shape, np.stack([np.minimum(g, m - i * g) for g, m, i in zip(merge, sizes, idx)],
+                           axis=1)
+
+
+def _coarse_index(seg, merge, shape):
+    """Coarse cell of every point ((n, c) int64 partition segment indices)."""
+    return np.ravel_multi_index([seg[:, a] // g for a, g in enumerate(merge)], shape)
+
+
+def _fine_shape(v, width, eps_fine, dims):
+    """Fine runs per axis of every coarse cell, from its released count ``v`` only:
+    AG's ``ceil((max(v, 0) eps_fine / 5)^(2/(c+2)))``, at most ``2 max(v, 0) + 1``
+    cells and at most the cell's partition segments per axis."""
+    dense = np.maximum(v, 0)
+    m2 = np.ceil((dense * float(eps_fine) / _KAPPA_FINE) ** (2.0 / (dims + 2)))
+    m2 = np.minimum(m2, np.floor((_FINE_PER_COUNT * dense + 1.0) ** (1.0 / dims) * (1 + 1e-12)))
+    return np.minimum(np.maximum(m2, 1).astype(np.int64)[:, None], width)
+
+
+class Layout:
+    """Where every cell of the two-level grid lies, in partition segments.
+
+    Coarse cell ``i`` (row-major over ``shape``) spans ``width[i, a]``
+    partition segments on axis a and holds a fine grid of ``fine_shape[i]``
+    runs of them; its fine cells are ``base[i] .. base[i] + fine_cells[i] -
+    1`` in one flat array, row-major inside the cell.  Fine cell ``f`` lies in
+    coarse cell ``owner[f]`` and spans partition segments ``[start[f, a],
+    end[f, a])``.
+    """
+
+    __slots__ = ("merge", "shape", "width", "fine_shape", "fine_cells", "base", "owner",
+                 "start", "end")
+
+    def __init__(self, merge, shape, width, fine_shape):
+        self.merge, self.shape, self.width = tuple(merge), tuple(shape), width
+        self.fine_shape = np.ascontiguousarray(fine_shape, dtype=np.int64)
+        self.fine_cells = self.fine_shape.prod(axis=1)
+        self.base = np.concatenate([[0], np.cumsum(self.fine_cells)[:-1]]).astype(np.int64)
+        self.owner = np.repeat(np.arange(self.fine_cells.size), self.fine_cells)
+        c, n_fine = len(self.shape), int(self.fine_cells.sum())
+        rest = np.arange(n_fine, dtype=np.int64) - self.base[self.owner]
+        cell = np.unravel_index(self.owner, self.shape)
+        self.start = np.empty((n_fine, c), dtype=np.int64)
+        self.end = np.empty((n_fine, c), dtype=np.int64)
+        for a in range(c - 1, -1, -1):
+            q = self.fine_shape[self.owner, a]
+            j = rest % q
+            rest //= q
+            w = width[self.owner, a]
+            self.start[:, a] = cell[a] * self.merge[a] + (j * w + q - 1) // q
+            self.end[:, a] = cell[a] * self.merge[a] + ((j + 1) * w + q - 1) // q
+
+    def fine_index(self, seg, coarse):
+        """Fine cell (flat index) of every point in coarse cells ``coarse``."""
+        local = np.zeros(coarse.size, dtype=np.int64)
+        for a, g in enumerate(self.merge):
+            q = self.fine_shape[coarse, a]
+            local = local * q + (seg[:, a] - (seg[:, a] // g) * g) * q // self.width[coarse, a]
+        return self.base[coarse] + local
+
+
+class AdaptiveGrid:
+    """The released two-level grid over the partition cells of :class:`~.axes.Axes`.
+
+    Parameters
+    ----------
+    axes : Axes
+    layout : Layout
+    coarse_counts, fine_counts : numpy.ndarray of int64
+        The released noisy counts, one per coarse / fine cell.
+    epsilon_coarse, epsilon_fine : Fraction
+    coarse_share : float
+
+    Notes
+    -----
+    The constructor post-processes the released counts (AG, section IV):
+    per coarse cell with ``M`` fine cells, the inverse-variance combination
+    ``v' = lam v + (1 - lam) S`` of its count ``v`` and the sum ``S`` of its
+    fine counts, ``lam = M b2^2 / (b1^2 + M b2^2)``, then every fine count
+    moves by ``(v' - S) / M`` so the levels agree.  A fine cell's estimate is
+    spread uniformly over its partition cells, each partition cell uniformly
+    over its span.  Queries read inclusive prefix sums of the coarse cells'
+    totals and, per coarse cell, of its own fine grid.  O(cells).
+    """
+
+    __slots__ = ("axes", "layout", "coarse_counts", "fine_counts", "epsilon_coarse",
+                 "epsilon_fine", "coarse_share", "scales", "estimates", "_lam", "_coarse_prefix",
+                 "_fine_prefix")
+
+    structure = "adaptive"
+    #: Partial partition segments count by the fraction of their span inside a query.
+    estimator = "uniform"
+    #: One point lies in one coarse and one fine cell.
+    sensitivity = (1, 1)
+
+    def __init__(self, axes, layout, coarse_counts, fine_counts, epsilon_coarse, epsilon_fine,
+                 coarse_share):
+        self.axes, self.layout = axes, layout
+        self.coarse_counts, self.fine_counts = coarse_counts, fine_counts
+        self.epsilon_coarse, self.epsilon_fine = epsilon_coarse, epsilon_fine
+        self.coarse_share = coarse_share
+        self.scales = (Fraction(1) / epsilon_coarse, Fraction(1) / epsilon_fine)
+        v, u, owner, n_sub = coarse_counts, fine_counts, layout.owner, layout.fine_cells
+        var1, var2 = (discrete_laplace_variance(b) for b in self.scales)
+        # rho = var1 / var2; for tiny scales both variances underflow: (b1 / b2)^2
+        rho = var1 / var2 if var2 > 0 else float(self.scales[0] / self.scales[1]) ** 2
+        self._lam = n_sub / (rho + n_sub)
+        s_sum = np.bincount(owner, weights=u.astype(np.float64), minlength=v.size)
+        self.estimates = u + ((self._lam * (v - s_sum)) / n_sub)[owner]    # v' - S = lam (v - S)
+        self._fine_prefix = np.ascontiguousarray(self.estimates, dtype=np.float64).copy()
+        kernels.grid_fine_prefix(layout.fine_shape, layout.base, self._fine_prefix)
+        coarse = np.bincount(owner, weights=self.estimates, minlength=v.size).reshape(layout.shape)
+        for a in range(len(layout.shape)):
+            np.cumsum(coarse, axis=a, out=coarse)
+        self._coarse_prefix = np.ascontiguousarray(coarse.ravel())
+
+    # ------------------------------------------------------------------ build
+    @staticmethod
+    def split_budget(eps_tree, options, dims):
+        """``(epsilon_coarse, epsilon_fine)``, checked before any noise is drawn."""
+        return split_epsilon(eps_tree, options.coarse_share,
+                             ("epsilon_tree * coarse_share", "epsilon_tree * (1 - coarse_share)"))
+
+    @classmethod
+    def build(cls, axes, segs, n_hat, eps_tree, split, options, rng):
+        """Release the two levels: coarse counts, then fine counts (in that order).
+
+        Parameters are those of :meth:`MultiTree.build
+        <pydp_synopsis.rectangles.multitree.MultiTree.build>`; ``split`` is
+        :meth:`split_budget`'s.
+
+        Notes
+        -----
+        O(n c + cells) after the partitions.
+        """
+        c, sizes = axes.dims, axes.sizes
+        eps_coarse, eps_fine = split
+        # level-1 runs per axis: AG's rule m1 ~ sqrt(N eps / 10) / 4 in 2-D, applied to
+        # n_hat and measured for c = 3; at most about n_hat coarse cells (binds only for
+        # eps_tree > 160 in 2-D, > 10 otherwise): memory stays O(n) for any epsilon
+        t1 = (n_hat * float(eps_tree) / _KAPPA_COARSE) ** (1.0 / c) / (4.0 if c == 2 else 1.0)
+        t1 = min(t1, n_hat ** (1.0 / c))
+        merge = tuple(max(1, math.ceil(m / max(t1, 1.0))) for m in sizes)
+        shape, width = coarse_geometry(sizes, merge)
+        seg = segs.astype(np.int64)
+        coarse = _coarse_index(seg, merge, shape)
+        v = _noisy_histogram(coarse, width.shape[0], eps_coarse, rng)
+        layout = Layout(merge, shape, width, _fine_shape(v, width, eps_fine, c))
+        u = _noisy_histogram(layout.fine_index(seg, coarse), layout.owner.size, eps_fine, rng)
+        return cls(axes, layout, v, u, eps_coarse, eps_fine, float(options.coarse_share))
+
+    # ---------------------------------------------------------------- reading
+    @property
+    def epsilon_levels(self):
+        """``(epsilon_coarse, epsilon_fine)``."""
+        return self.epsilon_coarse, self.epsilon_fine
+
+    @property
+    def merge(self):
+        """Partition segments per coarse-cell side, per axis (the runs level 1 counts)."""
+        return self.layout.merge
+
+    @property
+    def segments(self):
+        """Coarse cells per axis."""
+        return self.layout.shape
+
+    @property
+    def num_nodes(self):
+        """Coarse plus fine cells."""
+        return int(self.coarse_counts.size + self.fine_counts.size)
+
+    def cells(self):
+        """``(coarse, fine)``: one row per released count, as structured arrays (the
+        fields: :meth:`~pydp_synopsis.rectangles.synopsis.RectangleSynopsis.grid_cells`)."""
+        c, layout = self.axes.dims, self.layout
+        coarse = np.empty(self.coarse_counts.size, dtype=[
+            ("count", np.int64), ("start", np.int64, (c,)), ("end", np.int64, (c,)),
+            ("fine_shape", np.int64, (c,))])
+        coarse["count"], coarse["fine_shape"] = self.coarse_counts, layout.fine_shape
+        coarse["start"] = np.indices(layout.shape).reshape(c, -1).T * np.array(layout.merge)
+        coarse["end"] = coarse["start"] + layout.width
+        fine = np.empty(self.fine_counts.size, dtype=[
+            ("coarse", np.int64), ("count", np.int64), ("estimate", np.float64),
+            ("start", np.int64, (c,)), ("end", np.int64, (c,))])
+        fine["coarse"], fine["count"] = layout.owner, self.fine_counts
+        fine["estimate"] = self.estimates
+        fine["start"], fine["end"] = layout.start, layout.end
+        return coarse, fine
+
+    # ---------------------------------------------------------------- answers
+    def answer(self, lo, hi):
+        """Noisy counts of the rectangles ``[lo, hi]`` ((q, c) uint64 offsets, checked).
+
+        Per axis the query weights partition segments ``[k, r]`` by (fraction
+        at k, 1 inside, fraction at r); one C call sums those weights times
+        the spread fine estimates: coarse cells inside on every axis from the
+        coarse prefix sums, the O(perimeter) boundary cells from their fine
+        prefix sums (at most 4^c reads each).
+        """
+        q, c = lo.shape
+        ks, rs = np.empty((q, c), dtype=np.uint64), np.empty((q, c), dtype=np.uint64)
+        fks, frs = np.empty((q, c)), np.empty((q, c))
+        for a in range(c):
+            co = self.axes.corners(a, lo[:, a], hi[:, a])
+            lo_a, hi_a, ends = lo[:, a], hi[:, a], self.axes.ends[a]
+            same = co.k == co.r
+            fk = np.where(same, (hi_a - lo_a).astype(np.float64) + 1.0,
+                          (ends[co.k] - lo_a).astype(np.float64) + 1.0) / co.k_span
+            fr = np.where(same, 0.0, ((hi_a - co.r_first).astype(np.float64) + 1.0) / co.r_span)
+            ks[:, a], rs[:, a] = co.k, co.r
+            fks[:, a], frs[:, a] = np.minimum(fk, 1.0), np.minimum(fr, 1.0)
+        return kernels.grid_answer(self.axes.sizes, self.layout.merge, self._coarse_prefix,
+                                   self.layout.fine_shape, self.layout.base, self._fine_prefix,
+                                   ks, rs, fks, frs)
+
+    # ------------------------------------------------------------ error bound
+    def error_terms(self, confidence, max_multiplicity):
+        """``(noise, bias, 0.0)``: their sum bounds every answer's error at once.
+
+        Reads released counts only, so it holds for any duplicates: no
+        ``max_multiplicity`` (accepted, unused) and no partition beta.
+
+        * noise: answers are multilinear in the per-axis boundary fractions,
+          so the noise is largest at whole-partition-segment rectangles:
+          union over those (delta / 2).  Each is ``sum a_i e_i + sum b_j z_j``
+          with ``|a|, |b| <= 1``; Chernoff with ``V1 = sum lam^2`` (coarse)
+          and ``V2 = sum M (1 - lam)^2`` plus, for the coarse cells a
+          rectangle cuts (two slabs per axis), ``max_W (W - kap W^2 / M)``
+          each, ``kap = lam (2 - lam)``;
+        * bias: an item is miscounted only inside a fine cell the boundary
+          cuts, by at most 1; those cells lie in the band of fine cells
+          containing the corner's partition segment, whose true count is at
+          most its noisy count plus a lower-tail noise bound (union over all
+          bands, delta / 2).
+        """
+        delta, layout, c = 1.0 - confidence, self.layout, self.axes.dims
+        b1, b2 = float(self.scales[0]), float(self.scales[1])
+        lam, n_sub = self._lam, layout.fine_cells.astype(np.float64)
+        log_combos = sum(math.log(m * (m + 1) / 2 + 1) for m in self.axes.sizes)
+        v1 = float(np.sum(lam ** 2))           # coarse noise enters with weight lam W / M
+        kap = lam * (2 - lam)
+        full = n_sub * (1 - lam) ** 2
+        h = np.where(kap <= 0.5, full, n_sub / (4 * np.maximum(kap, 1e-300)))
+        cut = (h - full).reshape(layout.shape)
+        extra = 0.0
+        for a in range(c):
+            slab = cut.sum(axis=tuple(b for b in range(c) if b != a))
+            extra += 2 * float(slab.max())      # the two coarse slabs a rectangle cuts on axis a
+        v2 = float(full.sum()) + min(extra, float(cut.sum()))
+        log_noise = log_combos + math.log(8.0 / delta)     # 2 parts x 2 sides, delta / 2
+        noise = (laplace_sum_tail(v1, b1, log_noise) if v1 > 0 else 0.0) \
+            + laplace_sum_tail(v2, b2, log_noise)
+        u = self.fine_counts.astype(np.float64)
+        log_band = math.log(sum(self.axes.sizes)) + math.log(2.0 / delta)
+        bias = 0.0
+        for a in range(c):
+            m = self.axes.sizes[a]
+            tot, cnt = np.zeros(m + 1), np.zeros(m + 1)
+            np.add.at(tot, layout.start[:, a], u)
+            np.add.at(tot, layout.end[:, a], -u)
+            np.add.at(cnt, layout.start[:, a], 1.0)
+            np.add.at(cnt, layout.end[:, a], -1.0)
+            band, k_band = np.cumsum(tot)[:m], np.cumsum(cnt)[:m]
+            z = laplace_sum_tail(float(k_band.max()), b2, log_band)
+            bias += 2 * max(float(band.max()) + z, 0.0)
+        return noise, bias, 0.0
+
+    # ----------------------------------------------------------------- record
+    def record(self):
+        """``(meta, arrays)``: this structure's part of the file record."""
+        meta = {"structure": "adaptive",
+                "epsilon_coarse": list(self.epsilon_coarse.as_integer_ratio()),
+                "epsilon_fine": list(self.epsilon_fine.as_integer_ratio()),
+                "coarse_share": self.coarse_share,
+                "merge": list(self.merge)}
+        return meta, {"coarse": self.coarse_counts, "fine": self.fine_counts,
+                      "fine_shape": self.layout.fine_shape}
+
+    @classmethod
+    def from_record(cls, meta, arrays, axes):
+        """The grid of a file record, its cell counts checked against the partitions.
+
+        Raises
+        ------
+        FormatError
+            Fewer than 2 axes, a non-positive epsilon, or cell arrays that do
+            not match the partitions.
+        """
+        c = axes.dims
+        if c < 2:
+            raise FormatError("rectangle synopsis record: bad number of axes")
+        eps1, eps2 = Fraction(*meta["epsilon_coarse"]), Fraction(*meta["epsilon_fine"])
+        if eps1 <= 0 or eps2 <= 0:
+            raise FormatError("rectangle synopsis record has an invalid epsilon, beta or merge")
+        merge = check_per_axis([int(g) for g in meta["merge"]], "merge", c, 1, 1 << 32)
+        shape, width = coarse_geometry(axes.sizes, merge)
+        v = np.ascontiguousarray(arrays["coarse"], dtype=np.int64)
+        u = np.ascontiguousarray(arrays["fine"], dtype=np.int64)
+        m2 = np.ascontiguousarray(arrays["fine_shape"], dtype=np.int64)
+        if v.shape != (width.shape[0],) or m2.shape != (v.size, c):
+            raise FormatError("rectangle synopsis record: coarse grid does not match the "
+                              "partitions")
+        if (m2 < 1).any() or (m2 > width).any() or u.shape != (int(m2.prod(axis=1).sum()),):
+            raise FormatError("rectangle synopsis record: fine grids do not match the coarse cells")
+        return cls(axes, Layout(merge, shape, width, m2), v, u, eps1, eps2,
+                   float(meta["coarse_share"]))
+
+
+def _noisy_histogram(index, size, epsilon, rng):
+    """Counts of ``index`` in ``0 .. size-1`` plus discrete Laplace noise of scale 1/epsilon."""
+    counts = np.bincount(index, minlength=size).astype(np.int64)
+    counts += np.asarray(discrete_laplace(Fraction(1) / epsilon, size, rng=rng), dtype=np.int64)
+    return counts

@@ -1,0 +1,468 @@
+"""The multi-tree: DNRR section 3.3 with the pruning of Remark 3.4.
+
+Over the per-axis segments (runs of ``merge`` consecutive partition
+segments), a tree of fanout ``k_a`` per axis with ``L_a`` stored levels (the
+root is never stored); every node of an axis-a tree (a < c - 1) owns a
+successor tree over axis a + 1 built from the points in its rectangle.  One
+point lies in exactly ``S = sum_a prod_{b<=a} L_b`` nodes (Claim 3.3): ``S_int
+= S - S_fin`` intermediate ones (axes < c - 1, only used to prune) and ``S_fin
+= prod_b L_b`` final ones.  ``final_share=None`` (DNRR) gives every node
+discrete Laplace noise of scale ``S / epsilon_tree``; a share ``f`` gives final
+nodes ``S_fin / (f epsilon_tree)`` and intermediate ones ``S_int / ((1 - f)
+epsilon_tree)``; ``f = 1`` leaves intermediate nodes uncounted (sequential
+composition in every case).  Pruning: a node whose noisy count is below
+``ceil(prune * b)`` (``b`` its scale) is empty: count 0, no children, no
+successor, their noise never drawn.  A query sums the final nodes of the
+product of the per-axis covers (boundary segments weighted by ``estimator``).
+
+The tuning constants below are measured; the evidence is in README.md,
+section "Rectangle synopsis".
+
+References
+----------
+.. [DNRR] Dwork, Naor, Reingold, Rothblum, "Pure Differential Privacy for
+   Rectangle Queries via Private Partitions", ASIACRYPT 2015, section 3.3,
+   Claim 3.3, Theorem 3.3, Remark 3.4.
+"""
+import dataclasses
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import FormatError, ParameterError
+from ..params import scale_parts, split_epsilon
+from ..tails import laplace_sum_tail
+from ..trees import tree_shape
+from . import kernels
+from .options import ESTIMATORS, check_per_axis
+
+__all__ = ["TreeShape", "MultiTree"]
+
+#: prune="auto" builds the unpruned tree up to this many nodes (~100 MB).
+_AUTO_PRUNE_NODES = 4_000_000
+#: final_share="auto" when the tree is pruned (unpruned: 1).
+_AUTO_FINAL_SHARE = Fraction(9, 10)
+#: merge="auto": tree segments per axis ~ (n_hat epsilon_final / kappa_c)^(1/c),
+#: Qardaji et al.'s grid-size rule applied to equi-depth segments.
+_KAPPA = {2: 3.0}
+_KAPPA_OTHER = 1.0
+#: The pruning threshold that keeps every node.
+_NO_PRUNING = -(1 << 63)
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeShape:
+    """The shape of the unpruned multi-tree: a function of released numbers only.
+
+    Attributes
+    ----------
+    merge : tuple of int
+        Partition segments per tree segment, per axis.
+    fanout : tuple of int
+    segments : tuple of int
+        Tree segments per axis, ``m_a = ceil(partition segments / merge)``.
+    levels : tuple of int
+        Stored levels ``L_a`` per axis.
+    nodes : tuple of int
+        Stored nodes of one axis-a tree.
+    """
+
+    merge: tuple
+    fanout: tuple
+    segments: tuple
+    levels: tuple
+    nodes: tuple
+
+    @classmethod
+    def of(cls, sizes, merge, fanout):
+        """The shape over ``sizes`` partition segments per axis."""
+        segments = tuple(-(-m // g) for m, g in zip(sizes, merge))
+        trees = [tree_shape(m, k) for m, k in zip(segments, fanout)]
+        return cls(tuple(merge), tuple(fanout), segments, tuple(t[0] for t in trees),
+                   tuple(t[1] for t in trees))
+
+    @property
+    def sensitivity(self):
+        """``(S_int, S_fin)``: intermediate and final nodes one point lies in (Claim 3.3)."""
+        s_all = sum(math.prod(self.levels[:a + 1]) for a in range(len(self.levels)))
+        s_fin = math.prod(self.levels)
+        return s_all - s_fin, s_fin
+
+    @property
+    def unpruned_nodes(self):
+        """``N = sum_a prod_{b<=a} (nodes of an axis-b tree)``."""
+        return sum(math.prod(self.nodes[:a + 1]) for a in range(len(self.nodes)))
+
+
+def _auto_merge(sizes, n_hat, epsilon_final):
+    """merge="auto": runs of partition segments giving ~ (n_hat eps / kappa)^(1/c) per axis
+    (post-processing of the partitions)."""
+    c = len(sizes)
+    target = max(1.0, (n_hat * epsilon_final / _KAPPA.get(c, _KAPPA_OTHER)) ** (1.0 / c))
+    return tuple(max(1, math.ceil(m / target)) for m in sizes)
+
+
+class MultiTree:
+    """The released multi-tree over the segments of :class:`~.axes.Axes`.
+
+    Parameters
+    ----------
+    axes : Axes
+    shape : TreeShape
+    estimator : {"uniform", "cover"}
+    final_share : float or None
+        Share of ``epsilon_tree`` of the final nodes (None: one scale).
+    prune : float, "dnrr", ("threshold", int) or None
+        The pruning rule that produced ``thresholds``.
+    thresholds : (int, int)
+        Pruning thresholds of intermediate and final nodes.
+    scales : (Fraction, Fraction)
+        Noise scales of intermediate and final nodes (0: uncounted).
+    epsilon_levels : (Fraction, Fraction)
+        Privacy loss of intermediate and final nodes.
+    records : (count, child, succ)
+        The C core's node records (int64 arrays of equal length).
+    """
+
+    __slots__ = ("axes", "shape", "estimator", "final_share", "prune", "thresholds", "scales",
+                 "epsilon_levels", "records", "_cum")
+
+    structure = "multitree"
+
+    def __init__(self, axes, shape, *, estimator, final_share, prune, thresholds, scales,
+                 epsilon_levels, records):
+        self.axes, self.shape = axes, shape
+        self.estimator, self.final_share, self.prune = estimator, final_share, prune
+        self.thresholds, self.scales = tuple(thresholds), tuple(scales)
+        self.epsilon_levels = tuple(epsilon_levels)
+        self.records = tuple(records)
+        self._cum = None
+
+    # ------------------------------------------------------------------ build
+    @staticmethod
+    def split_budget(eps_tree, options, dims):
+        """``(epsilon_final, epsilon_intermediate)`` if this build may split
+        ``eps_tree`` by a share, else None; checked before any noise is drawn."""
+        share = options.final_share
+        if dims == 1 or share is None or share == 1:
+            return None
+        share = _AUTO_FINAL_SHARE if share == "auto" else share
+        return split_epsilon(eps_tree, share,
+                             ("epsilon_tree * final_share", "epsilon_tree * (1 - final_share)"))
+
+    @classmethod
+    def build(cls, axes, segs, n_hat, eps_tree, split, options, rng):
+        """Release the multi-tree (one C call; noise only after the partitions').
+
+        Parameters
+        ----------
+        axes : Axes
+        segs : numpy.ndarray of uint32, shape (n, c)
+            Partition segment of every point per axis (modified in place).
+        n_hat : float
+            Released estimate of n (:meth:`Axes.release`).
+        eps_tree : Fraction
+            The budget of the tree.
+        split : (Fraction, Fraction) or None
+            From :meth:`split_budget`.
+        options : MultiTreeOptions
+            Checked.
+        rng : Rng
+
+        Notes
+        -----
+        O(n S + k N) in C, S from Claim 3.3 (O(n log^c n), Remark 3.4) and N
+        the materialised node count.  Memory O(n + N).
+        """
+        c = axes.dims
+        share, prune, threshold = options.final_share, options.prune, options.threshold
+        merge = options.merge
+        if merge == "auto":
+            merge = _auto_merge(axes.sizes, n_hat,
+                                float(eps_tree if split is None or share == "auto" else split[0]))
+        for a, g in enumerate(merge):
+            if g > 1:
+                segs[:, a] //= g
+        shape = TreeShape.of(axes.sizes, merge, options.fanout)
+        if share == "auto":
+            # every node's count is needed only when pruning; otherwise the
+            # intermediate nodes are uncounted and the final ones get it all
+            prunes = (threshold is not None or prune not in (None, "auto")
+                      or (prune == "auto" and shape.unpruned_nodes > _AUTO_PRUNE_NODES))
+            share = _AUTO_FINAL_SHARE if prunes else Fraction(1)
+        (eps_int, eps_fin), scales = _noise(shape, eps_tree, share, split)
+        prune, thresholds = _pruning(prune, threshold, shape, scales, axes.beta)
+        records = kernels.multitree_build(
+            rng, segs, shape.segments, shape.fanout,
+            (0, 0) if scales[0] == 0 else scale_parts(scales[0]), thresholds[0],
+            scale_parts(scales[1]), thresholds[1], options.max_nodes)
+        return cls(axes, shape, estimator=options.estimator,
+                   final_share=None if (c == 1 or share is None) else float(share), prune=prune,
+                   thresholds=thresholds, scales=scales, epsilon_levels=(eps_int, eps_fin),
+                   records=records)
+
+    # ---------------------------------------------------------------- reading
+    @property
+    def merge(self):
+        """Partition segments per tree segment, per axis."""
+        return self.shape.merge
+
+    @property
+    def fanout(self):
+        """Tree fanout per axis."""
+        return self.shape.fanout
+
+    @property
+    def segments(self):
+        """Tree segments per axis."""
+        return self.shape.segments
+
+    @property
+    def levels(self):
+        """Stored tree levels per axis."""
+        return self.shape.levels
+
+    @property
+    def unpruned_nodes(self):
+        """Nodes of the unpruned multi-tree."""
+        return self.shape.unpruned_nodes
+
+    @property
+    def sensitivity(self):
+        """``(S_int, S_fin)`` (Claim 3.3)."""
+        return self.shape.sensitivity
+
+    @property
+    def num_nodes(self):
+        """Materialised nodes."""
+        return int(self.records[0].size)
+
+    def nodes(self):
+        """One row per materialised node, in the records' preorder (the fields:
+        :meth:`~pydp_synopsis.rectangles.synopsis.RectangleSynopsis.tree_nodes`)."""
+        count, child, succ = self.records
+        axis, level, index, pred = kernels.multitree_describe(child, succ, self.segments,
+                                                              self.shape.fanout)
+        out = np.empty(count.size, dtype=[("axis", np.uint8), ("level", np.uint8),
+                                          ("index", np.uint64), ("predecessor", np.int64),
+                                          ("count", np.int64)])
+        out["axis"], out["level"], out["index"] = axis, level, index
+        out["predecessor"], out["count"] = pred, count
+        return out
+
+    # ---------------------------------------------------------------- answers
+    def answer(self, lo, hi):
+        """Noisy counts of the rectangles ``[lo, hi]`` ((q, c) uint64 offsets, checked).
+
+        Per axis, the segments strictly inside are covered by the minimal
+        cover of the axis tree, boundary segments by ``estimator``
+        (``"cover"``: whole, DNRR; ``"uniform"``: times the fraction of the
+        segment inside, placed by partition segment); one C call sums the
+        final nodes of the product of the per-axis covers (absent nodes
+        count 0), reading at most ``prod_a (2 (k_a - 1) L_a + 2)`` nodes per
+        rectangle.
+        """
+        if self._cum is None:
+            # prefix sums of the records' counts, mod 2^64 (computed once): a run
+            # of final-axis siblings is one difference
+            cum = np.zeros(self.records[0].size + 1, dtype=np.uint64)
+            np.cumsum(self.records[0].view(np.uint64), out=cum[1:])
+            self._cum = cum
+        covers = self._covers(lo, hi)
+        return kernels.multitree_answer(self.records, self._cum, self.segments, self.shape.fanout,
+                                        *covers)
+
+    def _covers(self, lo, hi):
+        """Per axis: whole tree segments ``[wa, wb)`` and the weighted boundary
+        segments ``kl`` (weight ``fl``) and ``kr`` (``fr``); (q, c) arrays.
+
+        With ``merge`` g > 1, ``"uniform"`` measures a corner's position
+        inside a tree segment in partition segments (each about equally
+        heavy: all are sealed at the same threshold), each of those by the
+        fraction of its span.
+        """
+        q, c = lo.shape
+        wa, wb, kl, kr = (np.zeros((q, c), dtype=np.uint64) for _ in range(4))
+        fl, fr = np.zeros((q, c)), np.zeros((q, c))
+        for a in range(c):
+            g, mt, m = self.merge[a], self.segments[a], self.axes.sizes[a]
+            co = self.axes.corners(a, lo[:, a], hi[:, a])
+            if self.estimator == "cover":
+                wa[:, a], wb[:, a] = co.k // g, co.r // g + 1
+                continue
+            # positions in partition segments: start of lo, end of hi (exact at ends)
+            p_lo = co.k + (lo[:, a] - co.k_first).astype(np.float64) / co.k_span
+            p_hi = co.r + ((hi[:, a] - co.r_first).astype(np.float64) + 1.0) / co.r_span
+
+            pa, pb = (_tree_position(p, g, mt, m) for p in (p_lo, p_hi))
+            fa, fb = np.floor(pa), np.floor(pb)
+            a_int, b_int = pa == fa, pb == fb
+            same = (fa == fb) & ~a_int          # lo and hi inside one partial tree segment
+            first = np.where(a_int, fa, fa + 1)
+            left = np.where(a_int, 0.0, np.where(same, pb - pa, np.minimum(fa + 1, pb) - pa))
+            right = np.where(b_int | same, 0.0, pb - fb)
+            wa[:, a] = np.where(same, 0, first).astype(np.uint64)
+            wb[:, a] = np.where(same, 0, np.maximum(fb, first)).astype(np.uint64)
+            kl[:, a] = np.where(a_int, 0, fa).astype(np.uint64)
+            kr[:, a] = np.where(right > 0, fb, 0).astype(np.uint64)
+            fl[:, a], fr[:, a] = np.clip(left, 0.0, 1.0), np.clip(right, 0.0, 1.0)
+        return wa, wb, kl, fl, kr, fr
+
+    # ------------------------------------------------------------ error bound
+    def error_terms(self, confidence, max_multiplicity):
+        """``(noise, bias, pruning)``: their sum bounds every answer's error at once.
+
+        ``delta = 1 - confidence`` is split: ``beta / 2`` (fixed at build)
+        for the partitions' weight bounds ``W_a``, the rest between the
+        answer noise and (if pruned) the pruning loss.
+
+        * ``bias = sum_a B_a``: every item counted wrongly lies in one of the
+          2c boundary tree segments (Claim 3.3, part 2), off by at most 1;
+          ``B_a = 2 g_a W_a + (2 g_a - 1) mu`` ("cover", one-sided) or ``2 g_a
+          (W_a + mu)`` ("uniform"), ``W_a`` the partition's
+          ``interior_weight_bound`` (items before a segment's seal position,
+          any duplicates) and ``mu = max_multiplicity``;
+        * ``noise``: a Chernoff bound (exact discrete Laplace MGF) on a
+          weighted sum of at most ``P = prod_a (2 (k_a - 1)(L_a - 1) + k_a
+          [+ 2])`` final-node noises, union-bounded over the distinct
+          answers (the noise is multi-affine in the boundary fractions);
+        * ``pruning`` (Remark 3.4): an absent cover node lies under a pruned
+          "blocking" node whose true count is below ``thr + z`` (``z``
+          bounds every node's noise, union over the N unpruned nodes); at
+          most P blockers, whose absent nodes' own noise is at most ``P z``.
+
+        Raises
+        ------
+        ParameterError
+            ``confidence >= 1 - beta / 2``.
+        """
+        delta, part_fail = 1.0 - confidence, self.axes.beta / 2
+        if delta <= part_fail:
+            raise ParameterError(
+                f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partitions' "
+                f"failure probability fixed at build), got {confidence!r}")
+        rest = delta - part_fail
+        pruned = self.prune is not None
+        extra = 2 if self.estimator == "uniform" else 0
+        terms, log_combos = 1, 0.0
+        for m, k, levels in zip(self.segments, self.shape.fanout, self.shape.levels):
+            terms *= 2 * (k - 1) * (levels - 1) + min(k, m) + extra
+            ranges = m * (m + 1) // 2
+            log_combos += math.log(4 * ranges + m if extra else ranges)
+        noise = laplace_sum_tail(terms, float(self.scales[1]),
+                                 log_combos + math.log(2.0 / (rest / 2 if pruned else rest)))
+        bias = sum(self._boundary_bias(p, g, max_multiplicity)
+                   for p, g in zip(self.axes.partitions, self.merge))
+        pruning = 0.0
+        if pruned:
+            log_n = math.log(self.shape.unpruned_nodes) + math.log(2.0 / rest)
+            worst = max(thr + 2.0 * float(b) * log_n
+                        for thr, b in zip(self.thresholds, self.scales))
+            pruning = terms * max(worst, 0.0)
+        return noise, bias, pruning
+
+    def _boundary_bias(self, part, g, mu):
+        """Most items one axis's two boundary tree segments can miscount.
+
+        A partition segment holds at most ``W`` items before its seal
+        position plus at most ``mu`` at it; a tree segment is a run of ``g``
+        of them.  ``"cover"`` counts a boundary tree segment whole: the left
+        one over-counts its items before ``lo`` (``<= (g - 1)(W + mu) + W``),
+        the right one its items after ``hi`` (``<= g (W + mu)``).
+        ``"uniform"`` weights each by a fraction in [0, 1], so each is off
+        by at most its weight ``g (W + mu)``.  For g = 1 these are the
+        interval synopsis's ``2 W + mu`` and ``2 (W + mu)``.
+        """
+        w = part.interior_weight_bound()
+        if self.estimator == "cover":
+            return 2 * g * w + (2 * g - 1) * mu
+        return 2 * g * (w + mu)
+
+    # ----------------------------------------------------------------- record
+    def record(self):
+        """``(meta, arrays)``: this structure's part of the file record."""
+        meta = {"epsilon_intermediate": list(self.epsilon_levels[0].as_integer_ratio()),
+                "epsilon_final": list(self.epsilon_levels[1].as_integer_ratio()),
+                "scales": [list(b.as_integer_ratio()) for b in self.scales],
+                "thresholds": [int(t) for t in self.thresholds],
+                "fanout": list(self.shape.fanout), "estimator": self.estimator,
+                "final_share": self.final_share,
+                "prune": list(self.prune) if isinstance(self.prune, tuple) else self.prune,
+                "merge": list(self.merge)}
+        return meta, dict(zip(("count", "child", "succ"), self.records))
+
+    @classmethod
+    def from_record(cls, meta, arrays, axes):
+        """The multi-tree of a file record; the C core checks the node arrays.
+
+        Raises
+        ------
+        FormatError
+            Inconsistent parameters or node arrays that are not a
+            well-formed multi-tree.
+        """
+        c = axes.dims
+        eps_int = Fraction(*meta["epsilon_intermediate"])
+        eps_fin = Fraction(*meta["epsilon_final"])
+        scales = tuple(Fraction(*s) for s in meta["scales"])
+        fanout = check_per_axis([int(k) for k in meta["fanout"]], "fanout", c, 2, 1 << 24)
+        merge = check_per_axis([int(g) for g in meta.get("merge", [1] * c)], "merge", c, 1, 1 << 32)
+        if meta["estimator"] not in ESTIMATORS:
+            raise FormatError("rectangle synopsis record has an invalid estimator or config")
+        if (len(scales) != 2 or eps_fin <= 0 or eps_int < 0 or scales[1] <= 0 or scales[0] < 0
+                or (scales[0] == 0) != (c > 1 and eps_int == 0 and meta["final_share"] == 1.0)):
+            raise FormatError("rectangle synopsis record has an invalid epsilon, scale or beta")
+        records = tuple(np.ascontiguousarray(arrays[k], dtype=np.int64)
+                        for k in ("count", "child", "succ"))
+        if any(r.shape != (records[0].size,) for r in records):
+            raise FormatError("rectangle synopsis record: node arrays differ in length")
+        shape = TreeShape.of(axes.sizes, merge, fanout)
+        if not kernels.multitree_check(*records, shape.segments, shape.fanout):
+            raise FormatError("rectangle synopsis record: the node arrays are not a well-formed "
+                              "multi-tree")
+        prune = meta["prune"]
+        return cls(axes, shape, estimator=meta["estimator"], final_share=meta["final_share"],
+                   prune=tuple(prune) if isinstance(prune, list) else prune,
+                   thresholds=[int(t) for t in meta["thresholds"]], scales=scales,
+                   epsilon_levels=(eps_int, eps_fin), records=records)
+
+
+def _pruning(prune, threshold, shape, scales, beta):
+    """``(prune, thresholds)``: the rule applied and the thresholds of intermediate
+    and final nodes, from the options and the noise scales (Remark 3.4)."""
+    if threshold is not None:
+        return ("threshold", threshold), (threshold, threshold)
+    if prune == "auto" and shape.unpruned_nodes > _AUTO_PRUNE_NODES and scales[0] > 0:
+        # the full tree when it is small (pruning only adds bias), else 2 noise
+        # scales (subcritical growth, small bias)
+        return 2.0, tuple(math.ceil(2.0 * float(b)) for b in scales)
+    if prune in (None, "auto"):
+        return None, (_NO_PRUNING, _NO_PRUNING)
+    tau = math.log(shape.unpruned_nodes) - math.log(beta) if prune == "dnrr" else prune
+    return prune, tuple(math.ceil(tau * float(b)) for b in scales)
+
+
+def _tree_position(pos, g, segments, sizes):
+    """A position in partition segments as a position in tree segments of ``g`` each
+    (the last one may be shorter)."""
+    j = np.minimum(np.floor(pos / g), segments - 1)
+    return j + (pos - j * g) / np.minimum(g, sizes - j * g)
+
+
+def _noise(shape, eps_tree, share, split):
+    """``((epsilon_intermediate, epsilon_final), (b_int, b_fin))`` for a resolved share.
+
+    One scale ``S / eps_tree`` for every node when ``share`` is None or c =
+    1; ``share = 1``: final nodes ``S_fin / eps_tree``, intermediate ones
+    uncounted; else ``split`` = (final, intermediate) budgets, scales ``S_fin /
+    eps_fin`` and ``S_int / eps_int``.
+    """
+    s_int, s_fin = shape.sensitivity
+    if len(shape.levels) > 1 and share == 1:
+        return (Fraction(0), eps_tree), (Fraction(0), Fraction(s_fin) / eps_tree)
+    if len(shape.levels) == 1 or share is None:
+        b = Fraction(s_int + s_fin) / eps_tree
+        return (Fraction(0), eps_tree), (b, b)
+    eps_fin, eps_int = split
+    return (eps_int, eps_fin), (Fraction(s_int) / eps_int, Fraction(s_fin) / eps_fin)

@@ -1,0 +1,279 @@
+"""Named option profiles of the rectangle synopsis, and the one rule for keyword overrides.
+
+A profile is a frozen, complete set of tuning options for one structure:
+
+==================  =========  =========================================================
+profile             structure  chosen for
+==================  =========  =========================================================
+DEFAULT_MULTITREE   multitree  ``config="default"`` with the multi-tree
+DNRR                multitree  ``config="dnrr"``: DNRR section 3.3 as written
+ADAPTIVE_2D         adaptive   the adaptive grid on 2 axes
+ADAPTIVE            adaptive   the adaptive grid on 3 to 8 axes
+==================  =========  =========================================================
+
+The evidence for each value (measured RMSE) is in README.md, section
+"Rectangle synopsis"; it is not repeated here.
+
+The rule (:func:`resolve`)
+--------------------------
+1. **Structure.**  ``structure="auto"`` is the multi-tree when
+   ``config="dnrr"``, when the domain has one axis, or when a multi-tree
+   keyword (:data:`MULTITREE_KEYWORDS`) is given; otherwise the adaptive
+   grid.  An explicit ``structure="adaptive"`` that meets one of those three
+   is an error, and so is ``coarse_share`` with the multi-tree.
+2. **Profile.**  The multi-tree starts from :data:`DNRR` when
+   ``config="dnrr"``, else from :data:`DEFAULT_MULTITREE`; the adaptive grid
+   from :data:`ADAPTIVE_2D` on two axes, else :data:`ADAPTIVE`.
+3. **Overrides.**  Every keyword given replaces the profile's field of the
+   same name and nothing else: no keyword changes another one's value.  A
+   keyword passed as ``None`` counts as not given (the profile's value
+   holds), except ``final_share`` and ``prune``, for which ``None`` is a
+   setting (one noise scale; no pruning).  ``max_nodes`` is accepted and
+   checked with either structure; it caps the multi-tree (the grid's cells
+   are O(n) by construction).
+4. **Checks.**  The merged options are checked once, whether a value came
+   from the profile or from a keyword (:meth:`MultiTreeOptions.checked`,
+   :meth:`GridOptions.checked`).
+
+References
+----------
+.. [A2] argon2-cffi, ``argon2.profiles``: frozen parameter dataclasses with
+   named module-level profiles (the model followed here).
+"""
+import dataclasses
+import numbers
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..params import (check_choice, check_int, check_real, check_share,
+                       check_threshold_factor)
+
+__all__ = [
+    "PartitionOptions",
+    "MultiTreeOptions",
+    "GridOptions",
+    "DEFAULT_MULTITREE",
+    "DNRR",
+    "ADAPTIVE_2D",
+    "ADAPTIVE",
+    "MULTITREE_KEYWORDS",
+    "GRID_KEYWORDS",
+    "SHARED_KEYWORDS",
+    "ESTIMATORS",
+    "check_per_axis",
+    "resolve",
+]
+
+#: Boundary-segment estimators of the multi-tree (the adaptive grid always spreads uniformly).
+ESTIMATORS = ("cover", "uniform")
+#: Keywords only the multi-tree has: giving one selects it under ``structure="auto"``.
+MULTITREE_KEYWORDS = ("fanout", "estimator", "final_share", "prune", "threshold", "merge")
+#: Keywords only the adaptive grid has.
+GRID_KEYWORDS = ("coarse_share",)
+#: Keywords both structures accept (``max_nodes`` caps the multi-tree only).
+SHARED_KEYWORDS = ("partition_share", "threshold_factor", "max_nodes")
+#: Keywords for which ``None`` is a value, not "use the profile's".
+_NONE_IS_A_VALUE = ("final_share", "prune")
+_PRUNE_WORDS = ("auto", "dnrr")
+
+
+def check_per_axis(value, name, dims, lo, hi, words=()):
+    """One int in ``[lo, hi]`` per axis: a tuple of ``dims`` ints.
+
+    ``value`` is an int (every axis) or a sequence of ``dims`` ints; a string
+    in ``words`` is returned unchanged.
+
+    Examples
+    --------
+    >>> check_per_axis(3, "merge", 2, 1, 9)
+    (3, 3)
+    """
+    if isinstance(value, str) and value in words:
+        return value
+    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value] * dims
+    if len(items) != dims:
+        alternatives = "".join(f"{w!r}, " for w in words)
+        raise ParameterError(f"{name} must be {alternatives}an int or one int per axis ({dims}), "
+                             f"got {len(items)}")
+    return tuple(check_int(k, name, lo, hi) for k in items)
+
+
+def _check_final_share(value):
+    """``"auto"``, None, exactly 1 (a Fraction) or a share in (0, 1)."""
+    if isinstance(value, str) and value == "auto":
+        return value
+    if (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+            and value == 1):
+        return Fraction(1)                   # intermediate nodes uncounted (needs no pruning)
+    return check_share(value, "final_share", allow_none=True)
+
+
+def _check_prune(value):
+    """``"auto"``, ``"dnrr"``, None or a finite float >= 0."""
+    if value is None or (isinstance(value, str) and value in _PRUNE_WORDS):
+        return value
+    if isinstance(value, str):
+        raise TypeError(f"prune must be a real number, 'auto', 'dnrr' or None, not {value!r}")
+    value = check_real(value, "prune")
+    if value < 0:
+        raise ParameterError(f"prune must be a finite number >= 0, got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionOptions:
+    """The options of the c private partitions, shared by both structures.
+
+    Attributes
+    ----------
+    partition_share : float or Fraction
+        Share of epsilon for the c private partitions.
+    threshold_factor : float
+        Partition threshold ``factor (ln D + ln(1/beta)) / epsilon_axis``.
+    """
+
+    partition_share: object
+    threshold_factor: object
+
+    def _checked_partition(self):
+        return {"partition_share": check_share(self.partition_share, "partition_share"),
+                "threshold_factor": check_threshold_factor(self.threshold_factor)}
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiTreeOptions(PartitionOptions):
+    """Tuning of the multi-tree (DNRR section 3.3, Remark 3.4).
+
+    The fields are the keywords of ``RectangleSynopsis.build`` of the same
+    names (documented there), beyond :class:`PartitionOptions`'.
+    """
+
+    fanout: object
+    estimator: str
+    final_share: object
+    prune: object
+    threshold: object
+    merge: object
+    max_nodes: int
+
+    structure = "multitree"
+
+    def checked(self, dims):
+        """A copy with every field checked and normalised for ``dims`` axes.
+
+        Shares become exact Fractions, ``fanout`` and ``merge`` tuples of
+        ``dims`` ints (``merge`` may stay ``"auto"``).
+
+        Raises
+        ------
+        TypeError, ParameterError
+            A field of the wrong type or outside its range, or
+            ``final_share=1`` together with pruning.
+        """
+        fanout = check_per_axis(self.fanout, "fanout", dims, 2, 1 << 24)
+        estimator = check_choice(self.estimator, "estimator", ESTIMATORS)
+        final_share = _check_final_share(self.final_share)
+        prune = _check_prune(self.prune)
+        threshold = (None if self.threshold is None
+                     else check_int(self.threshold, "threshold", -(1 << 62), 1 << 62))
+        partition = self._checked_partition()
+        merge = check_per_axis(self.merge, "merge", dims, 1, 1 << 32, words=("auto",))
+        if final_share == 1 and prune not in (None, "auto"):
+            raise ParameterError("final_share=1 leaves intermediate nodes uncounted: it needs "
+                                 "prune=None or 'auto'")
+        max_nodes = check_int(self.max_nodes, "max_nodes", 1, 1 << 40)
+        return dataclasses.replace(
+            self, fanout=fanout, estimator=estimator, final_share=final_share, prune=prune,
+            threshold=threshold, merge=merge, max_nodes=max_nodes, **partition)
+
+
+@dataclasses.dataclass(frozen=True)
+class GridOptions(PartitionOptions):
+    """Tuning of the adaptive two-level grid (Qardaji-Yang-Li's AG on partition cells).
+
+    ``coarse_share`` is the keyword of ``RectangleSynopsis.build`` (documented
+    there), beyond :class:`PartitionOptions`'.
+    """
+
+    coarse_share: object
+
+    structure = "adaptive"
+
+    def checked(self, dims):
+        """A copy with the shares as exact Fractions and the factor a float."""
+        coarse_share = check_share(self.coarse_share, "coarse_share")
+        return dataclasses.replace(self, coarse_share=coarse_share, **self._checked_partition())
+
+
+#: The multi-tree's measured defaults (README, "Rectangle synopsis").
+DEFAULT_MULTITREE = MultiTreeOptions(
+    partition_share=0.1, threshold_factor=1.0, fanout=1024, estimator="uniform",
+    final_share="auto", prune="auto", threshold=None, merge="auto", max_nodes=50_000_000)
+#: DNRR as written: binary trees, outer covers, one noise scale for every node,
+#: Remark 3.4's threshold (no empty node survives w.h.p.), Fig. 1's factor 3.
+DNRR = MultiTreeOptions(
+    partition_share=0.5, threshold_factor=3.0, fanout=2, estimator="cover",
+    final_share=None, prune="dnrr", threshold=None, merge=1, max_nodes=50_000_000)
+#: The adaptive grid on two axes (README, "Adaptive defaults and why").
+ADAPTIVE_2D = GridOptions(partition_share=0.25, threshold_factor=0.7, coarse_share=0.4)
+#: The adaptive grid on three or more axes.
+ADAPTIVE = GridOptions(partition_share=0.25, threshold_factor=1.0, coarse_share=0.5)
+
+
+def resolve(config, structure, dims, tuning):
+    """The structure and its checked options for one build (the rule in the module doc).
+
+    Parameters
+    ----------
+    config : {"default", "dnrr"}
+        Checked by the caller.
+    structure : {"auto", "adaptive", "multitree"}
+        Checked by the caller.
+    dims : int
+        Number of axes.
+    tuning : dict
+        The keywords given to ``build`` beyond its named parameters.
+
+    Returns
+    -------
+    MultiTreeOptions or GridOptions
+        Checked (see ``checked``); its ``structure`` says which.
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword, or a value of the wrong type.
+    ParameterError
+        A value out of range, or keywords of the other structure.
+
+    Examples
+    --------
+    >>> resolve("default", "auto", 2, {"fanout": 4}).fanout
+    (4, 4)
+    >>> resolve("default", "auto", 2, {}).structure
+    'adaptive'
+    """
+    known = MULTITREE_KEYWORDS + GRID_KEYWORDS + SHARED_KEYWORDS
+    for name in tuning:
+        if name not in known:
+            raise TypeError(f"build() got an unexpected keyword argument {name!r}")
+    given = {k: v for k, v in tuning.items() if v is not None or k in _NONE_IS_A_VALUE}
+    tree_keywords = [k for k in MULTITREE_KEYWORDS if k in given]
+    if structure == "auto":
+        structure = "multitree" if (config == "dnrr" or dims == 1 or tree_keywords) else "adaptive"
+    elif structure == "adaptive" and (config == "dnrr" or dims == 1 or tree_keywords):
+        why = ("config='dnrr'" if config == "dnrr" else "c = 1" if dims == 1
+               else f"the multi-tree option {tree_keywords[0]}")
+        raise ParameterError(f"structure='adaptive' cannot be combined with {why}")
+    if structure == "multitree":
+        if "coarse_share" in given:
+            raise ParameterError("coarse_share is an option of structure='adaptive' only")
+        profile = DNRR if config == "dnrr" else DEFAULT_MULTITREE
+        return dataclasses.replace(profile, **given).checked(dims)
+    max_nodes = given.pop("max_nodes", None)
+    options = dataclasses.replace(ADAPTIVE_2D if dims == 2 else ADAPTIVE, **given).checked(dims)
+    if max_nodes is not None:
+        check_int(max_nodes, "max_nodes", 1, 1 << 40)     # caps the multi-tree only
+    return options

@@ -1,0 +1,499 @@
+"""RectangleSynopsis: checks, the c private partitions, the budget, then one of two structures.
+
+:meth:`RectangleSynopsis.build` checks the points and every option once,
+draws one private partition per axis (:mod:`.axes`), charges the budget and
+hands the segments to one structure: the multi-tree (:mod:`.multitree`) or
+the adaptive grid (:mod:`.grid`), which it then holds and delegates queries,
+error bounds and saving to.
+"""
+from collections import namedtuple
+
+from .. import persist
+from ..budget import charge
+from ..errors import FormatError, ParameterError
+from ..params import check_beta, check_choice, check_int, exact_epsilon
+from ..rng import resolve_rng
+from . import options
+from .axes import Axes, as_int_array, check_corners, check_points
+from .grid import AdaptiveGrid
+from .multitree import MultiTree
+
+__all__ = ["RectangleSynopsis", "ErrorTerms"]
+
+_KIND = "rectangle-synopsis"
+_FORMAT = 1
+_CONFIGS = ("default", "dnrr")
+_STRUCTURES = ("auto", "adaptive", "multitree")
+_MECHANISMS = {"multitree": MultiTree, "adaptive": AdaptiveGrid}
+
+#: The parts of :meth:`RectangleSynopsis.error_bound`: it is their sum.
+ErrorTerms = namedtuple("ErrorTerms", ["noise", "bias", "pruning"])
+
+
+def _structure_attribute(mechanism, name, doc):
+    """A property reading ``name`` of the held structure if it is a ``mechanism``, else None."""
+    def get(self):
+        held = self._mechanism
+        return getattr(held, name) if isinstance(held, mechanism) else None
+    return property(get, doc=doc)
+
+
+class RectangleSynopsis:
+    """An epsilon-DP synopsis answering every rectangle count in up to 8 dimensions.
+
+    Build it with :meth:`build`, load it with :func:`pydp_synopsis.load`;
+    query with :meth:`count` / :meth:`count_many`.  The constructor is not
+    public.
+
+    The mechanism: one private partition per axis (``epsilon *
+    partition_share / c`` and ``beta / (2c)`` each; DNRR section 2 and
+    Theorem 3.3's proof), then over the per-axis segments one of two
+    structures, both pure epsilon-DP by sequential composition:
+
+    * ``structure="adaptive"`` (the default for c >= 2): two noisy levels of
+      cells over the partition cells, the second refined where the first's
+      released counts are dense (Qardaji-Yang-Li's adaptive grid on DNRR's
+      partitions; :mod:`pydp_synopsis.rectangles.grid`);
+    * ``structure="multitree"`` (c = 1, ``config="dnrr"``, or any multi-tree
+      option): DNRR section 3.3's c-dimensional tree of noisy counts, pruned
+      as in Remark 3.4 (:mod:`pydp_synopsis.rectangles.multitree`).
+
+    Options come from named profiles plus explicit keywords
+    (:mod:`pydp_synopsis.rectangles.options` states the rule); the tuning
+    evidence and benchmarks are in README.md, section "Rectangle synopsis".
+
+    Attributes
+    ----------
+    partitions : tuple of Partition
+        One released partition per axis.
+    dims, domain, beta, config, threshold_factor, structure
+        As built.
+    epsilon, epsilon_partition : Fraction
+        Total privacy loss; that of the c partitions.
+    epsilon_intermediate, epsilon_final, scales
+        Privacy loss and noise scales of the structure's two levels: the
+        multi-tree's intermediate (0 when uncounted or when one scale serves
+        all nodes) and final nodes; the grid's coarse and fine cells.
+    merge, segments : tuple of int
+        Per axis, consecutive partition segments per tree segment (grid: per
+        coarse-cell side), and ``ceil(len(partition) / merge)``.
+    num_nodes, sensitivity, estimator
+        Released counts; counts of each level one point changes (Claim
+        3.3); how a partial boundary segment counts.
+    fanout, final_share, prune, thresholds, levels, unpruned_nodes
+        Multi-tree only (None for the grid); see :meth:`build`.
+    coarse_share : float
+        Grid only (None for the multi-tree).
+
+    References
+    ----------
+    .. [DNRR] Dwork, Naor, Reingold, Rothblum, "Pure Differential Privacy for
+       Rectangle Queries via Private Partitions", ASIACRYPT 2015, section 3.3,
+       Claim 3.3, Theorem 3.3, Remark 3.4.
+    .. [AG] Qardaji, Yang, Li, "Differentially Private Grids for Geospatial
+       Data", ICDE 2013.
+    """
+
+    __slots__ = ("_axes", "_mechanism", "_config")
+
+    def __init__(self):
+        raise TypeError("use RectangleSynopsis.build(...) or pydp_synopsis.load(path)")
+
+    @classmethod
+    def _from_parts(cls, axes, mechanism, config):
+        """The one constructor of build and load: released partitions plus one structure."""
+        self = object.__new__(cls)
+        self._axes, self._mechanism, self._config = axes, mechanism, config
+        return self
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
+              structure="auto", budget=None, **tuning):
+        """Release an epsilon-DP rectangle synopsis of ``points``.
+
+        Parameters
+        ----------
+        points : array_like of int, shape (n, c)
+            One row per data item, every coordinate inside its axis's domain.
+        domain : sequence of c (int, int)
+            Inclusive bounds per axis; each may hold up to ``2**64`` values.
+            ``1 <= c <= 8``.
+        epsilon : float or Fraction
+            Total privacy loss (rounded down to an exact rational).
+        beta : float
+            Failure probability of the partitions' weight bounds (``beta /
+            (2c)`` per axis).
+        rng : Rng, optional
+            Randomness (OS-seeded by default; seeds are for tests/benchmarks only).
+        config : {"default", "dnrr"}
+            ``"dnrr"``: DNRR section 3.3 as written (the ``DNRR`` profile).
+        structure : {"auto", "adaptive", "multitree"}
+            "auto": the multi-tree for c = 1, ``config="dnrr"`` or a
+            multi-tree option, else the adaptive grid.
+        budget : Budget, optional
+            Charged ``epsilon`` after every check, before any noise is drawn.
+        **tuning
+            The options below.  Each starts at the value of the profile the
+            structure and ``config`` select (``ADAPTIVE_2D``, ``ADAPTIVE``,
+            ``DEFAULT_MULTITREE``, ``DNRR`` in
+            :mod:`pydp_synopsis.rectangles.options`, which states the rule);
+            a keyword given replaces that one value (``None``: keep it,
+            except for ``final_share`` and ``prune``).
+
+        Other Parameters
+        ----------------
+        partition_share : float in (0, 1)
+            Share of ``epsilon`` for the c partitions.
+        threshold_factor : float in [0.7, 100]
+            Partition threshold ``factor (ln D + ln(1/beta)) / epsilon_axis``
+            (3: DNRR's Fig. 1).
+        coarse_share : float in (0, 1)
+            Adaptive grid: share of ``epsilon_tree`` for the coarse level.
+        fanout : int or sequence of c ints
+            Multi-tree: fanout per axis, in ``[2, 2**24]``.
+        estimator : {"uniform", "cover"}
+            Multi-tree: a partial boundary segment counts by the fraction of
+            its span inside the query, or whole (DNRR).
+        final_share : float in (0, 1), 1, "auto" or None
+            Multi-tree: share of ``epsilon_tree`` for the final-axis nodes;
+            None: one scale for all nodes (DNRR); 1: intermediate nodes
+            uncounted (needs no pruning); "auto": 1 unpruned, else 0.9.
+            Ignored when c = 1.
+        prune : float >= 0, "auto", "dnrr" or None
+            Multi-tree: pruning threshold in units of each node's noise scale
+            (Remark 3.4); "dnrr": ``ln(N / beta)``, N the unpruned node
+            count; "auto": none up to 4e6 nodes, else 2; None: none.
+        threshold : int, optional
+            Multi-tree: absolute pruning threshold for every node (overrides
+            ``prune``).
+        merge : "auto", int or sequence of c ints
+            Multi-tree: partition segments per tree segment (1: DNRR).
+        max_nodes : int
+            Refuse (MemoryError) to materialise more multi-tree nodes than
+            this (24 bytes each).
+
+        Returns
+        -------
+        RectangleSynopsis
+
+        Raises
+        ------
+        TypeError, ParameterError, DomainError
+            A bad argument (nothing charged, no randomness drawn).
+        BudgetError
+            ``budget`` cannot pay ``epsilon``.
+        MemoryError
+            The multi-tree would exceed ``max_nodes``.
+
+        Notes
+        -----
+        O(c n log n) for the partitions, then O(n c + cells) for the grid or
+        O(n S + k N) for the multi-tree (S from Claim 3.3, N materialised
+        nodes); memory O(n + cells or N).
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> pts = [[1, 2], [3, 4], [3, 5]]
+        >>> s = RectangleSynopsis.build(pts, domain=[(0, 7), (0, 7)], epsilon=1e6,
+        ...                             threshold=0, rng=ps.Rng(seed=1))  # seed: tests only
+        >>> round(s.count([0, 0], [7, 7]))
+        3
+        """
+        check_choice(config, "config", _CONFIGS)
+        check_choice(structure, "structure", _STRUCTURES)
+        eps = exact_epsilon(epsilon)
+        beta = check_beta(beta)
+        arr, offsets, domain = check_points(points, domain)
+        c = len(domain)
+        opts = options.resolve(config, structure, c, tuning)
+        mechanism = _MECHANISMS[opts.structure]
+        eps_axis = exact_epsilon(eps * opts.partition_share / c, "epsilon * partition_share / c")
+        eps_tree = exact_epsilon(eps - c * eps_axis, "epsilon * (1 - partition_share)")
+        split = mechanism.split_budget(eps_tree, opts, c)
+        rng = resolve_rng(rng)
+        charge(budget, c * eps_axis + eps_tree, f"RectangleSynopsis over {len(offsets)} points")
+        axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
+                                         opts.threshold_factor, rng)
+        return cls._from_parts(axes, mechanism.build(axes, segs, n_hat, eps_tree, split, opts, rng),
+                               config)
+
+    # ------------------------------------------------------------- attributes
+    @property
+    def partitions(self):
+        """One released :class:`~pydp_synopsis.partition.Partition` per axis."""
+        return self._axes.partitions
+
+    @property
+    def dims(self):
+        """Number of axes c."""
+        return self._axes.dims
+
+    @property
+    def domain(self):
+        """The c inclusive ``(lo, hi)`` pairs."""
+        return self._axes.domain
+
+    @property
+    def beta(self):
+        """Failure probability of the partitions' weight bounds, as built."""
+        return self._axes.beta
+
+    @property
+    def threshold_factor(self):
+        """The partitions' threshold constant."""
+        return self._axes.threshold_factor
+
+    @property
+    def config(self):
+        """``"default"`` or ``"dnrr"``, as built."""
+        return self._config
+
+    @property
+    def structure(self):
+        """``"multitree"`` or ``"adaptive"``."""
+        return self._mechanism.structure
+
+    @property
+    def epsilon_partition(self):
+        """Privacy loss of the c partitions."""
+        return self._axes.epsilon
+
+    @property
+    def epsilon_intermediate(self):
+        """Privacy loss of the first level (intermediate nodes; coarse cells)."""
+        return self._mechanism.epsilon_levels[0]
+
+    @property
+    def epsilon_final(self):
+        """Privacy loss of the second level (final nodes; fine cells)."""
+        return self._mechanism.epsilon_levels[1]
+
+    @property
+    def epsilon(self):
+        """Total privacy loss: partitions plus both levels (at most the epsilon asked)."""
+        return self.epsilon_partition + self.epsilon_intermediate + self.epsilon_final
+
+    @property
+    def scales(self):
+        """Noise scales of the first and second level (0: uncounted)."""
+        return self._mechanism.scales
+
+    @property
+    def merge(self):
+        """Consecutive partition segments per tree segment / coarse-cell side, per axis."""
+        return self._mechanism.merge
+
+    @property
+    def segments(self):
+        """Tree segments (multi-tree) or coarse cells (grid) per axis."""
+        return self._mechanism.segments
+
+    @property
+    def num_nodes(self):
+        """Released noisy counts: materialised tree nodes, or coarse + fine cells."""
+        return self._mechanism.num_nodes
+
+    @property
+    def sensitivity(self):
+        """``(S_int, S_fin)``: counts of each level one point lies in (Claim 3.3).
+
+        ``(1, 1)`` for the adaptive grid (one coarse and one fine cell).
+        """
+        return self._mechanism.sensitivity
+
+    @property
+    def estimator(self):
+        """How a partial boundary segment counts: ``"uniform"`` or ``"cover"``."""
+        return self._mechanism.estimator
+
+    fanout = _structure_attribute(MultiTree, "fanout", "Tree fanout per axis (multi-tree).")
+    final_share = _structure_attribute(
+        MultiTree, "final_share", "Share of epsilon_tree of the final nodes (multi-tree; None: "
+        "one scale for every node).")
+    prune = _structure_attribute(
+        MultiTree, "prune", "The pruning rule (multi-tree): a float, 'dnrr', ('threshold', t) "
+        "or None.")
+    thresholds = _structure_attribute(
+        MultiTree, "thresholds", "Pruning thresholds of intermediate and final nodes (multi-tree).")
+    levels = _structure_attribute(
+        MultiTree, "levels", "Stored tree levels L_a per axis (multi-tree).")
+    unpruned_nodes = _structure_attribute(
+        MultiTree, "unpruned_nodes", "Nodes of the unpruned multi-tree, the N of prune='dnrr'.")
+    coarse_share = _structure_attribute(
+        AdaptiveGrid, "coarse_share", "Share of epsilon_tree of the coarse cells (adaptive grid).")
+
+    def tree_nodes(self):
+        """The multi-tree's released nodes, one row per node in preorder.
+
+        Returns
+        -------
+        numpy.ndarray
+            Structured, fields ``axis``, ``level`` (0 = segments), ``index``
+            (within its level), ``predecessor`` (record of the axis-(a-1)
+            node whose successor tree holds it; -1 on axis 0) and ``count``
+            (noisy; 0 when uncounted).  Released numbers only.
+
+        Raises
+        ------
+        TypeError
+            The synopsis is not a multi-tree.
+        """
+        return self._held(MultiTree, "tree_nodes").nodes()
+
+    def grid_cells(self):
+        """The adaptive grid's released cells: ``(coarse, fine)`` structured arrays.
+
+        ``coarse``: ``count`` (noisy), ``start``/``end`` (partition segments
+        ``[start, end)`` per axis) and ``fine_shape`` (fine runs per axis);
+        ``fine``: ``coarse`` (its coarse cell), ``count`` (noisy),
+        ``estimate`` (after constrained inference: what queries spread) and
+        ``start``/``end``.
+
+        Raises
+        ------
+        TypeError
+            The synopsis is not an adaptive grid.
+        """
+        return self._held(AdaptiveGrid, "grid_cells").cells()
+
+    def _held(self, mechanism, what):
+        if not isinstance(self._mechanism, mechanism):
+            raise TypeError(f"{what}() needs structure={mechanism.structure!r}, "
+                            f"this synopsis is {self.structure!r}")
+        return self._mechanism
+
+    # ---------------------------------------------------------------- queries
+    def count_many(self, lo, hi):
+        """Noisy counts of the inclusive rectangles ``[lo[q], hi[q]]``.
+
+        Parameters
+        ----------
+        lo, hi : array_like of int, shape (q, c)
+            Corners, every coordinate inside its axis's domain, ``lo <= hi``.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (q,)
+            Post-processing of the release: no privacy cost.
+
+        Raises
+        ------
+        DomainError
+            A corner outside the domain or ``lo > hi`` on some axis.
+        ParameterError
+            Wrong shapes.
+
+        Notes
+        -----
+        O(q c log m) for the searches plus one C call: the grid reads one
+        box of coarse prefix sums and the boundary cells' fine prefix sums;
+        the multi-tree at most ``prod_a (2 (k_a - 1) L_a + 2)`` nodes per
+        rectangle (Claim 3.3's product cover; fewer where pruned).
+        """
+        return self._mechanism.answer(*check_corners(lo, hi, self.domain))
+
+    def count(self, lo, hi):
+        """Noisy count of the inclusive rectangle ``[lo, hi]`` (length-c corners; a float).
+
+        Same rules as :meth:`count_many`.
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> s = RectangleSynopsis.build([[1, 1], [2, 6]], domain=[(0, 7), (0, 7)],
+        ...                             epsilon=1e6, threshold=0, rng=ps.Rng(seed=3))
+        >>> round(s.count([0, 0], [7, 7]))
+        2
+        """
+        lo, hi = as_int_array(lo), as_int_array(hi)
+        for name, v in (("lo", lo), ("hi", hi)):
+            if v.ndim != 1 or v.shape[0] != self.dims:
+                raise ParameterError(f"{name} must have length {self.dims}, got shape {v.shape}")
+        return float(self.count_many(lo[None, :], hi[None, :])[0])
+
+    # ------------------------------------------------------------ error bound
+    def error_terms(self, confidence=0.95, *, max_multiplicity=1):
+        """The parts of :meth:`error_bound`: ``ErrorTerms(noise, bias, pruning)``.
+
+        ``noise`` bounds the answers' noise, ``bias`` the items the boundary
+        segments (multi-tree) or boundary fine cells (grid) can miscount,
+        ``pruning`` what pruned nodes can hide (0 unpruned and for the grid).
+        The structures' docstrings (``MultiTree.error_terms``,
+        ``AdaptiveGrid.error_terms``) derive each term.  Same parameters and
+        errors as :meth:`error_bound`.
+        """
+        conf = check_beta(confidence, "confidence")
+        mu = check_int(max_multiplicity, "max_multiplicity", 1, 1 << 62)
+        return ErrorTerms(*self._mechanism.error_terms(conf, mu))
+
+    def error_bound(self, confidence=0.95, *, max_multiplicity=1):
+        """A bound on the error of *all* rectangle answers at once (Theorem 3.3).
+
+        With probability at least ``confidence`` over the mechanism's coins,
+        ``|count(lo, hi) - true count| <= error_bound(confidence)`` for every
+        rectangle simultaneously: the sum of :meth:`error_terms`.
+
+        Parameters
+        ----------
+        confidence : float
+            In ``(0, 1)``; for the multi-tree in ``(0, 1 - beta / 2)`` (``beta
+            / 2`` is the partitions' failure probability, fixed at build).
+        max_multiplicity : int
+            A public bound on how many points share one coordinate value on
+            one axis (multi-tree; the grid's bound reads released counts and
+            holds for any duplicates).  The default 1 is DNRR's setting
+            (distinct values per axis); the bound is invalid if the data
+            repeat a value more often.
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        ParameterError
+            ``confidence`` or ``max_multiplicity`` out of range.
+
+        Notes
+        -----
+        O(c) plus a short numeric minimisation (multi-tree), O(cells) (grid).
+        """
+        terms = self.error_terms(confidence, max_multiplicity=max_multiplicity)
+        return terms.noise + terms.bias + terms.pruning
+
+    # ----------------------------------------------------------- persistence
+    def save(self, path, *, mode=None):
+        """Write to ``path``: atomic, checksummed, released numbers only; O(size).  New files
+        get ``0o666`` less the umask unless ``mode`` is given.  See :func:`pydp_synopsis.load`."""
+        persist.write_record(path, *self._to_record()[:3], mode=mode)
+
+    def _to_record(self):
+        """``(kind, meta, arrays, mode)`` for :mod:`pydp_synopsis.persist`."""
+        axes_meta, arrays = self._axes.record()
+        meta, structure_arrays = self._mechanism.record()
+        meta.update(axes_meta, format=_FORMAT, beta=self.beta, config=self.config,
+                    threshold_factor=self.threshold_factor)
+        arrays.update(structure_arrays)
+        return _KIND, meta, arrays, None
+
+    @classmethod
+    def _from_record(cls, meta, arrays):
+        """Rebuild a saved synopsis from its released numbers (no data, no code)."""
+        try:
+            if meta.get("format") != _FORMAT:
+                raise FormatError(f"unknown rectangle-synopsis format {meta.get('format')!r}")
+            beta, config = float(meta["beta"]), meta["config"]
+            if not 0 < beta < 1 or config not in _CONFIGS:
+                raise FormatError("rectangle synopsis record has an invalid beta or config")
+            axes = Axes.from_record(meta, arrays, beta, float(meta.get("threshold_factor", 3.0)))
+            mechanism = _MECHANISMS[meta.get("structure", "multitree")]
+            return cls._from_parts(axes, mechanism.from_record(meta, arrays, axes), config)
+        except FormatError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+            raise FormatError(f"invalid rectangle synopsis record: {exc}") from exc
+
+
+persist.register(_KIND)(RectangleSynopsis._from_record)
