@@ -71,10 +71,12 @@ def discrete_laplace(scale, size=None, *, rng=None):
 def discrete_laplace_variance(scale):
     """Variance ``2 q / (1 - q)**2`` with ``q = exp(-1/scale)`` (a float, for error bars).
 
+    ``scale`` is checked like :func:`discrete_laplace`'s (``0 < scale <= 2**48``).
+
     Examples
     --------
     >>> round(discrete_laplace_variance(1), 6)
     1.841347
     """
-    x = float(1 / Fraction(scale))
+    x = float(1 / Fraction(scale) if isinstance(scale, Fraction) and 0 < scale else 1 / exact_scale(scale))
     return 2 * math.exp(-x) / math.expm1(-x) ** 2

@@ -480,6 +480,9 @@ def as_offsets(values, domain, name="values"):
     [0, 1, 6]
     """
     lo, hi = domain
+    if isinstance(values, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a masked array: drop or fill the masked entries first "
+                        f"(masked values would otherwise be counted)")
     arr = np.asarray(values)
     if arr.size == 0:
         return np.zeros(arr.shape, dtype=np.uint64)

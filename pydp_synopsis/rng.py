@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from ._core import check, ffi, lib
-from .params import check_sample_shape
+from .params import check_sample_shape, is_int
 
 __all__ = ["Rng", "resolve_rng"]
 
@@ -107,6 +107,9 @@ class Rng:
         >>> int(x.min()) >= -5 and int(x.max()) < 5
         True
         """
+        if not (is_int(low) and is_int(high)):
+            raise TypeError(f"low and high must be integers, got {type(low).__name__} and "
+                            f"{type(high).__name__}")
         low, high = int(low), int(high)
         span = high - low
         if not 0 < span <= 1 << 64:

@@ -190,3 +190,25 @@ def test_fuzz_mutated_records_only_raise_format_error(tmp_path, fixture, data):
 
 def _hang(signum, frame):
     raise AssertionError("hang: a crafted record made load or a query loop for 10 s")
+
+
+def test_grid_record_whose_sizes_wrap_int64_is_refused(tmp_path):
+    """The release-0.1 segfault: 8 axes of 256 fine cells each make 256^8 = 2^64 cells,
+    which wrapped to 0 in an int64 product; the loader now refuses the sizes, and the
+    C kernel would refuse the read anyway (it checks every index against the lengths)."""
+    pts = np.zeros((5, 8), dtype=np.int64)
+    syn = ps.RectangleSynopsis.build(pts, domain=[(0, 255)] * 8, epsilon=1, rng=ps.Rng(seed=1))
+    good = tmp_path / "g.pds"
+    syn.save(good)
+    kind, meta, arrays, _ = persist.read_record(good)
+    assert meta["structure"] == "adaptive"
+    arrays = dict(arrays)
+    for a in range(8):
+        arrays[f"ends_{a}"] = np.arange(256, dtype=np.uint64)
+    meta = dict(meta, merge=[256] * 8)
+    arrays.update(coarse=np.zeros(1, dtype=np.int64), fine=np.zeros(0, dtype=np.int64),
+                  fine_shape=np.full((1, 8), 256, dtype=np.int64))
+    bad = tmp_path / "b.pds"
+    persist.write_record(bad, kind, meta, arrays)
+    with pytest.raises(ps.FormatError):
+        ps.load(bad)

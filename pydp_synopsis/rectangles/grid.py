@@ -363,10 +363,15 @@ class AdaptiveGrid:
         if v.shape != (width.shape[0],) or m2.shape != (v.size, c):
             raise FormatError("rectangle synopsis record: coarse grid does not match the "
                               "partitions")
-        if (m2 < 1).any() or (m2 > width).any() or u.shape != (int(m2.prod(axis=1).sum()),):
+        # sizes from a file are computed so that nothing can wrap: every factor
+        # is checked first, and the products' logarithms bound them below 2**62
+        if (m2 < 1).any() or (m2 > width).any() or (np.log2(m2).sum(axis=1) > 62).any() \
+                or u.shape != (int(sum(m2.prod(axis=1).tolist())),):
             raise FormatError("rectangle synopsis record: fine grids do not match the coarse cells")
-        return cls(axes, Layout(merge, shape, width, m2), v, u, eps1, eps2,
-                   float(meta["coarse_share"]))
+        alpha = meta["coarse_share"]
+        if type(alpha) not in (int, float) or not 0 < alpha < 1:
+            raise FormatError("rectangle synopsis record has an invalid coarse_share")
+        return cls(axes, Layout(merge, shape, width, m2), v, u, eps1, eps2, float(alpha))
 
 
 def _noisy_histogram(index, size, epsilon, rng):

@@ -421,10 +421,14 @@ class MultiTree:
         if not kernels.multitree_check(*records, shape.segments, shape.fanout):
             raise FormatError("rectangle synopsis record: the node arrays are not a well-formed "
                               "multi-tree")
+        thresholds = meta["thresholds"]
+        if (not isinstance(thresholds, list) or len(thresholds) != 2
+                or not all(type(t) is int and -(1 << 63) <= t < 1 << 63 for t in thresholds)):
+            raise FormatError("rectangle synopsis record has invalid pruning thresholds")
         prune = meta["prune"]
         return cls(axes, shape, estimator=meta["estimator"], final_share=meta["final_share"],
                    prune=tuple(prune) if isinstance(prune, list) else prune,
-                   thresholds=[int(t) for t in meta["thresholds"]], scales=scales,
+                   thresholds=thresholds, scales=scales,
                    epsilon_levels=(eps_int, eps_fin), records=records)
 
 
