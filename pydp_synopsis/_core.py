@@ -18,7 +18,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
         "importing it from a source checkout."
     ) from exc
 
-__all__ = ["ffi", "lib", "check", "strerror", "LIMITS"]
+__all__ = ["ffi", "lib", "check", "strerror", "LIMITS", "u64", "i64", "f64"]
 
 _EXCEPTIONS = {
     lib.PDS_EINVAL: errors.ParameterError,
@@ -72,3 +72,18 @@ def _read_limits():
 
 #: The C core's limits, read once at import (read-only: a frozen dataclass).
 LIMITS = _read_limits()
+
+
+def u64(a):
+    """A ``uint64_t *`` view of a C-contiguous uint64 array (no copy)."""
+    return ffi.from_buffer("uint64_t[]", a)
+
+
+def i64(a):
+    """An ``int64_t *`` view of a C-contiguous int64 array (no copy)."""
+    return ffi.from_buffer("int64_t[]", a)
+
+
+def f64(a):
+    """A ``double *`` view of a C-contiguous float64 array (no copy)."""
+    return ffi.from_buffer("double[]", a)

@@ -28,7 +28,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._core import check, ffi, lib
+from ._core import check, f64, ffi, i64, lib, u64
 from .params import scale_parts
 
 __all__ = ["ESTIMATORS", "MAX_COEF_WORK", "tree_shape", "noise_scale", "noisy_tree",
@@ -41,18 +41,6 @@ ESTIMATORS = ("cover", "uniform", "seal", "seal_uniform")
 #: Node updates allowed for the exact coefficient of :func:`coefficient_bound`
 #: (about 0.1 s per 10^8); beyond it the bound falls back to sqrt(#cover).
 MAX_COEF_WORK = 2 * 10**8
-
-
-def _i64(a):
-    return ffi.from_buffer("int64_t[]", a)
-
-
-def _u64(a):
-    return ffi.from_buffer("uint64_t[]", a)
-
-
-def _f64(a):
-    return ffi.from_buffer("double[]", a)
 
 
 def tree_shape(m, fanout=2):
@@ -130,7 +118,7 @@ def noisy_tree(counts, fanout, epsilon, rng):
     t, s = scale_parts(noise_scale(levels, epsilon))
     nodes = np.empty(n_nodes, dtype=np.int64)
     with rng.native() as p:
-        check(lib.pds_tree_build(p, _i64(counts), m, fanout, t, s, _i64(nodes), n_nodes),
+        check(lib.pds_tree_build(p, i64(counts), m, fanout, t, s, i64(nodes), n_nodes),
               "noisy tree")
     return nodes
 
@@ -142,7 +130,7 @@ def consistent_leaves(nodes, m, fanout):
     including the ragged right edge of each level.  O(#nodes).
     """
     leaf = np.empty(m, dtype=np.float64)
-    check(lib.pds_tree_consistent_leaves(_i64(nodes), m, fanout, _f64(leaf)), "consistency")
+    check(lib.pds_tree_consistent_leaves(i64(nodes), m, fanout, f64(leaf)), "consistency")
     return leaf
 
 
@@ -243,11 +231,11 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
     seg_lo = np.searchsorted(ends, lo, side="left").astype(np.uint64)
     seg_hi = np.searchsorted(ends, hi, side="left").astype(np.uint64)
     out = np.empty(lo.size, dtype=np.float64)
-    args = (_u64(ends), _u64(lo), _u64(hi), _u64(seg_lo), _u64(seg_hi), lo.size,
-            ESTIMATORS.index(estimator), tau, _f64(out))
+    args = (u64(ends), u64(lo), u64(hi), u64(seg_lo), u64(seg_hi), lo.size,
+            ESTIMATORS.index(estimator), tau, f64(out))
     if prefix is None:
-        check(lib.pds_interval_answer_tree(_i64(nodes), ends.size, fanout, *args),
+        check(lib.pds_interval_answer_tree(i64(nodes), ends.size, fanout, *args),
               "interval answers")
     else:
-        check(lib.pds_interval_answer_prefix(_f64(prefix), ends.size, *args), "interval answers")
+        check(lib.pds_interval_answer_prefix(f64(prefix), ends.size, *args), "interval answers")
     return out

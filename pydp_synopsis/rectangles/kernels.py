@@ -7,7 +7,7 @@ call here means a change of a kernel's signature (``csrc/multitree.c``,
 """
 import numpy as np
 
-from .._core import check, ffi, lib
+from .._core import check, f64, ffi, i64, lib, u64
 
 __all__ = [
     "multitree_build",
@@ -19,21 +19,9 @@ __all__ = [
 ]
 
 
-def _u64(a):
-    return ffi.from_buffer("uint64_t[]", a)
-
-
-def _i64(a):
-    return ffi.from_buffer("int64_t[]", a)
-
-
-def _f64(a):
-    return ffi.from_buffer("double[]", a)
-
-
 def _shape_arrays(segments, fanout):
     """The per-axis segment counts and fanouts as the multi-tree kernels take them."""
-    return (_u64(np.array(segments, dtype=np.uint64)),
+    return (u64(np.array(segments, dtype=np.uint64)),
             ffi.from_buffer("uint32_t[]", np.array(fanout, dtype=np.uint32)))
 
 
@@ -73,7 +61,7 @@ def multitree_build(rng, segs, segments, fanout, scale_int, thr_int, scale_fin, 
 def multitree_check(count, child, succ, segments, fanout):
     """True if the records form a well-formed multi-tree for the shape."""
     m_arr, k_arr = _shape_arrays(segments, fanout)
-    return lib.pds_multitree_check(_i64(count), _i64(child), _i64(succ), count.size,
+    return lib.pds_multitree_check(i64(count), i64(child), i64(succ), count.size,
                                    len(segments), m_arr, k_arr) == lib.PDS_OK
 
 
@@ -83,9 +71,9 @@ def multitree_answer(records, cum, segments, fanout, wa, wb, kl, fl, kr, fr):
     m_arr, k_arr = _shape_arrays(segments, fanout)
     out = np.empty(wa.shape[0], dtype=np.float64)
     check(lib.pds_multitree_answer(
-        _i64(count), _i64(child), _i64(succ), _u64(cum), count.size, len(segments), m_arr,
-        k_arr, _u64(wa), _u64(wb), _u64(kl), _f64(fl), _u64(kr), _f64(fr), out.size,
-        _f64(out)), "rectangle answers")
+        i64(count), i64(child), i64(succ), u64(cum), count.size, len(segments), m_arr,
+        k_arr, u64(wa), u64(wb), u64(kl), f64(fl), u64(kr), f64(fr), out.size,
+        f64(out)), "rectangle answers")
     return out
 
 
@@ -96,25 +84,25 @@ def multitree_describe(child, succ, segments, fanout):
     index, pred = np.empty(n, np.uint64), np.empty(n, np.int64)
     m_arr, k_arr = _shape_arrays(segments, fanout)
     check(lib.pds_multitree_describe(
-        _i64(child), _i64(succ), n, len(segments), m_arr, k_arr,
-        ffi.from_buffer("uint8_t[]", axis), ffi.from_buffer("uint8_t[]", level), _u64(index),
-        _i64(pred)), "multi-tree description")
+        i64(child), i64(succ), n, len(segments), m_arr, k_arr,
+        ffi.from_buffer("uint8_t[]", axis), ffi.from_buffer("uint8_t[]", level), u64(index),
+        i64(pred)), "multi-tree description")
     return axis, level, index, pred
 
 
 # ---------------------------------------------------------------- adaptive grid
 def grid_fine_prefix(fine_shape, base, fine):
     """Turn every coarse cell's fine estimates (float64, in place) into prefix sums."""
-    check(lib.pds_grid_fine_prefix(fine_shape.shape[1], fine_shape.shape[0], _i64(fine_shape),
-                                   _i64(base), _f64(fine), fine.size), "adaptive grid")
+    check(lib.pds_grid_fine_prefix(fine_shape.shape[1], fine_shape.shape[0], i64(fine_shape),
+                                   i64(base), f64(fine), fine.size), "adaptive grid")
 
 
 def grid_answer(sizes, runs, coarse, fine_shape, base, fine, k, r, fk, fr):
     """Answers of q queries from per-axis partition-segment weights ((q, c) arrays)."""
     out = np.empty(k.shape[0])
     check(lib.pds_grid_answer(
-        len(sizes), _u64(np.array(sizes, dtype=np.uint64)), _u64(np.array(runs, dtype=np.uint64)),
-        _f64(coarse), coarse.size, _i64(fine_shape), _i64(base), _f64(fine), fine.size, k.shape[0],
-        _u64(k), _u64(r),
-        _f64(fk), _f64(fr), _f64(out)), "rectangle answers")
+        len(sizes), u64(np.array(sizes, dtype=np.uint64)), u64(np.array(runs, dtype=np.uint64)),
+        f64(coarse), coarse.size, i64(fine_shape), i64(base), f64(fine), fine.size, k.shape[0],
+        u64(k), u64(r),
+        f64(fk), f64(fr), f64(out)), "rectangle answers")
     return out
