@@ -1,4 +1,4 @@
-"""The public names are a contract (DESIGN.md): pin them."""
+"""The public names are a contract (../shared/DESIGN.md, docs/architecture.md): pin them."""
 import pydp_synopsis as ps
 
 EXPECTED = {
