@@ -56,3 +56,16 @@ def test_discrete_laplace_variance_checks_its_scale(scale):
 def test_rng_integers_refuses_non_integers(low, high):
     with pytest.raises(TypeError, match="integers"):
         ps.Rng(seed=1).integers(low, high)
+
+
+@pytest.mark.parametrize("structure", ["adaptive", "multitree"])
+def test_rectangles_refuse_tiny_epsilon_before_spending(structure):
+    """Release 0.1 charged the budget and advanced a seeded Rng before the noise scale
+    was found out of range (epsilon 1e-14): every public check now runs first."""
+    budget = ps.Budget(1)
+    rng = ps.Rng(seed=5)
+    first = ps.Rng(seed=5).random_uint64()
+    with pytest.raises(ps.ParameterError):
+        ps.RectangleSynopsis.build(np.zeros((3, 2), dtype=np.int64), domain=[(0, 9)] * 2,
+                                   epsilon=1e-14, budget=budget, rng=rng, structure=structure)
+    assert budget.spent == 0 and rng.random_uint64() == first

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import FormatError
 from ..noise import discrete_laplace, discrete_laplace_variance
-from ..params import split_epsilon
+from ..params import exact_scale, split_epsilon
 from ..tails import laplace_sum_tail
 from . import kernels
 from .options import check_per_axis
@@ -182,6 +182,13 @@ class AdaptiveGrid:
         """``(epsilon_coarse, epsilon_fine)``, checked before any noise is drawn."""
         return split_epsilon(eps_tree, options.coarse_share,
                              ("epsilon_tree * coarse_share", "epsilon_tree * (1 - coarse_share)"))
+
+    @staticmethod
+    def check_noise(eps_tree, split):
+        """Refuse, before any charge, budgets whose noise scales the sampler cannot
+        take (the grid's scales ``1/epsilon_coarse``, ``1/epsilon_fine`` are public)."""
+        for part, name in zip(split, ("epsilon_tree * coarse_share", "epsilon_tree * (1 - coarse_share)")):
+            exact_scale(1 / part, f"1 / ({name})")
 
     @classmethod
     def build(cls, axes, segs, n_hat, eps_tree, split, options, rng):

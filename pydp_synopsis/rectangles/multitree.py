@@ -151,6 +151,12 @@ class MultiTree:
         return split_epsilon(eps_tree, share,
                              ("epsilon_tree * final_share", "epsilon_tree * (1 - final_share)"))
 
+    @staticmethod
+    def check_noise(eps_tree, split):
+        """Nothing to refuse before the charge: the multi-tree's node scales
+        ``S / epsilon`` depend on the released partitions' sizes (Claim 3.3),
+        and the C kernel takes any scale with parts below ``2**62``."""
+
     @classmethod
     def build(cls, axes, segs, n_hat, eps_tree, split, options, rng):
         """Release the multi-tree (one C call; noise only after the partitions').

@@ -12,6 +12,7 @@ from .. import persist
 from ..budget import charge
 from ..errors import FormatError, ParameterError
 from ..params import check_beta, check_choice, check_int, exact_epsilon
+from ..partition import fig1_threshold
 from ..rng import resolve_rng
 from . import options
 from .axes import Axes, as_int_array, check_corners, check_points
@@ -212,6 +213,10 @@ class RectangleSynopsis:
         eps_axis = exact_epsilon(eps * opts.partition_share / c, "epsilon * partition_share / c")
         eps_tree = exact_epsilon(eps - c * eps_axis, "epsilon * (1 - partition_share)")
         split = mechanism.split_budget(eps_tree, opts, c)
+        # checks that depend on several parameters, still before any charge or draw
+        for lo, hi in domain:
+            fig1_threshold(hi - lo + 1, eps_axis, beta / (2 * c), opts.threshold_factor)
+        mechanism.check_noise(eps_tree, split)
         rng = resolve_rng(rng)
         charge(budget, c * eps_axis + eps_tree, f"RectangleSynopsis over {len(offsets)} points")
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
