@@ -28,7 +28,7 @@ import numpy as np
 from . import persist
 from .budget import Budget
 from .counters import BinaryTreeCounter, KaryTreeCounter
-from .errors import InputError, SynopsisError, UsageError
+from .errors import HorizonError, InputError, SynopsisError, UsageError
 from .inputs import read_columns, to_fixed_point
 from .sparse_counter import SparseStreamCounter
 from .intervals import IntervalSynopsis
@@ -410,8 +410,7 @@ def cmd_count_stream(args):
     if args.positions and not isinstance(counter, SparseStreamCounter):
         raise UsageError("--positions needs --counter sparse (the positions of the 1s of a sparse stream)")
     err = sys.stderr
-    if resumed:
-        print(f"pydp-synopsis: resuming the stream saved after {counter.time:,} positions", file=err)
+    start = counter.time
     out = sys.stdout
     if pending:
         print(f"pydp-synopsis: printing again the {pending.count(chr(10)):,} release lines of the last "
@@ -430,9 +429,17 @@ def cmd_count_stream(args):
     stops = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
     previous = {sig: signal.signal(sig, on_signal) for sig in stops}
     progress = Progress("counting", total=None)
-    done, clean = 0, False
+    done = 0
+    unprinted = ""            # releases saved in the checkpoint but not yet printed whole
+    saved = True              # False once a save failed: then nothing more is written
+    clean = True              # no error: say where the stream stopped
     try:
         for chunk in _stream_chunks(sys.stdin.fileno(), reading):
+            if counter.time + (0 if args.positions else len(chunk)) > counter.horizon:
+                raise HorizonError(
+                    f"the stream reached its horizon of {counter.horizon:,} positions"
+                    + (f" (this run resumed after {start:,}: feed a resumed run only the items "
+                       f"after the saved position)" if resumed else ""))
             if args.positions:
                 times, values = counter.update_sparse(chunk)
                 text = "".join(f"{t},{v}\n" for t, v in zip(times.tolist(), values.tolist()))
@@ -440,22 +447,34 @@ def cmd_count_stream(args):
                 released = counter.update_many(chunk)
                 text = "\n".join(map(str, released.tolist())) + ("\n" if len(released) else "")
             if args.checkpoint:
+                saved = False
                 _save_checkpoint(counter, args.checkpoint, text)
+                saved, unprinted = True, text
             out.write(text)
             out.flush()
+            unprinted = ""
             done += len(chunk)
             progress.update(done)
-        clean = True
     except KeyboardInterrupt:
-        clean = True
+        pass
+    except BaseException:
+        clean = False
+        raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         progress.close()
-    if args.checkpoint and clean:
-        _save_checkpoint(counter, args.checkpoint, "")     # everything printed
-        print(f"pydp-synopsis: saved after {counter.time:,} positions to {args.checkpoint}; "
-              f"resume with: pydp-synopsis count-stream --checkpoint {args.checkpoint} < rest", file=err)
+        # Whatever ended the run (end of input, a signal, an error, a broken
+        # pipe), the in-memory state is the last saved one (counters change
+        # nothing on a refused update): record whether its batch was printed.
+        # Not after a failed save: the process stops releasing at once.
+        if args.checkpoint and saved:
+            _save_checkpoint(counter, args.checkpoint, unprinted)
+            if clean:
+                resumed_from = f" (resumed after {start:,})" if resumed else ""
+                print(f"pydp-synopsis: saved after {counter.time:,} positions{resumed_from} to "
+                      f"{args.checkpoint}; resume with: pydp-synopsis count-stream --checkpoint "
+                      f"{args.checkpoint} < rest", file=err)
     return 130 if reading["stop"] else 0
 
 

@@ -192,7 +192,7 @@ def test_termination_signals_save_everything_that_was_printed(tmp_path, sig):
     assert "saved after 50 positions" in err
     resumed = run("count-stream", "--checkpoint", ck, stdin="1\n" * 250)
     assert resumed.returncode == 0, resumed.stderr
-    assert "resuming the stream saved after 50 positions" in resumed.stderr
+    assert "saved after 300 positions (resumed after 50)" in resumed.stderr
     assert first + resumed.stdout.split() == full
 
 
@@ -238,3 +238,16 @@ def test_after_sigkill_the_last_batch_is_printed_again_unchanged(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     assert "printing again" in resumed.stderr
     assert resumed.stdout.split() == full
+
+
+def test_an_error_mid_stream_keeps_the_checkpoint_exact(tmp_path):
+    """An update refused mid-stream (here: the horizon) leaves the saved state as the last
+    printed batch's: the resumed run neither reprints nor skips anything."""
+    ck = tmp_path / "c.pds"
+    proc = run("count-stream", "--horizon", 5, "--epsilon", 1, "--checkpoint", ck, stdin="1\n" * 5)
+    assert proc.returncode == 0 and len(proc.stdout.split()) == 5
+    again = run("count-stream", "--checkpoint", ck, stdin="1\n")
+    one_line_error(again, "horizon of 5 positions", "resumed after 5")
+    assert again.stdout == ""
+    counter, annex = ps.load(ck, with_annex=True)
+    assert counter.time == 5 and annex == {"pending": ""}
