@@ -183,7 +183,7 @@ def bench_junk():
           f"(targets: 10 ms, 50 MB)")
 
 
-def bench_kills(kills, n_items=1_000_000, seed=7):
+def bench_kills(kills, n_items=2_000_000, seed=7):
     import numpy as np
 
     rnd = random.Random(seed)
@@ -215,7 +215,7 @@ def bench_kills(kills, n_items=1_000_000, seed=7):
                     for i in range(0, len(data), 4096):
                         p.stdin.write(data[i:i + 4096])
                         p.stdin.flush()
-                        time.sleep(0.002)          # a live stream: kills land mid-stream
+                        time.sleep(0.005)          # a live stream: kills land mid-stream
                     p.stdin.close()
                 except (BrokenPipeError, ValueError, OSError):
                     pass
@@ -226,7 +226,7 @@ def bench_kills(kills, n_items=1_000_000, seed=7):
             for th in threads:
                 th.start()
             if killed < kills:
-                time.sleep(rnd.uniform(0.3, 1.0))
+                time.sleep(rnd.uniform(0.3, 0.6))
                 proc.kill()
                 killed += 1
             proc.wait()
@@ -267,10 +267,14 @@ def main():
     ap.add_argument("--mutations", type=int, default=100_000)
     ap.add_argument("--kills", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--only", choices=["junk", "kills", "mutations"])
     args = ap.parse_args()
-    bench_junk()
-    bench_kills(args.kills)
-    bench_mutations(args.mutations, args.jobs)
+    if args.only in (None, "junk"):
+        bench_junk()
+    if args.only in (None, "kills"):
+        bench_kills(args.kills)
+    if args.only in (None, "mutations"):
+        bench_mutations(args.mutations, args.jobs)
 
 
 if __name__ == "__main__":
