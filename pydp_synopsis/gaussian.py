@@ -284,7 +284,8 @@ def discrete_gaussian_delta(sigma2, l2_sensitivity, epsilon, *, scalar=False):
         raise ParameterError(f"epsilon must be in [0, 2**40], got {epsilon!r}")
     if scalar and s2 <= _MAX_SCALAR_SIGMA2:
         return min(1.0, _scalar_delta(s2, int(sens), eps))
-    return zcdp_delta(sens * sens / (2 * s2), eps)
+    rho = sens * sens / (2 * s2)
+    return 1.0 if rho > 2**40 else zcdp_delta(rho, eps)
 
 
 def discrete_gaussian_sigma2(l2_sensitivity, epsilon, delta, *, scalar=False):

@@ -303,13 +303,13 @@ class SqrtFactorizationCounter:
         Parameters
         ----------
         x : int
-            Non-negative integer item.
+            Non-negative integer item (the total stays at most :attr:`max_total`).
 
         Notes
         -----
         O(t) at time t.
         """
-        x = check_int(x, "x", 0, 1 << 62, DomainError)
+        x = check_int(x, "x", 0, self.max_total, DomainError)
         return float(self.update_many(np.array([x], dtype=np.int64))[0])
 
     def update_many(self, xs):

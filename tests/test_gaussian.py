@@ -175,6 +175,7 @@ def test_scalar_needs_an_integer_sensitivity():
         discrete_gaussian_delta(3, 1.5, 1, scalar=True)
     with pytest.raises(ParameterError, match="epsilon"):
         discrete_gaussian_delta(3, 1, -1)
+    assert discrete_gaussian_delta(Fraction(1, 2**40), 2**20, 1) == 1.0
 
 
 # ------------------------------------------------------------ factorization
@@ -370,6 +371,7 @@ def test_counter_bad_updates_consume_nothing():
     before = rng._to_state()
     cases = [
         (lambda: c.update(-1), DomainError, "x"),
+        (lambda: c.update(c.max_total + 1), DomainError, "x"),
         (lambda: c.update(True), TypeError, "x"),
         (lambda: c.update(1.0), TypeError, "x"),
         (lambda: c.update_many([1.5]), TypeError, "xs"),
