@@ -30,5 +30,11 @@ uint64_t pds_rng_u64(pds_rng *rng);
  * the magnitude saturates at INT64_MAX, which has probability
  * exp(-2^63 s/t) -- zero for the scales the Python layer admits. */
 int64_t pds_discrete_laplace_one(pds_rng *rng, uint64_t t, uint64_t s);
+/* One Bernoulli(exp(-num/den)) draw, den >= 1 (unchecked): 1 or 0. */
+int pds_bernoulli_exp(pds_rng *rng, uint64_t num, uint64_t den);
+/* One fair bit of the keystream (each bit used once): 1 or 0. */
+int pds_rng_coin(pds_rng *rng);
+/* Uniform in [0, n) without modulo bias (Lemire); 0 for n <= 1. */
+uint64_t pds_uniform_below(pds_rng *rng, uint64_t n);
 
 #endif /* PDS_INTERNAL_H */

@@ -119,6 +119,22 @@ static int bernoulli_exp(pds_rng *rng, uint64_t num, uint64_t den)
  * exp(-1/den) (U uniform below den accepted with prob exp(-U/den), V
  * geometric with ratio exp(-1)); floor(X / num) then has ratio
  * exp(-num/den). */
+/* Single draws for other kernels (declared in internal.h; no checks). */
+int pds_bernoulli_exp(pds_rng *rng, uint64_t num, uint64_t den)
+{
+    return bernoulli_exp(rng, num, den);
+}
+
+int pds_rng_coin(pds_rng *rng)
+{
+    return next_coin(rng);
+}
+
+uint64_t pds_uniform_below(pds_rng *rng, uint64_t n)
+{
+    return uniform_below(rng, n);
+}
+
 static uint64_t geometric_exp(pds_rng *rng, uint64_t num, uint64_t den)
 {
     uint64_t u;

@@ -398,3 +398,27 @@ pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
                            const double *fine, uint64_t n_fine, size_t count_q,
                            const uint64_t *k, const uint64_t *r, const double *fk,
                            const double *fr, double *out);
+
+/* ----------------------------------------------------------- gaussian.c --
+ * Exact discrete Gaussian, P(z) proportional to exp(-z^2 / (2 sigma^2)),
+ * sigma^2 = num/den (Canonne, Kamath, Steinke 2020, Algorithm 3), integer
+ * arithmetic only.  Admitted parameters: 1 <= num, den < 2^63 with
+ * t = floor(sqrt(num/den)) + 1, den * t < 2^64 and 2 num den t^2 < 2^127
+ * (pydp_synopsis/gaussian.py rounds sigma^2 up into this range).
+ */
+/* PDS_OK if sigma^2 = num/den is admitted, else PDS_EINVAL; draws nothing. */
+pds_status pds_discrete_gaussian_check(uint64_t sigma2_num, uint64_t sigma2_den);
+/* count samples; checks the arguments and the fork first. */
+pds_status pds_discrete_gaussian_fill(pds_rng *rng, uint64_t sigma2_num,
+                                      uint64_t sigma2_den, int64_t *out,
+                                      size_t count);
+
+/* ------------------------------------------------------ factorization.c --
+ * out[t] = sum_{i <= t} coef[t - i] * x[i] for t < n, exactly (the product
+ * of the lower-triangular Toeplitz matrix of coef with x).  coef and x are
+ * non-negative (PDS_EINVAL otherwise); PDS_ERANGE (nothing written) unless
+ * max(coef) * sum(x) < 2^62.  O(n log n) (number-theoretic transform);
+ * PDS_ENOMEM if its two buffers of 2n words cannot be allocated.
+ */
+pds_status pds_lower_toeplitz_apply(const int64_t *coef, const int64_t *x,
+                                    size_t n, int64_t *out);

@@ -3,6 +3,7 @@
 See README.md for the guarantees and examples.  Importing fails if the C
 core is missing (no pure-Python fallback).
 """
+from .accounting import l2_laplace_epsilon, l2_laplace_scale
 from .budget import Budget
 from .counters import BinaryTreeCounter, KaryTreeCounter
 from .sparse_counter import SparseStreamCounter
@@ -19,10 +20,12 @@ from .errors import (
 from .intervals import IntervalSynopsis
 from .rectangles import RectangleSynopsis
 from .noise import discrete_laplace, discrete_laplace_variance
+from .gaussian import discrete_gaussian
 from .params import exact_epsilon, exact_scale
 from .rng import Rng
 from .partition import OnlinePartition, Partition, private_partition
 from .persist import load, save
+from .sqrt_counter import SqrtFactorizationCounter
 
 __version__ = "0.1.0"
 
@@ -31,11 +34,15 @@ __all__ = [
     "BinaryTreeCounter",
     "KaryTreeCounter",
     "SparseStreamCounter",
+    "SqrtFactorizationCounter",
     "IntervalSynopsis",
     "RectangleSynopsis",
     "Rng",
     "discrete_laplace",
     "discrete_laplace_variance",
+    "discrete_gaussian",
+    "l2_laplace_scale",
+    "l2_laplace_epsilon",
     "exact_epsilon",
     "exact_scale",
     "private_partition",

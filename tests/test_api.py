@@ -7,6 +7,7 @@ EXPECTED = {
     "save", "load", "private_partition", "OnlinePartition", "Partition",
     "SynopsisError", "ParameterError", "DomainError", "HorizonError", "FormatError",
     "BudgetError", "EntropyError", "NativeError",
+    "discrete_gaussian", "SqrtFactorizationCounter", "l2_laplace_scale", "l2_laplace_epsilon",
 }
 
 
