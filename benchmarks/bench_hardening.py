@@ -183,7 +183,7 @@ def bench_junk():
           f"(targets: 10 ms, 50 MB)")
 
 
-def bench_kills(kills, n_items=2_000_000, seed=7):
+def bench_kills(kills, n_items=4_000_000, seed=7):
     import numpy as np
 
     rnd = random.Random(seed)
@@ -215,7 +215,7 @@ def bench_kills(kills, n_items=2_000_000, seed=7):
                     for i in range(0, len(data), 4096):
                         p.stdin.write(data[i:i + 4096])
                         p.stdin.flush()
-                        time.sleep(0.02)           # a live stream: kills land mid-stream
+                        time.sleep(0.03)           # a live stream: kills land mid-stream
                     p.stdin.close()
                 except (BrokenPipeError, ValueError, OSError):
                     pass
