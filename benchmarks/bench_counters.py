@@ -31,6 +31,7 @@ Seeds are fixed for reproducibility (benchmarks only).  Nothing is asserted.
 
 import argparse
 import math
+import os
 import pathlib
 import time
 
@@ -40,7 +41,9 @@ import pydp_synopsis as ps
 from pydp_synopsis import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
 
 EPSILON = 1.0
-DATA = pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "flights-2001h1.npz"
+#: ../shared/data next to the checkout; PDS_DATA_DIR overrides it (a git worktree elsewhere).
+DATA = pathlib.Path(os.environ.get("PDS_DATA_DIR", pathlib.Path(__file__).resolve().parents[1] / ".." / "shared"
+                                   / "data")) / "flights-2001h1.npz"
 
 
 def counters(horizon, rng):

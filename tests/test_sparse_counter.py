@@ -142,9 +142,11 @@ def test_error_bound_parts(monkeypatch):
         c.error_bound(weight=-1)
 
 
-def test_neighbouring_streams_clopper_pearson():
+@pytest.mark.parametrize("max_items", [None, 1])
+def test_neighbouring_streams_clopper_pearson(max_items):
     """One item at position 1 or not.  The last position always seals, so the
-    final release is x1 + inner noise: the event {final release >= 1}."""
+    final release is x1 + inner noise: the event {final release >= 1}.  With
+    max_items = 1 both streams are within the bound (inner horizon 2)."""
     eps, n = 1.0, 15000
     rng = Rng(6)
     hits = []
@@ -153,9 +155,10 @@ def test_neighbouring_streams_clopper_pearson():
         xs[0] = x1
         count = 0
         for _ in range(n):
-            out = SparseStreamCounter(horizon=4, epsilon=eps, rng=rng).update_many(xs)
+            out = SparseStreamCounter(horizon=4, epsilon=eps, max_items=max_items, rng=rng).update_many(xs)
             count += bool(out[-1] >= 1)
         hits.append(count)
+    assert SparseStreamCounter(horizon=4, epsilon=eps, max_items=max_items).inner_horizon == (max_items or 3) + 1
     assert hits[1] > hits[0]
     assert_dp_ratio(hits[1], n, hits[0], n, eps)
 
@@ -473,25 +476,6 @@ def test_arguments_are_checked_before_the_budget_is_charged():
     assert b.spent == 0 and rng._to_state() == before
     SparseStreamCounter(horizon=10**6, epsilon=0.5, max_items=100, budget=b)
     assert b.spent == Fraction(1, 2)
-
-
-def test_neighbouring_streams_with_max_items_clopper_pearson():
-    """As test_neighbouring_streams_clopper_pearson, with max_items = 1 (the
-    streams (1, 0, 0, 0) and (0, 0, 0, 0) are both within the bound)."""
-    eps, n = 1.0, 15000
-    rng = Rng(26)
-    hits = []
-    for x1 in (0, 1):
-        xs = np.zeros(4, dtype=np.int64)
-        xs[0] = x1
-        count = 0
-        for _ in range(n):
-            out = SparseStreamCounter(horizon=4, epsilon=eps, max_items=1, rng=rng).update_many(xs)
-            count += bool(out[-1] >= 1)
-        hits.append(count)
-    assert SparseStreamCounter(horizon=4, epsilon=eps, max_items=1).inner_horizon == 2
-    assert hits[1] > hits[0]
-    assert_dp_ratio(hits[1], n, hits[0], n, eps)
 
 
 def test_error_bound_with_max_items_holds_in_1_minus_beta_of_runs():
