@@ -9,20 +9,29 @@ Prints three tables:
 
 1. empirical mean squared error (mean over runs of the per-run mean of
    squared errors over t = 1..T) of BinaryTreeCounter and KaryTreeCounter
-   (k = 3, 5, 9, 19, 21), next to the exact expected MSE
-   (``mean_squared_error()``: mean path length x discrete Laplace variance;
-   Lemma 4.7 for full trees) and, for k = 19, the paper's asymptotic
-   0.1236 log2(T)^3 / eps^2 (Corollary 4.9);
+   (k = 3, 5, 9, 19, 20, 21 with subtraction; k = 17 without, Algorithm 1),
+   next to the exact expected MSE (``mean_squared_error()``: mean path
+   length x discrete Laplace variance; Lemmas 3.5 and 4.7 and Claim 1 for
+   full trees) and the papers' asymptotic c log2(T)^3 / eps^2 (c = 0.1236
+   for k = 19, Corollary 4.9; 0.1238 for k = 20, Corollary A.7; 0.234 for
+   Algorithm 1 with k = 17, Theorem 3.7);
 2. throughput of ``update_many`` next to ``discrete_laplace`` (the floor: a
    counter draws about one noise term per step), with the ratio;
 3. a real sparse stream, departures of one airport per minute in 2001 H1
-   (../shared/data/flights-2001h1.npz): max and mean absolute error.
+   (../shared/data/flights-2001h1.npz): max and mean absolute error;
+4. DNRR Theorem 3.1: the RMS error of the sparse counter's inner counter at
+   the seal times (the release minus the true prefix there: the open
+   segment is empty) for n = 10^4 items at distinct random positions of
+   D = 2^20, 2^40, 2^62, without ``max_items`` (inner horizon D) and with
+   ``max_items = n`` (inner horizon n + 1), with the ratio to D = 2^20.
 
 Seeds are fixed for reproducibility (benchmarks only).  Nothing is asserted.
+``--only N`` prints table N alone.
 """
 
 import argparse
 import math
+import os
 import pathlib
 import time
 
@@ -32,13 +41,22 @@ import pydp_synopsis as ps
 from pydp_synopsis import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
 
 EPSILON = 1.0
-DATA = pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "flights-2001h1.npz"
+#: ../shared/data next to the checkout; PDS_DATA_DIR overrides it (a git worktree elsewhere).
+DATA = pathlib.Path(os.environ.get("PDS_DATA_DIR", pathlib.Path(__file__).resolve().parents[1] / ".." / "shared"
+                                   / "data")) / "flights-2001h1.npz"
 
 
 def counters(horizon, rng):
     yield "binary", lambda: BinaryTreeCounter(horizon=horizon, epsilon=EPSILON, rng=rng)
-    for k in (3, 5, 9, 19, 21):
+    for k in (3, 5, 9, 19, 20, 21):
         yield f"kary k={k}", lambda k=k: KaryTreeCounter(horizon=horizon, epsilon=EPSILON, k=k, rng=rng)
+    yield "alg1 k=17", lambda: KaryTreeCounter(horizon=horizon, epsilon=EPSILON, k=17, subtraction=False,
+                                               rng=rng)
+
+
+#: The papers' leading constants c of c log2(T)^3 / eps^2: Corollary 4.9
+#: (k = 19), Corollary A.7 (even k = 20), Theorem 3.7 (Algorithm 1, k = 17).
+ASYMPTOTIC = {"kary k=19": 0.1236, "kary k=20": 0.1238, "alg1 k=17": 0.234}
 
 
 def empirical_mse(make, stream, runs):
@@ -55,7 +73,7 @@ def table_mse(sizes, budget, rng):
     print(f"## 1. Mean squared error, eps = {EPSILON}, all-zero stream "
           f"(runs x T ~ {budget:.0e} per cell; +- is one standard error)")
     print(f"{'counter':<12} {'T':>9} {'runs':>5} {'h':>3} {'empirical MSE':>20} {'exact MSE':>11} "
-          f"{'emp/exact':>9} {'0.1236 log2(T)^3':>17}")
+          f"{'emp/exact':>9} {'c log2(T)^3':>12}")
     for horizon in sizes:
         runs = max(2, int(budget // horizon))
         zeros = np.zeros(horizon, dtype=np.int64)
@@ -63,7 +81,8 @@ def table_mse(sizes, budget, rng):
             mse, se = empirical_mse(make, zeros, runs)
             c = make()
             exact = c.mean_squared_error()
-            asym = f"{0.1236 * math.log2(horizon) ** 3 / EPSILON**2:17.1f}" if name == "kary k=19" else ""
+            asym = (f"{ASYMPTOTIC[name] * math.log2(horizon) ** 3 / EPSILON**2:12.1f} (c = {ASYMPTOTIC[name]})"
+                    if name in ASYMPTOTIC else "")
             print(f"{name:<12} {horizon:>9} {runs:>5} {c.height:>3} {mse:>11.1f} +- {se:>5.1f} "
                   f"{exact:>11.1f} {mse / exact:>9.3f} {asym}")
         # The sparse counter's error depends on the data: a stream with
@@ -147,19 +166,49 @@ def table_airports(codes, runs, rng):
     print()
 
 
+def table_theorem_3_1(n, runs, rng):
+    print(f"## 4. Sparse counter, inner counter's error at seal times (DNRR Thm 3.1): n = {n} items, "
+          f"eps = {EPSILON}, {runs} runs")
+    print(f"{'D':>6} {'max_items':>9} {'inner T':>20} {'h':>3} {'seals/run':>9} {'RMS at seals':>12} "
+          f"{'vs D=2^20':>9} {'time/run':>9}")
+    for max_items in (None, n):
+        base = None
+        for log_d in (20, 40, 62):
+            d = 2**log_d
+            errs, seals, elapsed = [], 0, 0.0
+            for r in range(runs):
+                pos = np.unique(np.random.default_rng(10**6 * log_d + r).integers(1, d + 1, n + n // 10))[:n]
+                c = SparseStreamCounter(horizon=d, epsilon=EPSILON, max_items=max_items, rng=rng)
+                t0 = time.perf_counter()
+                times, values = c.update_sparse(pos, until=d)
+                elapsed += time.perf_counter() - t0
+                truth = np.searchsorted(pos, times, side="right")
+                errs.append((values - truth).astype(np.float64))
+                seals += len(times)
+            rms = math.sqrt(np.mean(np.concatenate(errs) ** 2))
+            base = rms if base is None else base
+            print(f"{'2^' + str(log_d):>6} {str(max_items):>9} {c.inner_horizon:>20} {c._inner.height:>3} "
+                  f"{seals / runs:>9.0f} {rms:>12.1f} {rms / base:>9.2f} {elapsed / runs * 1e3:>7.1f}ms")
+    print()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (seconds)")
+    parser.add_argument("--only", type=int, choices=(1, 2, 3, 4), help="print one table only")
     args = parser.parse_args()
     rng = ps.Rng(2024)
-    if args.quick:
-        table_mse([10**4, 10**5], 10**6, rng)
-        table_throughput(10**6, rng)
-        table_airports(["ORD", "ABQ"], 3, rng)
-    else:
-        table_mse([10**4, 10**5, 10**6, 10**7], 2 * 10**7, rng)
-        table_throughput(10**7, rng)
-        table_airports(["ORD", "ABQ", "ACT"], 20, rng)
+    tables = {
+        1: lambda: table_mse([10**4, 10**5] if args.quick else [10**4, 10**5, 10**6, 10**7],
+                             10**6 if args.quick else 2 * 10**7, rng),
+        2: lambda: table_throughput(10**6 if args.quick else 10**7, rng),
+        3: lambda: table_airports(["ORD", "ABQ"] if args.quick else ["ORD", "ABQ", "ACT"],
+                                  3 if args.quick else 20, rng),
+        4: lambda: table_theorem_3_1(10**4, 5 if args.quick else 200, rng),
+    }
+    for number, table in tables.items():
+        if args.only in (None, number):
+            table()
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ typedef struct pds_limits {
     uint64_t max_horizon;        /* a counter's horizon T: 2^63 - 1 */
     int64_t max_count;           /* a counter's prefix sum, a partition
                                     segment's count: 2^62 */
-    uint64_t max_counter_fanout; /* odd counter fanout k: 65535 */
+    uint64_t max_counter_fanout; /* counter fanout k: 65535 */
     int64_t max_threshold;       /* partition threshold T: 2^53 */
     int64_t max_noise;           /* |noise| of a partition's noisy threshold
                                     (larger draws: PDS_ERANGE): 2^61 */
@@ -170,38 +170,69 @@ pds_status pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *po
 pds_status pds_partition_resolve(pds_partition *p, int32_t outcome);
 
 /* ----------------------------------------------------------- counters.c --
- * Continual counters (Andersson, Pagh, Torkamani): fanout 2 is the binary
- * tree mechanism of their section 3.1, odd fanout 3..65535 is Algorithm 2
- * (k-ary tree with subtraction, offset digits).  The caller owns the struct
- * and the two arrays (sizes from pds_counter_shape) and keeps them alive.
- * Release at time t = prefix + noise, noise = sum of the terms in use.
+ * Continual counters (Andersson, Pagh, Torkamani): fanout k in 2..65535
+ * with digits [low, low + k - 1]: standard digits [0, k-1] without
+ * subtraction (Algorithm 1; k = 2 is the binary tree of their section 3.1),
+ * offset digits with subtraction ([-(k-1)/2, (k-1)/2] for odd k: Algorithm
+ * 2; [-k/2+1, k/2] for even k: Appendix A.3).  The caller owns the struct
+ * and the three arrays (sizes from pds_counter_layout) and keeps them
+ * alive.  Release at time t = prefix + noise, noise = sum of the terms in
+ * use.  New terms come from a pool of pre-drawn noise (first in, first out)
+ * so that a step's duration does not depend on the noise it releases; see
+ * counters.c for the argument.
  */
 typedef struct pds_counter {
     uint64_t horizon;      /* T: number of updates allowed */
     uint64_t time;         /* updates done so far */
-    uint64_t fanout;       /* 2 (binary) or odd k >= 3 */
+    uint64_t fanout;       /* k >= 2 */
     uint64_t scale_t;      /* noise scale = scale_t / scale_s = h / epsilon */
     uint64_t scale_s;
     int64_t prefix;        /* true prefix sum, 0 <= prefix <= 2^62 */
     int64_t noise;         /* sum of the noise terms in use */
+    int32_t subtraction;   /* 1: offset digits (Algorithm 2 / A.3); 0: standard */
+    int32_t low;           /* smallest digit (0 or negative) */
+    int32_t high;          /* largest digit, low + k - 1: the slots per level */
     int32_t height;        /* h */
-    int32_t capacity;      /* slots: h * (1 if binary else (k-1)/2) */
+    int32_t capacity;      /* slots: h * high */
     int32_t failed;        /* 1 after PDS_ERANGE: refuses further updates */
     int32_t *digits;       /* h digits of time, level 1 first */
-    int64_t *slots;        /* level l (0-based) owns slots[l*m .. l*m+m-1];
+    int64_t *slots;        /* level l (0-based) owns slots[l*high .. l*high+high-1];
                               the first |digits[l]| are in use, others 0 */
+    int64_t *pool;         /* pre-drawn terms, next to use: pool[pool_next .. pool_end) */
+    int32_t pool_capacity; /* pool_low + min(256, T) */
+    int32_t pool_low;      /* the most terms one step takes, (h-1)|low| + 1:
+                              the pool is refilled below it */
+    int32_t pool_next;
+    int32_t pool_end;
+    int64_t pool_pid;      /* process that drew the pool (a forked child drops it) */
 } pds_counter;
 
-/* Height h and slot count for a fanout and horizon (1 <= T < 2^63). */
+/* Height h, slot count, pool size and pool low-water mark for a fanout,
+ * digit set and horizon (1 <= T < 2^63); pool_capacity and pool_low may be
+ * NULL.  PDS_EINVAL for k outside 2..65535 or subtraction not 0/1. */
+pds_status pds_counter_layout(uint64_t fanout, int32_t subtraction, uint64_t horizon,
+                              int32_t *height, int32_t *capacity, int32_t *pool_capacity,
+                              int32_t *pool_low);
+/* pds_counter_layout with subtraction = 1 (for k = 2: the binary tree). */
 pds_status pds_counter_shape(uint64_t fanout, uint64_t horizon, int32_t *height,
                              int32_t *capacity);
-/* Start at time 0; height/capacity must equal pds_counter_shape's. */
-pds_status pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
-                            uint64_t scale_t, uint64_t scale_s, int32_t *digits,
-                            int64_t *slots, int32_t height, int32_t capacity);
+/* Start at time 0 with an empty pool; the sizes must equal
+ * pds_counter_layout's.  Draws nothing. */
+pds_status pds_counter_init(pds_counter *c, uint64_t fanout, int32_t subtraction,
+                            uint64_t horizon, uint64_t scale_t, uint64_t scale_s,
+                            int32_t *digits, int64_t *slots, int64_t *pool,
+                            int32_t height, int32_t capacity, int32_t pool_capacity);
 /* Validate a restored state (digits represent time, noise = sum of the
- * slots in use, unused slots zero): PDS_OK or PDS_ESTATE. */
+ * slots in use, unused slots zero, pool indices in range): PDS_OK or
+ * PDS_ESTATE. */
 pds_status pds_counter_check(const pds_counter *c);
+/* Draw the pool full if fewer than pool_low terms remain (before the first
+ * release: see counters.c); PDS_ESTATE on a failed counter. */
+pds_status pds_counter_fill_pool(pds_counter *c, pds_rng *rng);
+/* Restore the pool of a checkpoint: values[0..n) are used first.  Draws
+ * nothing (rng only marks the pool as this process's). */
+pds_status pds_counter_set_pool(pds_counter *c, pds_rng *rng, const int64_t *values,
+                                int32_t n);
 /* n updates: out[i] = noisy prefix sum after xs[i].  The whole batch is
  * checked first (PDS_EHORIZON past the horizon, PDS_EINVAL for x < 0,
  * PDS_ERANGE if the prefix would pass 2^62), so on error nothing changed. */

@@ -2,24 +2,49 @@
 
 A counter reads a stream ``x_1, x_2, ...`` of non-negative integers one item
 at a time and after each item releases a noisy prefix sum ``x_1 + ... + x_t``.
-All noise is discrete Laplace drawn lazily from the C CSPRNG; releases are
-integers.  This module holds the binary and k-ary tree counters and
+All noise is discrete Laplace from the C CSPRNG; releases are integers.
+This module holds the binary and k-ary tree counters and
 :class:`ContinualCounter`, the base every counter (also
-:class:`~pydp_synopsis.SparseStreamCounter`) shares: item checks and the one
-checkpoint format.
+:class:`~pydp_synopsis.SparseStreamCounter`) shares: item checks, locking
+and the one checkpoint format.
 
 Neighbouring streams
 --------------------
 Two streams are neighbours when they differ in one position by one unit
-(one item added or removed there: a bit flipped, or a count changed by 1).
-Each item lies in exactly ``h`` tree nodes that the counter uses, so the
-sensitivity of the noisy node sums is ``h`` and noise of scale ``h/epsilon``
-per node gives ``epsilon``-DP for the whole sequence of releases, whatever
-the stream length up to the horizon.  Items may be any integers in
-``[0, 2**62]`` (a count of items per time step); the bound only keeps the
-prefix sums inside int64.  A stream whose items differ by more than one
-unit at one position (for example a count changed by 5) is protected with
-``5*epsilon``, not ``epsilon``.
+(one item added or removed there: a bit flipped, or a count changed by 1),
+both within the counter's public bounds.  Each item lies in exactly ``h``
+tree nodes that the counter uses, so the sensitivity of the noisy node sums
+is ``h`` and noise of scale ``h/epsilon`` per node gives ``epsilon``-DP for
+the whole sequence of releases, whatever the stream length up to the
+horizon.  A stream whose items differ by more than one unit at one position
+(for example a count changed by 5) is protected with ``5*epsilon``.
+
+When an update raises
+---------------------
+Whether an update raises or releases depends only on public parameters and
+on each item against its own public range, never on the data accumulated
+so far: items must be integers in ``[0, max_item]``, where ``max_item`` is
+a public bound (default ``2**62 // horizon``) with
+``horizon * max_item <= 2**62``, so no prefix sum can leave the range the C
+core keeps (releases stay inside int64).  Error messages name the argument
+and its allowed range, never a data value.  Checks run before any
+randomness is used: a refused batch changes nothing.
+
+Timing
+------
+An update never samples noise: new noise terms come from a pool drawn
+ahead, refilled after a release, so the duration of the update releasing
+``t`` does not depend on the noise it releases (``csrc/counters.c`` has the
+argument; ``benchmarks/bench_timing.py`` the measurement).
+
+Threads and copies
+------------------
+Every state-changing method and every read of the state holds the
+counter's lock, so a counter shared by threads stays consistent (updates
+from several threads interleave in an unspecified order).  A counter cannot
+be copied (``copy.copy``, ``copy.deepcopy``) or pickled: a copy would share
+or replay its secret noise.  Use :meth:`~ContinualCounter.to_state` to
+checkpoint it.
 
 Checkpoints
 -----------
@@ -30,22 +55,27 @@ dicts), ``arrays`` one-dimensional int64 arrays.  ``to_state()`` is a view
 of the record: the same dict with every array put back, as a list of ints,
 into the dict that owns it (``_array_places``); ``from_state()`` takes them
 out again and calls the one validating decoder, the one
-:func:`pydp_synopsis.load` calls.  Version 1 is release 0.1's format, so its
-files and JSON states still load.  A tree counter's record:
+:func:`pydp_synopsis.load` calls.  Version 1 is release 0.1's format; the
+fields added since are optional, their absence meaning what release 0.1
+did, so its files and JSON states still load.  A tree counter's record:
 
-=========== ==============================================================
-``kind``    ``"BinaryTreeCounter"`` or ``"KaryTreeCounter"``
-``version`` 1
-``horizon`` T
-``k``       fanout (2 for the binary tree)
-``epsilon`` ``[numerator, denominator]`` of the exact epsilon
-``time``    updates done
-``prefix``  true prefix sum (secret)
-``noise``   sum of the noise terms in use (secret); release = prefix + noise
-``rng``     a seeded generator's position (tests only), None for OS seeds
-``digits``  array: the h digits of ``time``, level 1 first
-``slots``   array: the noise terms, level by level (secret)
-=========== ==============================================================
+=============== ==========================================================
+``kind``        ``"BinaryTreeCounter"`` or ``"KaryTreeCounter"``
+``version``     1
+``horizon``     T
+``k``           fanout (2 for the binary tree)
+``subtraction`` (KaryTreeCounter) offset digits (Algorithm 2) or standard
+                digits (Algorithm 1); absent: true (release 0.1: odd k)
+``max_item``    public bound on every item; absent: ``2**62 // horizon``
+``epsilon``     ``[numerator, denominator]`` of the exact epsilon
+``time``        updates done
+``prefix``      true prefix sum (secret)
+``noise``       sum of the noise terms in use (secret); release = prefix + noise
+``rng``         a seeded generator's position (tests only), None for OS seeds
+``digits``      array: the h digits of ``time``, level 1 first
+``slots``       array: the noise terms, level by level (secret)
+``pool``        array: pre-drawn noise terms, next first (secret); absent: none
+=============== ==========================================================
 
 See the README sections "Continual counters" and "Saving and loading".
 
@@ -53,14 +83,17 @@ References
 ----------
 .. [APT] J. D. Andersson, R. Pagh, S. Torkamani, "Improved Counting under
    Continual Observation with Pure Differential Privacy":
-   section 3.1 (binary tree mechanism), Algorithm 2 (k-ary tree with
-   subtraction), Lemma 4.7 (its mean squared error), Lemmas 4.12 and 4.14
+   section 3.1 (binary tree mechanism), Algorithm 1 and Lemma 3.5 (k-ary
+   tree), Algorithm 2 and Lemma 4.7 (k-ary tree with subtraction),
+   Appendix A.3, Claim 1 and Corollary A.7 (even k), Lemmas 4.12 and 4.14
    (space and time).
 """
 
 from fractions import Fraction
 import abc
 import math
+import operator
+import threading
 
 import numpy as np
 
@@ -69,16 +102,17 @@ from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .budget import charge
 from .noise import discrete_laplace_variance
-from .params import check_beta, check_int, exact_epsilon, scale_parts
+from .params import check_beta, check_bool, check_int, exact_epsilon, scale_parts
 from .rng import Rng, resolve_rng
 from .tails import laplace_sum_tail
 
 __all__ = ["ContinualCounter", "BinaryTreeCounter", "KaryTreeCounter"]
 
 # Limits of the C core (read from C, see _core.LIMITS).
-#: Largest horizon T.
+#: Largest horizon T of the C core; a tree counter also needs
+#: ``horizon * max_item <= MAX_ITEM``.
 MAX_HORIZON = LIMITS.max_horizon          # 2**63 - 1
-#: Largest item; keeps every prefix sum inside int64.
+#: Largest prefix sum the C core keeps (``horizon * max_item`` is at most this).
 MAX_ITEM = LIMITS.max_count                # 2**62
 #: Largest fanout k of :class:`KaryTreeCounter`.
 MAX_FANOUT = LIMITS.max_counter_fanout     # 65535
@@ -91,56 +125,93 @@ STATE_VERSION = 1
 _INT64 = np.iinfo(np.int64)
 
 
-def _offset_digits(t, k):
-    """Offset base-k digits of ``t`` (level 1 first), digits in [-(k-1)/2, (k-1)/2]."""
-    m = (k - 1) // 2
+def digit_low(k, subtraction):
+    """Smallest digit of the digit set of fanout ``k``; the largest is ``low + k - 1``.
+
+    0 for standard digits (Algorithm 1), ``-(k-1)//2`` for odd ``k`` with
+    subtraction (Definition 3.8), ``-(k/2 - 1)`` for even ``k``
+    (Definition A.5).  Mirrors ``counter_low`` in ``csrc/counters.c``.
+
+    Examples
+    --------
+    >>> digit_low(19, True), digit_low(20, True), digit_low(17, False)
+    (-9, -9, 0)
+    """
+    if not subtraction:
+        return 0
+    return -((k - 1) // 2) if k % 2 else -(k // 2 - 1)
+
+
+def representation(t, k, low):
+    """The digits of ``t >= 0`` in base ``k`` with digits ``[low, low + k - 1]``, level 1 first.
+
+    ``low = 0`` gives rep_k (Definition 3.2), ``low = -(k-1)/2`` rep-hat
+    (Definition 3.8), ``low = -(k/2 - 1)`` rep-tilde (Definition A.5).
+    O(log_k t).
+
+    Examples
+    --------
+    >>> representation(7, 3, -1), representation(7, 3, 0)
+    ([1, -1, 1], [1, 2])
+    """
     digits = []
     while t:
-        d = (t + m) % k - m
+        d = (t - low) % k + low
         digits.append(d)
         t = (t - d) // k
     return digits
 
 
-def _offset_weight_sum(n, k):
-    """Exact ``sum_{t=1..n} ||rep^_k(t)||_1`` in O(log_k(n)^2) integer steps.
+def weight_sum(n, k, low):
+    """Exact ``sum_{t=1..n} ||rep(t)||_1`` for the digit set ``[low, low + k - 1]``.
 
-    Group t by q = round(t / k): each full group has low digits -m..m
-    (weight m(m+1)) and k copies of the weight of q.
+    The number of noise terms summed over releases 1..n.  Group t = kq + d
+    by its last digit d: the group q = 0 holds d = 0..high, every full group
+    q >= 1 holds all k digits (weight ``A = sum |d|``) plus k copies of
+    ``w(q)``, and the group of n stops at n's last digit r.  So
+    ``S(n) = high(high+1)/2 + (Q-1) A + k S(Q-1) + sum_{d=low..r} |d| + (r - low + 1) w(Q)``
+    for ``n = kQ + r``, ``Q >= 1``, and ``n(n+1)/2`` for ``Q = 0``.
+    O(log_k(n)^2) integer steps.
+
+    Examples
+    --------
+    >>> weight_sum(7, 2, 0) == sum(bin(t).count("1") for t in range(1, 8))
+    True
     """
-    m = (k - 1) // 2
-    if n <= m:
+    high = low + k - 1
+    if n <= high:
         return n * (n + 1) // 2
-    q = (n + m) // k
-    r = n - k * q
-    tri = m * (m + 1) // 2
-    last = tri + (r * (r + 1) // 2 if r >= 0 else -((-r - 1) * -r // 2))
-    weight_q = sum(abs(d) for d in _offset_digits(q, k))
-    return tri + (q - 1) * m * (m + 1) + k * _offset_weight_sum(q - 1, k) + last + (r + m + 1) * weight_q
+    r = (n - low) % k + low
+    q = (n - r) // k
 
+    def down_to(d):  # sum_{j=low..d} |j|
+        neg = -low
+        if d < 0:
+            return neg * (neg + 1) // 2 - (-d - 1) * (-d) // 2
+        return neg * (neg + 1) // 2 + d * (d + 1) // 2
 
-def _binary_weight_sum(n):
-    """Exact ``sum_{t=1..n} popcount(t)`` in O(log n) integer steps."""
-    if n <= 0:
-        return 0
-    q, r = divmod(n, 2)
-    return 2 * _binary_weight_sum(q - 1) + q + (r + 1) * q.bit_count() + r
+    full = down_to(high)
+    w_q = sum(abs(d) for d in representation(q, k, low))
+    return (high * (high + 1) // 2 + (q - 1) * full + k * weight_sum(q - 1, k, low)
+            + down_to(r) + (r - low + 1) * w_q)
 
 
 class ContinualCounter(abc.ABC):
-    """Base of every counter: item checks and the one checkpoint format.
+    """Base of every counter: item checks, the lock and the one checkpoint format.
 
     A subclass names its state (``_kind``) and persist record
     (``_record_kind``), says where each array of its record sits in
     :meth:`to_state` (``_array_places``: array name -> key path of the dict
-    holding it), and defines the one encoder :meth:`_encode` and the one
-    decoder :meth:`_decode`.  Everything else -- :meth:`to_state`,
-    :meth:`from_state`, :func:`pydp_synopsis.save` and :func:`pydp_synopsis.load`
-    -- goes through those two.
+    holding it; ``_optional_arrays`` may be absent from a state), creates
+    ``self._lock`` (a ``threading.RLock``) in its constructor, and defines
+    the one encoder :meth:`_encode` and the one decoder :meth:`_decode`.
+    Everything else -- :meth:`to_state`, :meth:`from_state`,
+    :func:`pydp_synopsis.save` and :func:`pydp_synopsis.load` -- goes
+    through those two.
 
     References
     ----------
-    .. [APT] Andersson, Pagh, Torkamani, section 3.1 and Algorithm 2 (the
+    .. [APT] Andersson, Pagh, Torkamani, section 3.1, Algorithms 1 and 2 (the
        tree counters).
     .. [DNRR15] Dwork, Naor, Reingold, Rothblum, section 3.1, Theorem 3.1
        (:class:`~pydp_synopsis.SparseStreamCounter`).
@@ -149,6 +220,7 @@ class ContinualCounter(abc.ABC):
     _kind = ""
     _record_kind = ""
     _array_places = {}
+    _optional_arrays = frozenset()
 
     @property
     @abc.abstractmethod
@@ -160,6 +232,11 @@ class ContinualCounter(abc.ABC):
     def time(self):
         """Number of updates done so far (the index of the last release)."""
 
+    @property
+    @abc.abstractmethod
+    def max_item(self):
+        """Public bound on every item: items are integers in ``[0, max_item]``."""
+
     @abc.abstractmethod
     def update_many(self, xs):
         """Feed a batch of items; return the release after each one."""
@@ -170,7 +247,7 @@ class ContinualCounter(abc.ABC):
         Parameters
         ----------
         x : int
-            Non-negative integer item (a bit, or a count of items) at most 2**62.
+            Integer item (a bit, or a count of items) in ``[0, max_item]``.
 
         Returns
         -------
@@ -178,9 +255,17 @@ class ContinualCounter(abc.ABC):
             The release at the new time t (for a tree counter the noisy
             ``x_1 + ... + x_t``).
 
+        Raises
+        ------
+        TypeError
+            ``x`` is not an integer.
+        DomainError
+            ``x`` is outside ``[0, max_item]`` (nothing is consumed).
+
         Notes
         -----
-        One call of :meth:`update_many`: O(1) amortised noise draws.
+        One call of :meth:`update_many`: O(1) amortised noise terms, taken
+        from the pre-drawn pool (module docstring, "Timing").
 
         Examples
         --------
@@ -189,14 +274,22 @@ class ContinualCounter(abc.ABC):
         >>> c.update(1), c.update(0), c.update(1)
         (1, 1, 2)
         """
-        x = check_int(x, "x", 0, MAX_ITEM, DomainError)
+        if isinstance(x, (bool, np.bool_)):
+            raise TypeError("x must be an integer, got bool")
+        try:
+            x = operator.index(x)
+        except TypeError:
+            raise TypeError(f"x must be an integer, got {type(x).__name__}") from None
+        if not 0 <= x <= self.max_item:
+            raise DomainError(f"x must be an integer in [0, {self.max_item}] (max_item, public)")
         return int(self.update_many(np.array([x], dtype=np.int64))[0])
 
     def _items(self, xs, name, room=True):
         """``xs`` as a contiguous int64 array, checked before anything is consumed.
 
-        One-dimensional integers (bool accepted) in ``[0, 2**62]``; with
-        ``room``, no more than the updates left before the horizon.
+        One-dimensional integers (bool accepted) in ``[0, max_item]``; with
+        ``room``, no more than the updates left before the horizon.  The
+        messages name the argument and its public range, never a value.
         """
         xs = np.asarray(xs)
         if xs.size == 0 and xs.ndim == 1:
@@ -209,19 +302,31 @@ class ContinualCounter(abc.ABC):
         if room and len(xs) > left:
             raise HorizonError(f"{name} has {len(xs)} items but only {left} remain before the "
                                f"horizon {self.horizon}")
-        if len(xs) and xs.dtype.kind != "b" and (xs.min() < 0 or xs.max() > MAX_ITEM):
-            raise DomainError(f"{name} must be integers in [0, 2**62], got values in "
-                              f"[{xs.min()}, {xs.max()}]")
+        if len(xs) and xs.dtype.kind != "b" and (int(xs.min()) < 0 or int(xs.max()) > self.max_item):
+            raise DomainError(f"{name} must hold integers in [0, {self.max_item}] (max_item, public)")
         return np.ascontiguousarray(xs, dtype=np.int64)
+
+    # ------------------------------------------------------- copies refused
+    def __copy__(self):
+        raise TypeError(f"a {type(self).__name__} cannot be copied: the copy would share its "
+                        f"secret noise (use to_state() for a checkpoint)")
+
+    def __deepcopy__(self, memo):
+        raise TypeError(f"a {type(self).__name__} cannot be copied: the copy would replay its "
+                        f"secret noise (use to_state() for a checkpoint)")
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(f"a {type(self).__name__} cannot be pickled: a copy would replay its "
+                        f"secret noise (use to_state() or pydp_synopsis.save)")
 
     # ----------------------------------------------------------- checkpoints
     @abc.abstractmethod
     def _encode(self):
-        """The record ``(meta, arrays)``: the one encoder of the state."""
+        """The record ``(meta, arrays)``: the one encoder of the state (lock held)."""
 
     @classmethod
     @abc.abstractmethod
-    def _decode(cls, meta, arrays, rng):
+    def _decode(cls, meta, arrays, rng, **options):
         """The counter of a record whose kind and version were checked; ``rng``
         draws its future noise.  Raises FormatError (or KeyError, TypeError,
         ValueError, which :meth:`_from_record` turns into FormatError)."""
@@ -231,9 +336,9 @@ class ContinualCounter(abc.ABC):
 
         A view of the counter's record (what :func:`~pydp_synopsis.save`
         writes): the fields listed in the module docstring, arrays as lists.
-        The state holds the noise terms currently in use, which are secret:
-        store it like a private key.  Restoring with :meth:`from_state` never
-        redraws them.
+        The state holds the noise terms currently in use and the pre-drawn
+        ones, which are secret: store it like a private key.  Restoring with
+        :meth:`from_state` never redraws them.
 
         Returns
         -------
@@ -243,8 +348,10 @@ class ContinualCounter(abc.ABC):
         Notes
         -----
         O(size of the state): O(k log_k T) for a tree counter (Lemma 4.12).
+        Holds the counter's lock.
         """
-        meta, arrays = self._encode()
+        with self._lock:
+            meta, arrays = self._encode()
         return state_view(meta, arrays, self._array_places)
 
     @classmethod
@@ -272,7 +379,7 @@ class ContinualCounter(abc.ABC):
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict, got {type(state).__name__}")
         try:
-            meta, arrays = record_view(state, cls._array_places)
+            meta, arrays = record_view(state, cls._array_places, cls._optional_arrays)
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(f"state is not a {cls._kind} state (no {exc})") from None
         return cls._from_record(meta, arrays, rng=rng)
@@ -280,13 +387,15 @@ class ContinualCounter(abc.ABC):
     def _to_record(self):
         """``(kind, meta, arrays, mode)`` for :func:`~pydp_synopsis.persist.save`;
         mode 0o600 (the state holds secret noise)."""
-        meta, arrays = self._encode()
+        with self._lock:
+            meta, arrays = self._encode()
         return self._record_kind, meta, arrays, 0o600
 
     @classmethod
-    def _from_record(cls, meta, arrays, *, rng=None):
+    def _from_record(cls, meta, arrays, *, rng=None, **options):
         """The one validating decoder: :func:`~pydp_synopsis.persist.load`'s
-        loader, :meth:`from_state`, and a composite counter's parts."""
+        loader, :meth:`from_state`, and a composite counter's parts (which
+        pass ``options`` to :meth:`_decode`)."""
         if rng is not None:
             rng = resolve_rng(rng, "rng")
         if not isinstance(meta, dict) or meta.get("kind") != cls._kind or meta.get("version") != STATE_VERSION:
@@ -298,7 +407,7 @@ class ContinualCounter(abc.ABC):
                 # run equals an uninterrupted one.  OS keys are never saved.
                 saved = meta.get("rng")
                 rng = Rng() if saved is None else Rng._from_state(saved)
-            return cls._decode(meta, arrays, rng)
+            return cls._decode(meta, arrays, rng, **options)
         except FormatError:
             raise
         except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
@@ -311,16 +420,23 @@ def state_view(meta, arrays, places):
     for the top).  Inverse of :func:`record_view`.  O(size)."""
     state = _copy_along(meta, places)
     for name, path in places.items():
-        _dict_at(state, path)[name] = arrays[name].tolist()
+        if name in arrays:
+            _dict_at(state, path)[name] = arrays[name].tolist()
     return state
 
 
-def record_view(state, places):
+def record_view(state, places, optional=frozenset()):
     """The record ``(meta, arrays)`` of a state: each array taken out of its
     place, as it is (the decoder checks it with :func:`int64_array`).  Raises
-    KeyError or TypeError for a state without them."""
+    KeyError or TypeError for a state without them; the ``optional`` ones
+    may be missing (release 0.1 states)."""
     meta = _copy_along(state, places)
-    arrays = {name: _dict_at(meta, path).pop(name) for name, path in places.items()}
+    arrays = {}
+    for name, path in places.items():
+        holder = _dict_at(meta, path)
+        if name in optional and name not in holder:
+            continue
+        arrays[name] = holder.pop(name)
     return meta, arrays
 
 
@@ -363,51 +479,99 @@ def state_fraction(pair, name):
     return Fraction(check_int(num, name, 1, math.inf), check_int(den, name, 1, math.inf))
 
 
+def default_max_item(horizon):
+    """The public item bound used when none is given: ``2**62 // horizon``.
+
+    Raises
+    ------
+    ParameterError
+        For a horizon above ``2**62`` (no positive item bound keeps
+        ``horizon * max_item <= 2**62``).
+    """
+    if horizon > MAX_ITEM:
+        raise ParameterError(f"horizon must be in [1, 2**62] for a tree counter (horizon * max_item "
+                             f"<= 2**62 keeps every prefix sum in range), got {horizon}")
+    return MAX_ITEM // horizon
+
+
 class _TreeCounter(ContinualCounter):
     """The C state machine of the tree counters, batching and their records."""
 
-    _array_places = {"digits": (), "slots": ()}
+    _array_places = {"digits": (), "slots": (), "pool": ()}
+    _optional_arrays = frozenset({"pool"})
+    #: The digit set of a record without a "subtraction" field (release 0.1).
+    _release_01_subtraction = True
 
-    def __init__(self, *, horizon, epsilon, k, rng=None, budget=None):
-        # Everything is validated before the C state exists or rng is touched.
-        horizon, eps, k, height, capacity = self._parameters(horizon, epsilon, k)
+    def __init__(self, *, horizon, epsilon, k, subtraction, max_item, rng=None, budget=None):
+        # Everything is validated before the C state exists, budget is
+        # charged or rng is touched.
+        params = self._parameters(horizon, epsilon, k, subtraction, max_item)
         rng = resolve_rng(rng, "rng")
-        charge(budget, eps, f"{type(self).__name__}(horizon={horizon})")  # before any noise
-        self._init(horizon, eps, k, height, capacity, rng)
+        charge(budget, params[1], f"{type(self).__name__}(horizon={params[0]})")  # before any noise
+        self._init(params, rng)
+        self._fill_pool()
 
     @classmethod
-    def _parameters(cls, horizon, epsilon, k):
-        """Checked ``(horizon, epsilon, k, height, capacity)``; no side effect."""
+    def _parameters(cls, horizon, epsilon, k, subtraction, max_item, total=None):
+        """Checked ``(horizon, epsilon, k, subtraction, max_item, layout)``; no side effect.
+
+        ``total`` (internal: the sparse counter's inner counter) is a bound
+        on the whole prefix sum that the caller guarantees; it replaces the
+        item bound.  ``layout`` is ``(height, capacity, pool capacity)``.
+        """
         horizon = check_int(horizon, "horizon", 1, MAX_HORIZON)
         eps = exact_epsilon(epsilon, "epsilon")
-        k = cls._check_fanout(k)
-        height = ffi.new("int32_t *")
-        capacity = ffi.new("int32_t *")
-        check(lib.pds_counter_shape(k, horizon, height, capacity))
+        k, subtraction = cls._check_fanout(k, subtraction)
+        if total is None:
+            top = default_max_item(horizon)
+            max_item = top if max_item is None else check_int(max_item, "max_item", 1, top)
+        else:
+            max_item = check_int(total, "total", 0, MAX_ITEM)
+        height, capacity, pool = (ffi.new("int32_t *") for _ in range(3))
+        check(lib.pds_counter_layout(k, int(subtraction), horizon, height, capacity, pool, ffi.NULL))
         if Fraction(height[0]) / eps > MAX_NOISE_SCALE:
             raise ParameterError(
                 f"epsilon must be at least {Fraction(height[0], MAX_NOISE_SCALE)} for this horizon "
                 f"(noise scale height/epsilon at most 2**40), got {epsilon!r}"
             )
-        return horizon, eps, k, height[0], capacity[0]
+        return horizon, eps, k, subtraction, max_item, (height[0], capacity[0], pool[0])
 
     @classmethod
     @abc.abstractmethod
-    def _check_fanout(cls, k):
-        """``k`` checked for this class (TypeError or ParameterError)."""
+    def _check_fanout(cls, k, subtraction):
+        """``(k, subtraction)`` checked for this class (TypeError or ParameterError)."""
 
-    def _init(self, horizon, eps, k, height, capacity, rng):
-        """The one constructor (``__init__`` and the decoder): checked
-        parameters in, a counter at time 0 out."""
+    def _init(self, params, rng):
+        """The one constructor (``__init__``, the decoder and the sparse
+        counter's inner counter): checked parameters in, a counter at time 0
+        with an empty pool out.  Draws nothing."""
+        horizon, eps, k, subtraction, max_item, (height, capacity, pool) = params
+        self._lock = threading.RLock()
         self._epsilon = eps
+        self._max_item = max_item
         self._scale = Fraction(height) / eps
         self._rng = rng
         self._state = ffi.new("pds_counter *")
         self._digits = ffi.new("int32_t[]", height)
         self._slots = ffi.new("int64_t[]", capacity)
+        self._pool = ffi.new("int64_t[]", pool)
         scale_t, scale_s = scale_parts(self._scale)
-        check(lib.pds_counter_init(self._state, k, horizon, scale_t, scale_s,
-                                   self._digits, self._slots, height, capacity))
+        check(lib.pds_counter_init(self._state, k, int(subtraction), horizon, scale_t, scale_s,
+                                   self._digits, self._slots, self._pool, height, capacity, pool))
+
+    def _fill_pool(self):
+        """Draw the pool of noise terms before the first release (counters.c, case (a))."""
+        with self._lock, self._rng.native() as p:
+            check(lib.pds_counter_fill_pool(self._state, p))
+
+    @classmethod
+    def _inner(cls, params, rng):
+        """A counter for a composite counter: checked ``params`` (with a
+        ``total``), no budget, and a pool drawn at its first step (case (c):
+        the composite's seeded releases stay those of release 0.1)."""
+        obj = cls.__new__(cls)
+        obj._init(params, rng)
+        return obj
 
     # ------------------------------------------------------------ properties
     @property
@@ -431,6 +595,16 @@ class _TreeCounter(ContinualCounter):
         return int(self._state.fanout)
 
     @property
+    def subtraction(self):
+        """True for offset digits (Algorithm 2, Appendix A.3), False for standard digits (Algorithm 1)."""
+        return bool(self._state.subtraction)
+
+    @property
+    def max_item(self):
+        """Public bound on every item (``horizon * max_item <= 2**62``)."""
+        return self._max_item
+
+    @property
     def height(self):
         """Tree height h; each item lies in h used nodes (the sensitivity)."""
         return int(self._state.height)
@@ -443,7 +617,8 @@ class _TreeCounter(ContinualCounter):
     @property
     def release(self):
         """The value currently released: the noisy prefix sum at :attr:`time` (0 before any update)."""
-        return int(self._state.prefix + self._state.noise)
+        with self._lock:
+            return int(self._state.prefix + self._state.noise)
 
     @property
     def true_prefix_sum(self):
@@ -452,7 +627,8 @@ class _TreeCounter(ContinualCounter):
         This is the data, not a release: never publish it (checkpoints hold
         it too).  The sparse counter derives its sealed total from it.
         """
-        return int(self._state.prefix)
+        with self._lock:
+            return int(self._state.prefix)
 
     # --------------------------------------------------------------- updates
     def update_many(self, xs):
@@ -461,7 +637,7 @@ class _TreeCounter(ContinualCounter):
         Parameters
         ----------
         xs : array_like of int
-            One-dimensional non-negative integers (bool accepted), each at most 2**62.
+            One-dimensional integers (bool accepted) in ``[0, max_item]``.
 
         Returns
         -------
@@ -473,32 +649,42 @@ class _TreeCounter(ContinualCounter):
         HorizonError
             If the batch would go past the horizon (nothing is consumed).
         DomainError
-            For a negative item or a prefix sum above 2**62 (nothing is consumed).
+            For an item outside ``[0, max_item]`` (nothing is consumed).
 
         Notes
         -----
-        O(len(xs)) time, O(1) amortised noise draws per item (Lemma 4.14).
+        O(len(xs)) time, O(1) amortised noise terms per item (Lemma 4.14),
+        taken from the pre-drawn pool.  Holds the counter's lock.
         """
-        xs = self._items(xs, "xs")
-        n = len(xs)
-        out = np.empty(n, dtype=np.int64)
-        with self._rng.native() as p:
-            st = lib.pds_counter_update_many(self._state, p, ffi.from_buffer("int64_t[]", xs),
-                                             ffi.from_buffer("int64_t[]", out), n)
-        if st == lib.PDS_ERANGE and not self._state.failed:
-            raise DomainError("xs would make the prefix sum exceed 2**62")
-        check(st)
-        return out
+        with self._lock:
+            xs = self._items(xs, "xs")
+            n = len(xs)
+            out = np.empty(n, dtype=np.int64)
+            with self._rng.native() as p:
+                st = lib.pds_counter_update_many(self._state, p, ffi.from_buffer("int64_t[]", xs),
+                                                 ffi.from_buffer("int64_t[]", out), n)
+            if st == lib.PDS_ERANGE and not self._state.failed:
+                # only a restored release-0.1 state whose prefix is already
+                # above horizon * max_item can reach the C core's limit
+                raise DomainError("xs would make the prefix sum exceed 2**62 (a restored "
+                                  "release 0.1 checkpoint with items above max_item)")
+            check(st)
+            return out
 
     # ------------------------------------------------------------- analysis
     def mean_squared_error(self, steps=None):
         """Exact expected MSE (mean variance) of the releases 1..steps.
 
-        The release at t carries one noise term per node on t's path, so the
-        MSE is the mean path length times the discrete Laplace variance at
-        scale h/epsilon.  For the k-ary counter and ``steps = (k**h - 1)/2``
-        this is Lemma 4.7 with ``Var = 2 h^2/eps^2`` replaced by the discrete
-        Laplace variance.
+        The release at t carries one noise term per unit of each digit of t
+        (``||rep(t)||_1`` terms), so the MSE is the mean of that weight over
+        t = 1..steps (:func:`weight_sum`, exact integers, any ``steps``)
+        times the discrete Laplace variance at scale h/epsilon.  At full
+        trees it is, with the paper's ``Var = 2 h^2/eps^2`` replaced by the
+        discrete Laplace variance: Lemma 3.5 (Algorithm 1, ``T = k^h - 1``,
+        mean weight ``h (k-1) / (2 (1 - k^-h))``), Lemma 4.7 (odd k with
+        subtraction, ``T = (k^h - 1)/2``, ``h (k^2 - 1) / (4k (1 - k^-h))``)
+        and Claim 1 (even k, ``T = k (k^h - 1) / (2 (k-1))``, the exact
+        ``c_h / T`` of its recursion, ``~ kh / (4 (1 - k^-h))``).
 
         Parameters
         ----------
@@ -514,15 +700,17 @@ class _TreeCounter(ContinualCounter):
         O(log(steps)^2) integer operations.
         """
         steps = self.horizon if steps is None else check_int(steps, "steps", 1, self.horizon)
-        return float(Fraction(self._path_weight_sum(steps), steps)) * discrete_laplace_variance(self._scale)
+        terms = weight_sum(steps, self.k, int(self._state.low))
+        return float(Fraction(terms, steps)) * discrete_laplace_variance(self._scale)
 
     def error_bound(self, beta, releases=None):
         """An integer bound on the error of all releases, holding with probability >= 1 - beta.
 
-        Each release's error is a sum of at most ``L`` independent discrete
-        Laplace terms of scale b = h/epsilon (``L = h`` for the binary tree,
-        ``h (k-1)/2`` for Algorithm 2).  A Chernoff bound on that sum, with
-        the exact moment generating function
+        Each release's error is a sum of at most ``L = h * high``
+        independent discrete Laplace terms of scale b = h/epsilon, ``high``
+        the largest digit (``k - 1`` for Algorithm 1, ``(k-1)/2`` for odd k
+        and ``k/2`` for even k with subtraction, 1 for the binary tree).  A
+        Chernoff bound on that sum, with the exact moment generating function
         ``M(s) = (1-q)^2 / ((1-q e^s)(1-q e^-s))``, ``q = e^{-1/b}``, and a union
         bound over ``releases`` releases and both signs gives the smallest
         integer ``a`` with ``2 * releases * min_s e^{-s a} M(s)^L <= beta``
@@ -553,12 +741,7 @@ class _TreeCounter(ContinualCounter):
         return max(1, math.ceil(t))
 
     def _max_path_length(self):
-        m = 1 if self.k == 2 else (self.k - 1) // 2
-        return self.height * m
-
-    @abc.abstractmethod
-    def _path_weight_sum(self, steps):
-        """Sum over t = 1..steps of the number of noise terms in release t (exact int)."""
+        return self.height * int(self._state.high)
 
     # ----------------------------------------------------------- checkpoints
     def _encode(self):
@@ -568,39 +751,57 @@ class _TreeCounter(ContinualCounter):
             "version": STATE_VERSION,
             "horizon": self.horizon,
             "k": self.k,
+            "max_item": self._max_item,
             "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
             "time": self.time,
             "prefix": int(s.prefix),
             "noise": int(s.noise),
             "rng": self._rng._to_state(),
         }
+        meta.update(self._extra_meta())
+        pool = np.frombuffer(ffi.buffer(self._pool), dtype=np.int64, count=s.pool_capacity)
         arrays = {
             "digits": np.frombuffer(ffi.buffer(self._digits), dtype=np.int32, count=s.height).astype(np.int64),
             "slots": np.frombuffer(ffi.buffer(self._slots), dtype=np.int64, count=s.capacity).copy(),
+            "pool": pool[s.pool_next:s.pool_end].copy(),
         }
         return meta, arrays
 
+    def _extra_meta(self):
+        return {}
+
     @classmethod
-    def _decode(cls, meta, arrays, rng):
+    def _decode(cls, meta, arrays, rng, total=None):
         saved_eps = state_fraction(meta["epsilon"], "epsilon")
-        horizon, eps, k, height, capacity = cls._parameters(meta["horizon"], saved_eps, meta["k"])
-        if eps != saved_eps:
+        subtraction = meta.get("subtraction", cls._release_01_subtraction)
+        max_item = meta.get("max_item") if total is None else None
+        params = cls._parameters(meta["horizon"], saved_eps, meta["k"], subtraction, max_item, total)
+        if params[1] != saved_eps:
             raise FormatError(f"state epsilon {saved_eps} is not one this class produces")
         obj = cls.__new__(cls)
-        obj._init(horizon, eps, k, height, capacity, rng)
+        obj._init(params, rng)
         s = obj._state
         digits = int64_array(arrays["digits"], "digits", s.height)
         slots = int64_array(arrays["slots"], "slots", s.capacity)
+        pool = int64_array(arrays.get("pool", []), "pool")
         narrow = digits.astype(np.int32)
         if np.any(narrow != digits):
             raise FormatError("state digits are out of range")
+        if len(pool) > s.pool_capacity:
+            raise FormatError(f"state field 'pool' must have at most {s.pool_capacity} entries")
         ffi.memmove(obj._digits, narrow, narrow.nbytes)
         ffi.memmove(obj._slots, slots, slots.nbytes)
-        s.time = check_int(meta["time"], "time", 0, horizon)
+        with rng.native() as p:
+            check(lib.pds_counter_set_pool(s, p, ffi.from_buffer("int64_t[]", pool), len(pool)))
+        s.time = check_int(meta["time"], "time", 0, params[0])
         s.prefix = check_int(meta["prefix"], "prefix", 0, MAX_ITEM)
         s.noise = check_int(meta["noise"], "noise", _INT64.min, _INT64.max)
         if lib.pds_counter_check(s) != lib.PDS_OK:
             raise FormatError("state is inconsistent (digits, time, noise terms or prefix)")
+        # No fill here: a checkpoint of this release holds a pool already
+        # (the counter refills after every release), and drawing now would
+        # put the loader's randomness into the state; a release 0.1 state
+        # (no pool) fills at its first update (counters.c, case (c)).
         return obj
 
     def __repr__(self):
@@ -615,25 +816,30 @@ class BinaryTreeCounter(_TreeCounter):
     the root, so each item is in h used nodes and every node gets discrete
     Laplace noise of scale h/epsilon.  The release at t sums the noise of one
     node per 1-bit of t: its mean variance over t is ``mean popcount(t) * Var``.
+    The same mechanism as ``KaryTreeCounter(k=2)``.
 
     Parameters
     ----------
     horizon : int
-        Maximum number of updates T, 1 <= T < 2**63.
+        Maximum number of updates T, 1 <= T <= 2**62 // max_item.
     epsilon : float or Fraction
         Privacy parameter (> 0); the exact rational used is
         :attr:`epsilon` (rounded down).
+    max_item : int, optional
+        Public bound on every item, ``1 <= max_item <= 2**62 // horizon``
+        (the default): an update raises only for an item outside
+        ``[0, max_item]``, never because of the data before it.
     rng : Rng, optional
         Randomness; default a fresh OS-seeded Rng.  Seeds are for tests and
         benchmarks only.
     budget : Budget, optional
-        Charged ``epsilon`` after the arguments are validated and before any
+        Charged ``epsilon`` after every argument is validated and before any
         noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
 
     Notes
     -----
-    State O(log T); one noise draw per update.  See the module docstring for
-    the neighbouring relation.
+    State O(log T); one noise term per update.  See the module docstring
+    for the neighbouring relation, when updates raise, timing and threads.
 
     References
     ----------
@@ -650,79 +856,109 @@ class BinaryTreeCounter(_TreeCounter):
 
     _kind = "BinaryTreeCounter"
     _record_kind = "binary_tree_counter"
+    _release_01_subtraction = False
 
-    def __init__(self, *, horizon, epsilon, rng=None, budget=None):
-        super().__init__(horizon=horizon, epsilon=epsilon, k=2, rng=rng, budget=budget)
+    def __init__(self, *, horizon, epsilon, max_item=None, rng=None, budget=None):
+        super().__init__(horizon=horizon, epsilon=epsilon, k=2, subtraction=False, max_item=max_item,
+                         rng=rng, budget=budget)
 
     @classmethod
-    def _check_fanout(cls, k):
-        return check_int(k, "k", 2, 2)
-
-    def _path_weight_sum(self, steps):
-        return _binary_weight_sum(steps)
+    def _check_fanout(cls, k, subtraction):
+        return check_int(k, "k", 2, 2), check_bool(subtraction, "subtraction")
 
 
 class KaryTreeCounter(_TreeCounter):
-    """k-ary tree mechanism with subtraction (Algorithm 2 of [APT]), pure epsilon-DP.
+    """k-ary tree mechanism, with subtraction (Algorithm 2 of [APT]) or without (Algorithm 1).
 
-    The time t is written with offset base-k digits in [-(k-1)/2, (k-1)/2]
-    on ``h = ceil(log_k(2T))`` levels; the release at t is the true prefix
-    sum plus one noise term per unit of digit (Algorithm 2 lines 8-13), each
-    discrete Laplace of scale h/epsilon, drawn lazily and kept only while in
-    use.  For T = (k^h - 1)/2 the mean variance is
-    ``a_T * Var`` with ``a_T = h (k^2 - 1) / (4k (1 - k^-h))`` (Lemma 4.7).
+    The time t is written with h digits in base k, one noise term of scale
+    h/epsilon per unit of digit; each term is discrete Laplace, kept only
+    while in use.  Every item lies in exactly h used tree nodes (never the
+    root), so the whole sequence of releases is epsilon-DP.
+
+    * ``subtraction=True`` (default), odd k: offset digits in
+      ``[-(k-1)/2, (k-1)/2]`` on ``h = ceil(log_k(2T))`` levels; at
+      ``T = (k^h - 1)/2`` the MSE is ``a_T * Var`` with
+      ``a_T = h (k^2 - 1) / (4k (1 - k^-h))`` (Lemma 4.7); the leading
+      constant ``k (1 - 1/k^2) / (2 log2(k)^3)`` is smallest at k = 19,
+      0.1236 (Corollary 4.9).
+    * ``subtraction=True``, even k: digits ``[-k/2 + 1, k/2]``; the least h
+      with ``T <= k (k^h - 1) / (2 (k-1))`` (Definition A.5); the MSE at that
+      ``T`` is Claim 1's ``c_h / T * Var``, ``~ k h^3 / (2 eps^2)``; the
+      constant ``k / (2 log2(k)^3)`` is smallest at k = 20, 0.1238
+      (Corollary A.7).  k = 2 gives digits {0, 1}: the binary tree.
+    * ``subtraction=False``: standard digits ``[0, k-1]`` on
+      ``h = ceil(log_k(T + 1))`` levels (Algorithm 1); at ``T = k^h - 1`` the
+      MSE is ``(k-1) h^3 / (eps^2 (1 - k^-h))`` with the paper's Laplace
+      variance (Lemma 3.5), ``h (k-1) / (2 (1 - k^-h)) * Var`` here; the
+      constant ``(k-1) / log2(k)^3`` is smallest at k = 17, 0.234
+      (Theorem 3.7).
+
+    :meth:`mean_squared_error` is exact for every T.
 
     Parameters
     ----------
     horizon : int
-        Maximum number of updates T, 1 <= T < 2**63.
+        Maximum number of updates T, 1 <= T <= 2**62 // max_item.
     epsilon : float or Fraction
         Privacy parameter (> 0); the exact rational used is :attr:`epsilon`.
     k : int
-        Odd fanout, 3 <= k <= 65535 (19 minimises the asymptotic error,
-        Corollary 4.9).  Even k (Appendix A.3) is not implemented.
+        Fanout, 2 <= k <= 65535 (19 minimises the error, Corollary 4.9).
+    subtraction : bool
+        Offset digits (Algorithm 2, Appendix A.3 for even k) or standard
+        digits (Algorithm 1).
+    max_item : int, optional
+        Public bound on every item, ``1 <= max_item <= 2**62 // horizon``
+        (the default): an update raises only for an item outside
+        ``[0, max_item]``, never because of the data before it.
     rng : Rng, optional
         Randomness; default a fresh OS-seeded Rng.  Seeds are for tests and
         benchmarks only.
     budget : Budget, optional
-        Charged ``epsilon`` after the arguments are validated and before any
+        Charged ``epsilon`` after every argument is validated and before any
         noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
 
     Notes
     -----
-    State O(k log_k T) (Lemma 4.12); O(1) amortised noise draws and time per
-    update, the noise sum being updated incrementally (Lemma 4.14).
+    State O(k log_k T) (Lemma 4.12); O(1) amortised noise terms and time per
+    update, the noise sum being updated incrementally (Lemma 4.14).  See
+    the module docstring for the neighbouring relation, when updates raise,
+    timing and threads.
 
     References
     ----------
-    .. [APT] Andersson, Pagh, Torkamani, Algorithm 2, Lemmas 4.5, 4.7, 4.12, 4.14.
+    .. [APT] Andersson, Pagh, Torkamani, Algorithm 1, Lemma 3.5, Theorem
+       3.7; Algorithm 2, Lemmas 4.5, 4.7, 4.12, 4.14, Corollary 4.9;
+       Appendix A.3, Definition A.5, Claim 1, Corollary A.7.
 
     Examples
     --------
     >>> from pydp_synopsis.noise import Rng
     >>> c = KaryTreeCounter(horizon=1000, epsilon=1.0, k=19, rng=Rng(7))
-    >>> c.height, c.k
-    (3, 19)
+    >>> c.height, c.k, c.subtraction
+    (3, 19, True)
+    >>> KaryTreeCounter(horizon=1000, epsilon=1.0, k=20, rng=Rng(7)).height
+    3
+    >>> KaryTreeCounter(horizon=1000, epsilon=1.0, k=17, subtraction=False, rng=Rng(7)).height
+    3
     """
 
     _kind = "KaryTreeCounter"
     _record_kind = "kary_tree_counter"
 
-    def __init__(self, *, horizon, epsilon, k=19, rng=None, budget=None):
-        super().__init__(horizon=horizon, epsilon=epsilon, k=k, rng=rng, budget=budget)
+    def __init__(self, *, horizon, epsilon, k=19, subtraction=True, max_item=None, rng=None, budget=None):
+        super().__init__(horizon=horizon, epsilon=epsilon, k=k, subtraction=subtraction,
+                         max_item=max_item, rng=rng, budget=budget)
 
     @classmethod
-    def _check_fanout(cls, k):
-        k = check_int(k, "k", 2, MAX_FANOUT)  # 2 is then refused as even
-        if k % 2 == 0:
-            raise ParameterError(
-                f"k must be odd (offset digits need a symmetric range; even k, Appendix A.3, "
-                f"is not implemented), got {k}"
-            )
-        return k
+    def _check_fanout(cls, k, subtraction):
+        return check_int(k, "k", 2, MAX_FANOUT), check_bool(subtraction, "subtraction")
 
-    def _path_weight_sum(self, steps):
-        return _offset_weight_sum(steps, self.k)
+    def _extra_meta(self):
+        return {"subtraction": self.subtraction}
+
+    def __repr__(self):
+        return (f"KaryTreeCounter(horizon={self.horizon}, epsilon={self._epsilon}, k={self.k}, "
+                f"subtraction={self.subtraction}, time={self.time})")
 
 
 for _cls in (BinaryTreeCounter, KaryTreeCounter):

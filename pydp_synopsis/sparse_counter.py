@@ -1,25 +1,30 @@
 """Counter for sparse streams: an online partition feeding a tree counter.
 
 :class:`SparseStreamCounter` (DNRR section 3.1, Theorem 3.1) answers like
-the tree counters of :mod:`pydp_synopsis.counters` but its error grows with
-the number of non-zero items rather than with the stream length, and
-:meth:`~SparseStreamCounter.update_sparse` costs O(#items + #seals) whatever
-the horizon.  See the README section "Continual counters".
+the tree counters of :mod:`pydp_synopsis.counters`; with ``max_items`` (a
+public bound n on the stream's total weight) its inner counter runs over at
+most n + 1 segments, so its error grows with log D (the open segment) plus
+polylog n, whatever the horizon D.
+:meth:`~SparseStreamCounter.update_sparse` costs O(#items + #seals)
+whatever the horizon.  See the README section "Continual counters".
 
 Checkpoint record
 -----------------
 The one state format of :mod:`pydp_synopsis.counters` (``to_state()`` is its
-JSON view, ``ps.save`` writes it), release 0.1's version 1:
+JSON view, ``ps.save`` writes it), release 0.1's version 1; ``max_items``
+and the inner counter's ``pool`` are optional (absent: release 0.1's
+behaviour, no bound and no pool):
 
 ==================== ==========================================================
 ``kind``             ``"SparseStreamCounter"``
 ``version``          1
 ``epsilon``          ``[numerator, denominator]`` of the exact total epsilon
 ``partition_share``  ``[numerator, denominator]``
+``max_items``        the public bound on the total weight, or absent (None)
 ``total``            true prefix sum of the items fed (secret)
 ``partition``        :meth:`OnlinePartition.to_state` without ``ends`` (secret)
 ``inner``            the inner counter's record without its arrays (secret)
-``horizon``          derived: the inner counter's horizon
+``horizon``          derived: the stream length D (the partition's size)
 ``beta``             derived: twice the partition's beta
 ``counter``          derived: ``"kary"`` or ``"binary"``, the inner counter's class
 ``sealed_total``     derived: the inner counter's true prefix sum
@@ -28,6 +33,7 @@ JSON view, ``ps.save`` writes it), release 0.1's version 1:
 ``ends``             array: the partition's segment ends
 ``digits``           array: the inner counter's digits
 ``slots``            array: the inner counter's noise terms (secret)
+``pool``             array: the inner counter's pre-drawn noise terms (secret)
 ==================== ==========================================================
 
 The derived fields are written so that release 0.1 reads the files too, and
@@ -40,6 +46,7 @@ References
    ASIACRYPT 2015: section 3.1, Theorem 3.1; Fig. 1 and Theorem 2.1.
 """
 import math
+import threading
 
 import numpy as np
 
@@ -49,17 +56,38 @@ from .counters import (MAX_HORIZON, STATE_VERSION, BinaryTreeCounter, ContinualC
                        int64_array, state_fraction)
 from .errors import DomainError, FormatError, HorizonError
 from .params import check_beta, check_choice, check_int, check_share, exact_epsilon, split_epsilon
-from .partition import OnlinePartition
+from .partition import OnlinePartition, fig1_threshold
 from .rng import resolve_rng
 
 __all__ = ["SparseStreamCounter"]
 
-#: Largest true prefix sum: the online partition keeps a segment's count
-#: below 2**61 (a limit of the C core, retyped here).
-MAX_TOTAL = 2**61 - 1
+#: Largest total weight of a stream (the bound when ``max_items`` is None).
+#: The online partition refuses a segment whose float64 count estimate
+#: reaches 2**61; totals of at most 2**60 keep every such estimate (rounding
+#: included) far below it, so only this exact integer bound decides.
+MAX_TOTAL = 2**60
 
-_COUNTERS = {"kary": KaryTreeCounter, "binary": BinaryTreeCounter}
-_COUNTER_NAMES = {cls: name for name, cls in _COUNTERS.items()}
+#: Fig. 1's threshold factor (the one OnlinePartition uses).
+_FIG1_FACTOR = 3.0
+#: The inner counters: (class, k, subtraction).
+_COUNTERS = {"kary": (KaryTreeCounter, 19, True), "binary": (BinaryTreeCounter, 2, False)}
+_COUNTER_NAMES = {spec[0]: name for name, spec in _COUNTERS.items()}
+#: Exact sums below: split int64 items into 31-bit halves, sum at most 2**31 at a time.
+_HALF = 31
+_CHUNK = 1 << 31
+
+
+def _exact_sum(w):
+    """Exact sum (a Python int) of non-negative int64 values, vectorised.
+
+    Each half of a value is below 2**32, so a chunk of at most 2**31 halves
+    sums below 2**63 in int64: no overflow, no rounding.
+    """
+    total = 0
+    for start in range(0, len(w), _CHUNK):
+        part = w[start:start + _CHUNK]
+        total += (int((part >> _HALF).sum()) << _HALF) + int((part & ((1 << _HALF) - 1)).sum())
+    return total
 
 
 class SparseStreamCounter(ContinualCounter):
@@ -70,9 +98,18 @@ class SparseStreamCounter(ContinualCounter):
     the current segment; each sealed segment's true count is fed to an inner
     tree counter (the rest of the budget) as one item.  The release between
     two seals is the inner counter's last release (0 before the first
-    seal).  The error is at most the weight of the open segment plus the
-    inner counter's error, so it grows like ``log D + polylog(n)`` for a
-    stream of weight n rather than ``polylog(D)``.
+    seal).
+
+    Error (:meth:`error_bound`, rigorous): the weight of the open segment,
+    at most ``W = T + 2(k - 1) = O((log D + log(1/beta)) / epsilon)`` w.p.
+    ``1 - beta/2`` (:meth:`interior_weight_bound`), plus the inner counter's
+    error.  With ``max_items = n`` the inner counter has horizon ``n + 1``
+    and height ``h = O(log n)``: its error is a sum of at most ``h (k-1)/2``
+    noise terms of scale ``h / epsilon_counter``, so the maximum over all
+    releases is ``O((log D + log^2 n * log(n/beta)) / epsilon)`` -- Theorem
+    3.1.  Without ``max_items`` the inner counter's horizon is D (a segment
+    could end at every position), ``h = ceil(log_19(2D))``, and its error
+    grows with ``log D`` too (polylog D, like a tree counter over D).
 
     Parameters
     ----------
@@ -89,34 +126,72 @@ class SparseStreamCounter(ContinualCounter):
     partition_share : float or Fraction
         Fraction of epsilon given to the partition, in (0, 1); default 1/2
         as in the proof of Theorem 3.1.
+    max_items : int, optional
+        Public bound n on the stream's total weight (the number of items),
+        1 <= n <= 2**60.  The inner counter then runs over at most n + 1
+        segments instead of D.  None (the default): the bound is 2**60
+        (:data:`MAX_TOTAL`) and the inner counter's horizon is D, as in
+        release 0.1 (same seeded releases).
     rng : Rng, optional
         Randomness (default a fresh OS-seeded Rng); seeds for tests only.
     budget : Budget, optional
-        Charged ``epsilon`` after the arguments are validated and before any
-        noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
+        Charged ``epsilon`` after every argument is validated (the noise
+        scale limits of both parts included) and before any noise is drawn
+        (sequential composition, see :class:`~pydp_synopsis.Budget`).
+
+    Raises
+    ------
+    HorizonError
+        From :meth:`update_many` / :meth:`update_sparse` when more segments
+        seal than the inner counter's horizon ``n + 1`` allows (only with
+        ``max_items``).  For a stream within its bound this has probability
+        at most ``beta sqrt(beta / 2D) <= beta/2`` (Notes).  Nothing of that
+        update is released and the counter is spent: every later update and
+        :meth:`to_state` raise.  Retrying with fresh noise would condition
+        the partition on not failing, so the counter never retries.
 
     Notes
     -----
-    Neighbouring streams differ by one unit at one position.  The
-    partition is epsilon_partition-DP (Theorem 2.1); given the partition,
-    one unit changes one segment count by one, so the inner counter is
-    epsilon_counter-DP; by composition the releases are epsilon-DP.  The
-    inner counter's horizon is D (a segment can end at every position).
+    *Privacy.*  Neighbouring streams differ by one unit at one position,
+    both within the public bounds.  The partition is epsilon_partition-DP
+    (Theorem 2.1); given the partition, one unit changes one segment count
+    by one, so the inner counter is epsilon_counter-DP; by composition the
+    releases are epsilon-DP.  Failing when too many segments seal is a
+    function of the released partition: post-processing, no privacy cost.
 
-    What the counter keeps: the inner counter, the online partition, the
-    exact ``epsilon`` and ``partition_share`` (the parts' budgets are
-    rounded down, so neither can be recovered from them) and the true
+    *When an update raises.*  Only for public reasons or an input outside
+    its declared public range: a position or time outside the horizon, an
+    item outside ``[0, max_item]``, or a total weight above ``max_items``
+    (default 2**60), compared exactly in integers (a stream above its
+    declared bound is not an input the guarantee covers, like a negative
+    item).  Messages name the argument and its range, never a data value.
+    The one random failure is the spent counter above.
+
+    *At most n + 1 seals (with max_items = n).*  A position seals iff
+    ``count + nu > T + Z`` (Fig. 1, ``nu`` its noise, ``Z`` its segment's
+    threshold noise, both discrete Laplace of scale 1/epsilon_partition).
+    If no position before the last seals an empty segment, every sealed
+    segment but the last holds at least one unit of weight, so at most n
+    segments seal before the final seal at D: n + 1 in all.  An empty
+    segment seals at a position iff ``nu - Z >= T + 1``; with
+    ``u = ceil(T/2)``, this needs ``nu >= u`` or ``Z <= -(T - u + 1)``, each
+    of probability at most ``e^{-epsilon T / 2}``.  A union over the
+    ``D - 1`` positions before the last and the ``<= D`` thresholds gives
+    at most ``2D e^{-epsilon T/2}``, and the threshold
+    ``T >= 3 (ln D + ln(2/beta)) / epsilon`` (the partition runs at beta/2)
+    makes that at most ``2D (beta/2D)^{3/2} = beta sqrt(beta/2D)``, which
+    is at most beta/2 for D >= 2 (D = 1 has no position before the last).
+    :meth:`empty_seal_probability` computes the union bound itself.
+
+    *What the counter keeps*: the inner counter, the online partition, the
+    exact ``epsilon`` and ``partition_share``, ``max_items`` and the true
     prefix sum of the items fed.  That sum is the inner counter's prefix
     plus the open segment's count, which the partition exposes only inside
-    :meth:`~pydp_synopsis.OnlinePartition.to_state` (a copy of every
-    segment end, O(#segments) per read); keeping it makes every update O(1)
-    amortised, and a restored checkpoint must agree with both parts.
-    Everything else is read from the parts: the horizon and
-    :attr:`epsilon_counter` from the inner counter, :attr:`time`,
-    :attr:`beta` (twice the partition's) and :attr:`epsilon_partition` from
-    the partition, :attr:`release` (the inner counter's last release),
-    :attr:`segments` and the sealed total (the inner counter's time and
-    true prefix sum), :attr:`counter` (the inner counter's class).
+    :meth:`~pydp_synopsis.OnlinePartition.to_state` (O(#segments) per
+    read); keeping it makes every update O(1) amortised, and a restored
+    checkpoint must agree with both parts.  Everything else is read from
+    the parts.  Threads, copies and pickling: as for the tree counters
+    (:mod:`pydp_synopsis.counters`).
 
     References
     ----------
@@ -128,7 +203,7 @@ class SparseStreamCounter(ContinualCounter):
     Examples
     --------
     >>> from pydp_synopsis.noise import Rng
-    >>> c = SparseStreamCounter(horizon=2**62, epsilon=1.0, rng=Rng(3))
+    >>> c = SparseStreamCounter(horizon=2**62, epsilon=1.0, max_items=3, rng=Rng(3))
     >>> times, values = c.update_sparse([10, 2**40, 2**61], until=2**62)
     >>> c.time == 2**62 and int(times[-1]) == 2**62
     True
@@ -136,51 +211,69 @@ class SparseStreamCounter(ContinualCounter):
 
     _kind = "SparseStreamCounter"
     _record_kind = "sparse_stream_counter"
-    _array_places = {"ends": ("partition",), "digits": ("inner",), "slots": ("inner",)}
+    _array_places = {"ends": ("partition",), "digits": ("inner",), "slots": ("inner",),
+                     "pool": ("inner",)}
+    _optional_arrays = frozenset({"pool"})
 
-    def __init__(self, *, horizon, epsilon, beta=0.05, counter="kary", partition_share=0.5, rng=None,
-                 budget=None):
-        horizon, eps, beta, counter, share, eps_p, eps_c = self._parameters(
-            horizon, epsilon, beta, counter, partition_share)
+    def __init__(self, *, horizon, epsilon, beta=0.05, counter="kary", partition_share=0.5, max_items=None,
+                 rng=None, budget=None):
+        horizon, eps, beta, counter, share, max_items, eps_p, inner_params = self._parameters(
+            horizon, epsilon, beta, counter, partition_share, max_items)
         rng = resolve_rng(rng, "rng")
         charge(budget, eps, f"SparseStreamCounter(horizon={horizon})")  # before any noise
         # Build both before keeping either: no half-built object on error.
-        inner = _COUNTERS[counter](horizon=horizon, epsilon=eps_c, rng=rng)
+        inner = _COUNTERS[counter][0]._inner(inner_params, rng)
         partition = OnlinePartition(size=horizon, epsilon=eps_p, beta=beta / 2, rng=rng)
-        self._init(eps, share, inner, partition, 0)
+        self._init(eps, share, max_items, inner, partition, 0)
 
     @staticmethod
-    def _parameters(horizon, epsilon, beta, counter, partition_share):
-        """Checked ``(horizon, epsilon, beta, counter, share, eps_p, eps_c)``; no side effect."""
+    def _parameters(horizon, epsilon, beta, counter, partition_share, max_items):
+        """Every check, the parts' included; no side effect.
+
+        Returns ``(horizon, epsilon, beta, counter, share, max_items,
+        eps_p, inner_params)``, ``inner_params`` the inner counter's checked
+        parameters (its horizon, ``eps_c``, and the total bound it relies on).
+        """
         horizon = check_int(horizon, "horizon", 1, MAX_HORIZON)
-        eps = exact_epsilon(epsilon, "epsilon")
-        beta = check_beta(beta, "beta")
+        eps = exact_epsilon(epsilon)
+        beta = check_beta(beta)
         counter = check_choice(counter, "counter", _COUNTERS)
         share = check_share(partition_share, "partition_share")
+        if max_items is not None:
+            max_items = check_int(max_items, "max_items", 1, MAX_TOTAL)
         # Each part is rounded down to a bounded rational: they sum to <= eps.
         eps_p, eps_c = split_epsilon(eps, share, ("epsilon * partition_share",
                                                   "epsilon * (1 - partition_share)"))
-        return horizon, eps, beta, counter, share, eps_p, eps_c
+        fig1_threshold(horizon, eps_p, beta / 2, _FIG1_FACTOR)  # the partition's threshold fits
+        cls, k, subtraction = _COUNTERS[counter]
+        inner_horizon = horizon if max_items is None else min(horizon, max_items + 1)
+        bound = MAX_TOTAL if max_items is None else max_items
+        inner_params = cls._parameters(inner_horizon, eps_c, k, subtraction, None, total=bound)
+        return horizon, eps, beta, counter, share, max_items, eps_p, inner_params
 
-    def _init(self, eps, share, inner, partition, total):
+    def _init(self, eps, share, max_items, inner, partition, total):
         """The one constructor (``__init__`` and the decoder); see the class
         Notes for why these and only these are kept."""
+        self._lock = threading.RLock()
         self._epsilon = eps
         self._share = share
+        self._max_items = max_items
         self._inner = inner
         self._partition = partition
         self._total = total
+        self._spent = False
 
     # ------------------------------------------------------------ properties
     @property
     def horizon(self):
-        """Stream length D (the inner counter's horizon)."""
-        return self._inner.horizon
+        """Stream length D (the partition's size)."""
+        return self._partition.size
 
     @property
     def time(self):
         """Number of items processed so far (the partition's position)."""
-        return self._partition.position
+        with self._lock:
+            return self._partition.position
 
     @property
     def epsilon(self):
@@ -191,6 +284,16 @@ class SparseStreamCounter(ContinualCounter):
     def partition_share(self):
         """The exact share of :attr:`epsilon` asked for the partition (Fraction)."""
         return self._share
+
+    @property
+    def max_items(self):
+        """The public bound on the total weight given, or None (then 2**60, inner horizon D)."""
+        return self._max_items
+
+    @property
+    def max_item(self):
+        """Public bound on every item: the total weight bound (``max_items``, default 2**60)."""
+        return MAX_TOTAL if self._max_items is None else self._max_items
 
     @property
     def epsilon_partition(self):
@@ -213,14 +316,21 @@ class SparseStreamCounter(ContinualCounter):
         return _COUNTER_NAMES[type(self._inner)]
 
     @property
+    def inner_horizon(self):
+        """Horizon of the inner counter: ``min(D, max_items + 1)``, or D without ``max_items``."""
+        return self._inner.horizon
+
+    @property
     def release(self):
         """The value currently released (the last seal's noisy prefix sum, 0 before any)."""
-        return self._inner.release
+        with self._lock:
+            return self._inner.release
 
     @property
     def segments(self):
         """Number of sealed segments (items fed to the inner counter)."""
-        return self._inner.time
+        with self._lock:
+            return self._inner.time
 
     @property
     def seal_times(self):
@@ -229,7 +339,8 @@ class SparseStreamCounter(ContinualCounter):
         The release changes only at these times; they are released (the
         ``times`` of :meth:`update_sparse`).  O(#segments).
         """
-        return self._partition.segments.astype(np.int64) + 1
+        with self._lock:
+            return self._partition.segments.astype(np.int64) + 1
 
     @property
     def threshold(self):
@@ -237,26 +348,35 @@ class SparseStreamCounter(ContinualCounter):
         return self._partition.threshold
 
     # --------------------------------------------------------------- updates
+    def _check_live(self):
+        if self._spent:
+            raise HorizonError(f"this counter is spent: more segments sealed than its inner horizon "
+                               f"max_items + 1 = {self._inner.horizon} allows; it makes no further "
+                               f"release (start a new counter with a new budget)")
+
+    def _check_total(self, w, name):
+        """The stream's total weight stays within its public bound (exact integers)."""
+        if w.size and self._total + _exact_sum(w) > self.max_item:
+            which = "max_items" if self._max_items is not None else "2**60 (the bound without max_items)"
+            raise DomainError(f"{name} would make the stream's total weight exceed its public bound "
+                              f"{self.max_item} ({which})")
+
     def _seal(self, seal_times, item_times, item_cum):
         """Feed the sealed segments' true counts to the inner counter.
 
         ``item_cum[i]`` is the true prefix sum after the item at
         ``item_times[i]`` (both increasing, covering the batch), so the
         prefix at a seal is the last entry at or before it (the total before
-        the batch for a seal before its first item).
+        the batch for a seal before its first item).  If the seals do not
+        fit the inner horizon the counter is spent and nothing is released.
         """
+        if len(seal_times) > self._inner.horizon - self._inner.time:
+            self._spent = True
+            self._check_live()
         idx = np.searchsorted(item_times, seal_times, side="right")
         prefix_at = np.concatenate([[self._total], item_cum]).astype(np.int64)[idx]
         counts = np.diff(prefix_at, prepend=self._inner.true_prefix_sum)
         return self._inner.update_many(counts)
-
-    def _check_total(self, xs, name):
-        # The partition keeps a segment's count below 2**61; the whole prefix
-        # staying below it keeps every segment below it.  The float sum is a
-        # fast filter; near the limit the sum is redone exactly.
-        if xs.size and float(xs.sum(dtype=np.float64)) + self._total > MAX_TOTAL * 0.999:
-            if sum(int(v) for v in xs) + self._total > MAX_TOTAL:
-                raise DomainError(f"{name} would make the prefix sum exceed 2**61 - 1")
 
     def update_many(self, xs):
         """Feed a dense batch of items; return the release after each one.
@@ -274,25 +394,30 @@ class SparseStreamCounter(ContinualCounter):
         Raises
         ------
         HorizonError
-            If the batch would go past the horizon (nothing is consumed).
+            If the batch would go past the horizon (nothing is consumed), or
+            the counter is spent (class docstring: nothing is released).
         DomainError
-            For a negative item or a prefix sum above 2**61 - 1 (nothing is consumed).
+            For a negative item or a total weight above the public bound
+            (nothing is consumed).
 
         Notes
         -----
         O(len(xs)) numpy work, one partition call and one counter call.
+        Holds the counter's lock.
         """
-        xs = self._items(xs, "xs")
-        self._check_total(xs, "xs")
-        start, before = self.time, self.release
-        seals = self._partition.feed(xs).astype(np.int64) + 1  # 1-based times
-        times = np.arange(start + 1, start + len(xs) + 1, dtype=np.int64)
-        cum = self._total + np.cumsum(xs)
-        releases = self._seal(seals, times, cum)
-        if len(xs):
-            self._total = int(cum[-1])
-        idx = np.searchsorted(seals, times, side="right")
-        return np.concatenate([[before], releases]).astype(np.int64)[idx]
+        with self._lock:
+            self._check_live()
+            xs = self._items(xs, "xs")
+            self._check_total(xs, "xs")
+            start, before = self.time, self.release
+            seals = self._partition.feed(xs).astype(np.int64) + 1  # 1-based times
+            times = np.arange(start + 1, start + len(xs) + 1, dtype=np.int64)
+            cum = self._total + np.cumsum(xs)
+            releases = self._seal(seals, times, cum)
+            if len(xs):
+                self._total = int(cum[-1])
+            idx = np.searchsorted(seals, times, side="right")
+            return np.concatenate([[before], releases]).astype(np.int64)[idx]
 
     def update_sparse(self, positions, weights=None, until=None):
         """Feed a stream given by its non-zero items; return the release as a step function.
@@ -315,52 +440,64 @@ class SparseStreamCounter(ContinualCounter):
             there; between them the release stays constant (:attr:`release`
             before the first).
 
+        Raises
+        ------
+        TypeError, DomainError
+            Bad positions, weights or ``until`` (nothing is consumed); the
+            messages give the allowed ranges, never the values.
+        HorizonError
+            ``until`` past the horizon (nothing is consumed), or the counter
+            is spent (class docstring: nothing is released).
+
         Notes
         -----
         O(#items + #seals), independent of the horizon: one partition call
         (:meth:`~pydp_synopsis.OnlinePartition.feed_sparse`, which skips the
-        gaps between items exactly) and one inner counter call.
+        gaps between items exactly) and one inner counter call.  Holds the
+        counter's lock.
         """
-        pos = np.asarray(positions)
-        if pos.size == 0 and pos.ndim == 1:
-            pos = pos.astype(np.int64)
-        if pos.dtype.kind not in "iu":
-            raise TypeError(f"positions must hold integers, got dtype {pos.dtype}")
-        if pos.ndim != 1:
-            raise DomainError(f"positions must be one-dimensional, got shape {pos.shape}")
-        if weights is None:
-            w = np.ones(len(pos), dtype=np.int64)
-        else:
-            w = self._items(weights, "weights", room=False)
-            if w.shape != pos.shape:
-                raise DomainError(f"weights must have the shape of positions {pos.shape}, got {w.shape}")
-        self._check_total(w, "weights")
-        start, horizon = self.time, self.horizon
-        if pos.size:
-            if int(pos.min()) <= start or int(pos.max()) > horizon:
-                raise DomainError(f"positions must be in [{start + 1}, {horizon}] (after time "
-                                  f"{start}, within the horizon), got [{pos.min()}, {pos.max()}]")
-            pos = pos.astype(np.int64)
-            if np.any(pos[1:] < pos[:-1]):
-                raise DomainError("positions must be non-decreasing")
-        last = int(pos[-1]) if pos.size else start
-        if until is None:
-            until = last
-        else:
-            until = check_int(until, "until", 0, MAX_HORIZON, DomainError)
-            if until > horizon:
-                raise HorizonError(f"until must be at most the horizon {horizon}, got {until}")
-            if until < last:
-                raise DomainError(f"until must be at least the last position {last} (and the time "
-                                  f"{start}), got {until}")
-        cum = self._total + np.cumsum(w)
-        # One kernel call for the whole batch: it adds the counts at each
-        # item's position and skips the gaps between items exactly.
-        seal_times = self._partition.feed_sparse(pos - 1, w, until - start).astype(np.int64) + 1
-        releases = self._seal(seal_times, pos, cum)
-        if pos.size:
-            self._total = int(cum[-1])
-        return seal_times, releases
+        with self._lock:
+            self._check_live()
+            pos = np.asarray(positions)
+            if pos.size == 0 and pos.ndim == 1:
+                pos = pos.astype(np.int64)
+            if pos.dtype.kind not in "iu":
+                raise TypeError(f"positions must hold integers, got dtype {pos.dtype}")
+            if pos.ndim != 1:
+                raise DomainError(f"positions must be one-dimensional, got shape {pos.shape}")
+            if weights is None:
+                w = np.ones(len(pos), dtype=np.int64)
+            else:
+                w = self._items(weights, "weights", room=False)
+                if w.shape != pos.shape:
+                    raise DomainError(f"weights must have the shape of positions {pos.shape}, got {w.shape}")
+            self._check_total(w, "weights")
+            start, horizon = self.time, self.horizon
+            if pos.size:
+                if int(pos.min()) <= start or int(pos.max()) > horizon:
+                    raise DomainError(f"positions must be in [{start + 1}, {horizon}] (after the time "
+                                      f"{start}, within the horizon)")
+                pos = pos.astype(np.int64)
+                if np.any(pos[1:] < pos[:-1]):
+                    raise DomainError("positions must be non-decreasing")
+            last = int(pos[-1]) if pos.size else start
+            if until is None:
+                until = last
+            else:
+                until = check_int(until, "until", 0, MAX_HORIZON, DomainError)
+                if until > horizon:
+                    raise HorizonError(f"until must be at most the horizon {horizon}, got {until}")
+                if until < last:
+                    raise DomainError(f"until must be at least the last position given (and the "
+                                      f"time {start})")
+            cum = self._total + np.cumsum(w)
+            # One kernel call for the whole batch: it adds the counts at each
+            # item's position and skips the gaps between items exactly.
+            seal_times = self._partition.feed_sparse(pos - 1, w, until - start).astype(np.int64) + 1
+            releases = self._seal(seal_times, pos, cum)
+            if pos.size:
+                self._total = int(cum[-1])
+            return seal_times, releases
 
     # ------------------------------------------------------------- analysis
     def error_bound(self, weight=None):
@@ -379,7 +516,10 @@ class SparseStreamCounter(ContinualCounter):
         seals its segment (and is then counted exactly by the inner
         counter's input) or lies within W, so no bound on the largest item
         is needed.  With probability >= 1 - beta/2 the inner counter's
-        releases are within its :meth:`~KaryTreeCounter.error_bound`.
+        releases, at most its horizon (``max_items + 1`` with
+        ``max_items``), are within its :meth:`~KaryTreeCounter.error_bound`
+        (a spent counter makes no more releases, so the failure of the class
+        docstring costs nothing here).
         Theorem 2.1's constant ``5 (ln D + ln(2/beta)) / epsilon_partition``
         is about ``2 ln 2 / epsilon_partition`` short of W (the union over
         the two noise families) and is proved for distinct items only.
@@ -394,7 +534,7 @@ class SparseStreamCounter(ContinualCounter):
             position and threshold noises, typically far below beta) no
             such seal happens, so at most n + 1 segments are sealed and the
             inner counter's union bound runs over n + 1 releases instead of
-            D at failure probability ``beta/2 - delta0``.  If ``delta0`` is
+            its horizon at failure probability ``beta/2 - delta0``.  If ``delta0`` is
             not below ``beta/4`` the weight is not used.
 
         Returns
@@ -406,11 +546,11 @@ class SparseStreamCounter(ContinualCounter):
         -----
         O(log of the bound).
         """
-        releases, beta_inner = self.horizon, self.beta / 2
+        releases, beta_inner = self._inner.horizon, self.beta / 2
         if weight is not None:
             n = check_int(weight, "weight", 0, MAX_HORIZON)
             delta0 = self.empty_seal_probability()
-            if n + 1 < self.horizon and delta0 < self.beta / 4:
+            if n + 1 < releases and delta0 < self.beta / 4:
                 releases, beta_inner = n + 1, self.beta / 2 - delta0
         open_weight = math.floor(self.interior_weight_bound())
         return open_weight + self._inner.error_bound(beta_inner, releases)
@@ -432,6 +572,8 @@ class SparseStreamCounter(ContinualCounter):
         """Upper bound on P(some position before the last seals an empty segment).
 
         An empty segment seals at a position iff ``nu > T + Z`` (Fig. 1).
+        It also bounds the probability that a counter with ``max_items``
+        is spent (class docstring).
         If every position noise is ``<= u - 1`` and every threshold noise
         ``>= -(T - u + 1)`` that cannot happen; the union over the <= D of
         each, with ``P(X >= j) = a^j / (1 + a)`` (``j >= 0``,
@@ -458,7 +600,10 @@ class SparseStreamCounter(ContinualCounter):
         return min(d * (tail(u) + tail(t - u + 2)) for u in (t // 2 + 1, (t + 1) // 2 + 1))
 
     # ----------------------------------------------------------- checkpoints
+
+    # ----------------------------------------------------------- checkpoints
     def _encode(self):
+        self._check_live()
         part = self._partition.to_state()
         ends = np.asarray(part.pop("ends")).astype(np.int64)  # < 2**63: the horizon is
         inner_meta, inner_arrays = self._inner._encode()
@@ -478,24 +623,29 @@ class SparseStreamCounter(ContinualCounter):
             "release": self.release,
             "rng": inner_meta["rng"],
         }
+        if self._max_items is not None:
+            meta["max_items"] = self._max_items
         return meta, {"ends": ends, **inner_arrays}
 
     @classmethod
     def _decode(cls, meta, arrays, rng):
         eps = state_fraction(meta["epsilon"], "epsilon")
         share = state_fraction(meta["partition_share"], "partition_share")
-        horizon, eps2, beta, counter, share2, eps_p, eps_c = cls._parameters(
-            meta["horizon"], eps, meta["beta"], meta["counter"], share)
-        inner = _COUNTERS[counter]._from_record(
-            meta["inner"], {"digits": arrays["digits"], "slots": arrays["slots"]}, rng=rng)
+        horizon, eps2, beta, counter, share2, max_items, eps_p, inner_params = cls._parameters(
+            meta["horizon"], eps, meta["beta"], meta["counter"], share, meta.get("max_items"))
+        inner_horizon, eps_c, total = inner_params[0], inner_params[1], inner_params[4]
+        inner_arrays = {name: arrays[name] for name in ("digits", "slots", "pool") if name in arrays}
+        inner = _COUNTERS[counter][0]._from_record(meta["inner"], inner_arrays, rng=rng, total=total)
         partition = OnlinePartition.from_state(dict(meta["partition"], ends=int64_array(arrays["ends"], "ends")),
                                                rng=rng)
-        total = check_int(meta["total"], "total", 0, MAX_TOTAL)
-        sealed = check_int(meta["sealed_total"], "sealed_total", 0, MAX_TOTAL)
+        bound = total
+        total = check_int(meta["total"], "total", 0, bound)
+        sealed = check_int(meta["sealed_total"], "sealed_total", 0, bound)
         release = check_int(meta["release"], "release", -math.inf, math.inf)
         obj = cls.__new__(cls)
-        obj._init(eps, share, inner, partition, total)
+        obj._init(eps, share, max_items, inner, partition, total)
         if (eps2 != eps or share2 != share or obj.horizon != horizon or partition.size != horizon
+                or inner.horizon != inner_horizon
                 or obj.epsilon_counter != eps_c or obj.epsilon_partition != eps_p
                 or partition.beta != beta / 2 or len(partition.segments) != obj.segments
                 or sealed != inner.true_prefix_sum or release != obj.release
@@ -505,7 +655,8 @@ class SparseStreamCounter(ContinualCounter):
 
     def __repr__(self):
         return (f"SparseStreamCounter(horizon={self.horizon}, epsilon={self._epsilon}, "
-                f"counter={self.counter!r}, time={self.time}, segments={self.segments})")
+                f"counter={self.counter!r}, max_items={self._max_items}, time={self.time}, "
+                f"segments={self.segments})")
 
 
 persist.register(SparseStreamCounter._record_kind)(SparseStreamCounter._from_record)

@@ -28,7 +28,7 @@ def test_counters_charge_the_budget_only_when_valid():
     ps.KaryTreeCounter(horizon=100, epsilon=0.5, budget=b)
     assert b.spent == Fraction(1, 2)
     with pytest.raises(ps.ParameterError):
-        ps.KaryTreeCounter(horizon=100, epsilon=0.5, k=4, budget=b)  # invalid k: nothing charged
+        ps.KaryTreeCounter(horizon=100, epsilon=0.5, k=1, budget=b)  # invalid k: nothing charged
     assert b.spent == Fraction(1, 2)
     ps.SparseStreamCounter(horizon=100, epsilon=0.25, budget=b)
     with pytest.raises(ps.BudgetError):

@@ -1,14 +1,18 @@
 """Tests of SparseStreamCounter (DNRR section 3.1: online partition + tree counter)."""
 
+import copy
 import json
 import math
 import os
+import pickle
 import stat
+import threading
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
+import pydp_synopsis as ps
 from pydp_synopsis import persist
 from pydp_synopsis import KaryTreeCounter, OnlinePartition, SparseStreamCounter
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
@@ -138,9 +142,11 @@ def test_error_bound_parts(monkeypatch):
         c.error_bound(weight=-1)
 
 
-def test_neighbouring_streams_clopper_pearson():
+@pytest.mark.parametrize("max_items", [None, 1])
+def test_neighbouring_streams_clopper_pearson(max_items):
     """One item at position 1 or not.  The last position always seals, so the
-    final release is x1 + inner noise: the event {final release >= 1}."""
+    final release is x1 + inner noise: the event {final release >= 1}.  With
+    max_items = 1 both streams are within the bound (inner horizon 2)."""
     eps, n = 1.0, 15000
     rng = Rng(6)
     hits = []
@@ -149,9 +155,10 @@ def test_neighbouring_streams_clopper_pearson():
         xs[0] = x1
         count = 0
         for _ in range(n):
-            out = SparseStreamCounter(horizon=4, epsilon=eps, rng=rng).update_many(xs)
+            out = SparseStreamCounter(horizon=4, epsilon=eps, max_items=max_items, rng=rng).update_many(xs)
             count += bool(out[-1] >= 1)
         hits.append(count)
+    assert SparseStreamCounter(horizon=4, epsilon=eps, max_items=max_items).inner_horizon == (max_items or 3) + 1
     assert hits[1] > hits[0]
     assert_dp_ratio(hits[1], n, hits[0], n, eps)
 
@@ -344,3 +351,182 @@ def without_rng(state):
     if "inner" in out:
         out["inner"] = without_rng(out["inner"])
     return out
+
+
+# ------------------------------------------------------------- max_items
+def test_max_items_sets_the_inner_horizon_whatever_d():
+    """DNRR Theorem 3.1: with max_items = n the inner counter runs over
+    min(D, n + 1) segments, so its height and noise do not grow with D."""
+    inner = []
+    for d in (2**20, 2**40, 2**62):
+        c = SparseStreamCounter(horizon=d, epsilon=1.0, max_items=10**4, rng=Rng(1))
+        assert (c.horizon, c.max_items, c.inner_horizon, c.max_item) == (d, 10**4, 10**4 + 1, 10**4)
+        inner.append((c._inner.height, c._inner.noise_scale))
+        without = SparseStreamCounter(horizon=d, epsilon=1.0, rng=Rng(1))
+        assert without.inner_horizon == d and without.max_items is None and without.max_item == 2**60
+        assert c.error_bound() < without.error_bound()
+    assert inner[0] == inner[1] == inner[2]
+    assert SparseStreamCounter(horizon=50, epsilon=1.0, max_items=10**4).inner_horizon == 50
+
+
+def test_max_items_stream_to_the_end_and_checkpoint():
+    xs = random_stream(20000, 300, 21)
+    n = int(xs.sum())
+    c = SparseStreamCounter(horizon=20000, epsilon=NOISELESS, max_items=n, rng=Rng(21))
+    out = c.update_many(xs[:5000])
+    b = SparseStreamCounter.from_state(json.loads(json.dumps(c.to_state())))
+    assert b.max_items == n and b.inner_horizon == n + 1
+    rest = c.update_many(xs[5000:])
+    np.testing.assert_array_equal(b.update_many(xs[5000:]), rest)
+    assert c.release == n and c.segments <= n + 1
+    assert np.all(out <= np.cumsum(xs[:5000]))
+    state = c.to_state()
+    assert state["max_items"] == n and "max_items" not in SparseStreamCounter(
+        horizon=10, epsilon=1.0).to_state()
+    for bad in (dict(state, max_items=0), dict(state, max_items=n + 1), dict(state, max_items=2**61)):
+        with pytest.raises(FormatError):
+            SparseStreamCounter.from_state(json.loads(json.dumps(bad)))
+
+
+@pytest.mark.parametrize("how", ["dense", "sparse"])
+def test_more_seals_than_max_items_allows_spends_the_counter(how, monkeypatch):
+    """If the partition seals more segments than max_items + 1 (an empty
+    seal: probability <= beta sqrt(beta/2D) for a stream within its bound;
+    forced here), the update raises before releasing anything and the
+    counter refuses every later update and checkpoint."""
+    c = SparseStreamCounter(horizon=1000, epsilon=1.0, max_items=3, rng=Rng(22))
+    c.update_sparse([5], until=10)
+    segments, release = c.segments, c.release
+    fake = np.arange(20, 20 + c.inner_horizon - segments + 1, dtype=np.uint64)  # one seal too many
+    if how == "dense":
+        monkeypatch.setattr(c._partition, "feed", lambda counts: fake)
+        call = lambda: c.update_many(np.zeros(100, dtype=np.int64))  # noqa: E731
+    else:
+        monkeypatch.setattr(c._partition, "feed_sparse", lambda pos, cnt, n: fake)
+        call = lambda: c.update_sparse([11], until=200)  # noqa: E731
+    with pytest.raises(HorizonError, match="spent.*max_items \\+ 1 = 4"):
+        call()
+    assert c.segments == segments and c.release == release  # nothing was released
+    for again in (lambda: c.update(0), lambda: c.update_sparse([], until=300), c.to_state,
+                  lambda: persist.save(c, "never-written")):
+        with pytest.raises(HorizonError, match="spent"):
+            again()
+    assert not os.path.exists("never-written")
+
+
+@pytest.mark.parametrize("d", [2, 3, 1000, 2**40, 2**62])
+@pytest.mark.parametrize("eps,beta,share", [(1.0, 0.05, 0.5), (0.1, 0.3, 0.5), (5.0, 0.9, 0.1),
+                                            (1.0, 1e-6, 0.9)])
+def test_spent_probability_is_at_most_beta_over_2(d, eps, beta, share):
+    """The union bound of the class docstring: delta0 <= beta sqrt(beta/2D) <= beta/2."""
+    c = SparseStreamCounter(horizon=d, epsilon=eps, beta=beta, partition_share=share, max_items=5)
+    delta0 = c.empty_seal_probability()
+    assert delta0 <= beta * math.sqrt(beta / (2 * d)) * (1 + 1e-9) <= beta / 2
+
+
+def test_total_bound_is_exact_and_public():
+    """The total weight is compared with its public bound in exact integers:
+    the bound itself is released, one more raises before anything changes,
+    whatever the float64 rounding of the sum (the old filter released
+    2**61 - 129 and refused 2**61 - 128)."""
+    for bound, kw in ((2**60, {}), (10**6, {"max_items": 10**6}), (2**60, {"max_items": 2**60})):
+        c = SparseStreamCounter(horizon=100, epsilon=NOISELESS, rng=Rng(23), **kw)
+        c.update_many([bound - 3, 1])
+        state = c.to_state()
+        for call in (lambda: c.update_many([0, 3]), lambda: c.update_sparse([50, 60], [1, 2]),
+                     lambda: c.update(3), lambda: c.update_many([2**62])):
+            with pytest.raises(DomainError, match=f"(public bound {bound} |\\[0, {bound}\\])") as info:
+                call()
+            assert str(bound + 1) not in str(info.value)
+        assert c.to_state() == state
+        out = c.update_sparse([50, 60], [1, 1], until=100)[1]
+        assert c.release == bound and out[-1] == bound
+    c = SparseStreamCounter(horizon=100, epsilon=NOISELESS, rng=Rng(23))
+    with pytest.raises(DomainError, match=str(2**60)):
+        c.update_many([2**61 - 129])
+    # many items summing past int64 are summed exactly, not wrapped
+    with pytest.raises(DomainError, match="public bound"):
+        c.update_many(np.full(16, 2**60, dtype=np.int64))
+    assert c.time == 0
+
+
+def test_messages_carry_no_data_values():
+    c = SparseStreamCounter(horizon=1000, epsilon=1.0, max_items=10**6, rng=Rng(24))
+    c.update_sparse([3, 5], until=10)
+    for kw in (dict(positions=[123457]), dict(positions=[7]), dict(positions=[20, 98765], until=500),
+               dict(positions=[11], weights=[987654321])):
+        with pytest.raises((DomainError, HorizonError)) as info:
+            c.update_sparse(**kw)
+        assert not any(v in str(info.value) for v in ("123457", "98765", "987654321", "[7", " 7]"))
+    with pytest.raises(DomainError) as info:
+        c.update_many([0, 987654321])
+    assert "987654321" not in str(info.value)
+
+
+def test_arguments_are_checked_before_the_budget_is_charged():
+    """Issue: SparseStreamCounter(horizon=10**6, epsilon=1e-12, budget=b) used
+    to charge b before the inner counter refused its noise scale."""
+    b = ps.Budget(1)
+    rng = Rng(25)
+    before = rng._to_state()
+    for kw in (dict(epsilon=1e-12), dict(epsilon=1e-15), dict(max_items=0), dict(max_items=2**60 + 1),
+               dict(max_items=1.5), dict(counter="kary19"), dict(beta=1), dict(partition_share=1)):
+        with pytest.raises((ParameterError, TypeError)):
+            SparseStreamCounter(**{"horizon": 10**6, "epsilon": 0.5, "rng": rng, "budget": b, **kw})
+    assert b.spent == 0 and rng._to_state() == before
+    SparseStreamCounter(horizon=10**6, epsilon=0.5, max_items=100, budget=b)
+    assert b.spent == Fraction(1, 2)
+
+
+def test_error_bound_with_max_items_holds_in_1_minus_beta_of_runs():
+    beta, runs, horizon = 0.1, 300, 20000
+    fails = 0
+    rng = Rng(27)
+    for r in range(runs):
+        xs = bit_stream(horizon, 1500, 300 + r)
+        c = SparseStreamCounter(horizon=horizon, epsilon=1.0, beta=beta, max_items=1500, rng=rng)
+        worst = np.abs(c.update_many(xs) - np.cumsum(xs)).max()
+        fails += worst > c.error_bound()
+    lo, _ = clopper_pearson(fails, runs)
+    assert lo <= beta
+
+
+# ------------------------------------------------------- threads and copies
+def test_a_sparse_counter_shared_by_threads_stays_consistent(tmp_path):
+    """The issue's case: threads hammering one counter used to leave time and
+    total inconsistent and a checkpoint that no longer loaded."""
+    c = SparseStreamCounter(horizon=10**7, epsilon=1.0, max_items=10**6, rng=Rng(28))
+    errors = []
+    per_thread = 400
+
+    def work(seed):
+        try:
+            for i in range(per_thread):
+                if i % 2:
+                    c.update(1)
+                else:
+                    c.update_many(np.ones(3, dtype=np.int64))
+                if i % 100 == 0:
+                    SparseStreamCounter.from_state(c.to_state())
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    items = 4 * (per_thread // 2) * (1 + 3)
+    assert c.time == items and c._total == items
+    restored = SparseStreamCounter.from_state(json.loads(json.dumps(c.to_state())))
+    assert restored.to_state() == c.to_state()
+    persist.save(c, tmp_path / "sparse-threads")
+    assert persist.load(tmp_path / "sparse-threads").time == items
+
+
+def test_sparse_copies_and_pickles_are_refused():
+    c = SparseStreamCounter(horizon=100, epsilon=1.0, rng=Rng(29))
+    for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="secret noise"):
+            attempt(c)

@@ -1,0 +1,195 @@
+"""Timing channel of single counter updates (issue #12).
+
+Run from the repository root after building in place::
+
+    PYTHONPATH=. python benchmarks/bench_timing.py          # 10^5 updates per counter, ~1 min
+    PYTHONPATH=. python benchmarks/bench_timing.py --quick  # 2 * 10^4 updates
+
+(``PYTHONPATH=/path/to/another/checkout`` measures another build: the
+numbers before the pool were taken that way.)
+
+When a counter's releases are observed one at a time, the time an update
+takes must not depend on the noise it releases: discrete Laplace sampling
+takes longer for larger |z|, so an update that draws the noise it releases
+leaks its magnitude.  For each counter this script times ``update`` calls
+with ``time.perf_counter_ns`` (garbage collector off, after a warm-up) on
+random 0/1 streams, round robin over 16 counters (consecutive timings
+belong to different counters, so the slow drift of one counter's noise
+does not line up with the machine's load), computes the noise of every release (release minus the
+true prefix sum, which the benchmark knows) and prints:
+
+* ``rho``: Spearman rank correlation between the update's time and
+  ``|noise|`` of its release (target ``|rho| < 0.02``).  The time is first
+  detrended (minus its running median over 201 updates): on a shared
+  machine the load drifts over seconds, and ``|noise|``, whose terms stay
+  in use for many steps, drifts too, so the raw correlation (``rho raw``)
+  mixes in the machine's load; the detrended one keeps every per-update
+  effect;
+* ``rho|w``: the same, ranked within groups of releases summing the same
+  number of noise terms (public: ``||rep(t)||_1``; a release of many terms
+  has a larger |noise| and follows a step that did more work, whatever the
+  values), so only what the values themselves do to the time remains;
+* ``rho new``: the same with ``sum |z|`` over the noise terms the step
+  *adds* to the release (the terms it had to draw before the pool;
+  recovered from a seeded twin's checkpoints after the timing, so the timed
+  loop is not disturbed), ranked within groups of steps adding the same
+  number of terms (public: a carry adds many terms and takes longer,
+  whatever their values) -- the sharper test of the sampler's timing;
+* ``rho next``: time of update t against ``|noise|`` of release t + 1 (a
+  pool refill at the end of update t draws noise released later: this is
+  the residual aggregate channel);
+* ``AUC``: probability that an update releasing ``|noise| >= 3b`` takes
+  longer (detrended) than one releasing ``|noise| <= b/4`` (b = node noise scale h/eps;
+  0.5 = indistinguishable), with the two group sizes;
+* the median update time.
+
+Seeds are fixed (benchmark only).  Nothing is asserted.
+"""
+
+import argparse
+import gc
+import time
+
+import numpy as np
+from scipy import ndimage, stats
+
+import pydp_synopsis as ps
+
+
+def timed_updates(counters, xs):
+    """Per-update wall time (ns) and release of ``update`` calls, round robin.
+
+    ``xs[j]`` is the stream of ``counters[j]``; update i of every counter is
+    timed before update i + 1 of any (time order: step-major).  Returns
+    step-major arrays.
+    """
+    m, steps = xs.shape
+    times = np.empty(m * steps, dtype=np.int64)
+    out = np.empty(m * steps, dtype=np.int64)
+    items = xs.T.ravel().tolist()
+    updates = [c.update for c in counters] * steps
+    clock = time.perf_counter_ns
+    gc.disable()
+    try:
+        for i in range(m * steps):
+            t0 = clock()
+            r = updates[i](items[i])
+            t1 = clock()
+            times[i] = t1 - t0
+            out[i] = r
+    finally:
+        gc.enable()
+    return times, out
+
+
+def new_terms(make, xs):
+    """Per step: the sum of |z| over the noise terms it adds, and how many it
+    adds (public: it follows from the digits of t alone).  Replayed on a
+    seeded twin, reading the digits and slots of its checkpoints."""
+    twin = make()
+    k = twin.k
+    subtraction = getattr(twin, "subtraction", k > 2)  # release 0.1: odd k only
+    low = 0 if not subtraction else -((k - 1) // 2) if k % 2 else -(k // 2 - 1)
+    high = low + k - 1
+    before = twin.to_state()
+    added, count = np.zeros(len(xs)), np.zeros(len(xs), dtype=np.int64)
+    for i, x in enumerate(xs):
+        twin.update(int(x))
+        after = twin.to_state()
+        new = []
+        for level, (d0, d1) in enumerate(zip(before["digits"], after["digits"])):
+            if d0 == d1:
+                continue
+            if d0 == high and d1 == low:          # a carry: |low| new terms
+                new += after["slots"][level * high:level * high - low]
+            else:                                  # the stop level
+                if d0 >= 0:
+                    new.append(after["slots"][level * high + d0])
+                break
+        added[i], count[i] = sum(abs(z) for z in new), len(new)
+        before = after
+    return added, count
+
+
+def path_weights(counter, steps):
+    """||rep(t)||_1 for t = 1..steps: how many noise terms release t sums (public)."""
+    k = counter.k
+    subtraction = getattr(counter, "subtraction", k > 2)
+    low = 0 if not subtraction else -((k - 1) // 2) if k % 2 else -(k // 2 - 1)
+    out = np.empty(steps, dtype=np.int64)
+    for t in range(1, steps + 1):
+        w, v = 0, t
+        while v:
+            d = (v - low) % k + low
+            w += abs(d)
+            v = (v - d) // k
+        out[t - 1] = w
+    return out
+
+
+def stratified_spearman(a, b, strata):
+    """Spearman correlation of a and b after ranking each within its stratum
+    (a public quantity that moves both), so the public structure cancels."""
+    ra, rb = np.empty(len(a)), np.empty(len(b))
+    for g in np.unique(strata):
+        m = strata == g
+        ra[m] = stats.rankdata(a[m]) / m.sum()
+        rb[m] = stats.rankdata(b[m]) / m.sum()
+    return stats.spearmanr(ra, rb).statistic
+
+
+def auc(high, low):
+    """P(a time from ``high`` exceeds one from ``low``) (Mann-Whitney)."""
+    if len(high) == 0 or len(low) == 0:
+        return float("nan")
+    u = stats.mannwhitneyu(high, low, alternative="two-sided").statistic
+    return u / (len(high) * len(low))
+
+
+def row(name, make, n, m, seed):
+    steps = n // m
+    xs = np.random.default_rng(seed).integers(0, 2, (m, steps))
+    timed_updates([make(j) for j in range(m)], xs[:, :200])  # warm caches and the allocator
+    counters = [make(j) for j in range(m)]
+    times, out = timed_updates(counters, xs)
+    truth = np.cumsum(xs, axis=1).T.ravel()  # step-major, as the times
+    noise = np.abs(out - truth).astype(np.float64)
+    b = float(counters[0].noise_scale)
+    raw = stats.spearmanr(times, noise).statistic
+    det = times - ndimage.median_filter(times.astype(np.float64), size=201, mode="nearest")
+    rho = stats.spearmanr(det, noise).statistic
+    rho_next = stats.spearmanr(det[:-m], noise[m:]).statistic  # the same counter's next release
+    weight = np.tile(path_weights(counters[0], steps), (m, 1)).T.ravel()
+    rho_w = stratified_spearman(det, noise, weight)
+    added, count = (np.stack(v, axis=1).ravel() for v in zip(*(new_terms(lambda j=j: make(j), xs[j])
+                                                                for j in range(m))))
+    rho_new = stratified_spearman(det, added, count)
+    hi, lo = det[noise >= 3 * b], det[noise <= b / 4]
+    print(f"{name:<12} {m * steps:>7} {b:>5.1f} {raw:>+8.4f} {rho:>+8.4f} {rho_w:>+8.4f} {rho_new:>+8.4f} "
+          f"{rho_next:>+9.4f} "
+          f"{auc(hi, lo):>7.4f} {len(hi):>7} {len(lo):>8} {np.median(times):>9.0f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2 * 10^4 updates per row")
+    parser.add_argument("--counters", type=int, default=16, help="counters updated round robin")
+    args = parser.parse_args()
+    n = 2 * 10**4 if args.quick else 10**5
+    m = args.counters
+    horizon = n // m + 10
+    print(f"## Single updates: time vs |released noise|, eps = 1, {n} updates of random 0/1 streams, "
+          f"{m} counters round robin")
+    print(f"{'counter':<12} {'updates':>7} {'b':>5} {'rho raw':>8} {'rho':>8} {'rho|w':>8} {'rho new':>8} "
+          f"{'rho next':>9} "
+          f"{'AUC':>7} {'n(>=3b)':>7} {'n(<=b/4)':>8} {'median ns':>9}")
+    makers = [
+        ("binary", lambda j: ps.BinaryTreeCounter(horizon=horizon, epsilon=1.0, rng=ps.Rng(7 + j))),
+        ("kary k=19", lambda j: ps.KaryTreeCounter(horizon=horizon, epsilon=1.0, rng=ps.Rng(7 + j))),
+    ]
+    for name, make in makers:
+        row(name, make, n, m, 1)
+
+
+if __name__ == "__main__":
+    main()
