@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import persist, trees
-from .budget import charge
+from .budget import charge, describe
 from .counters import KaryTreeCounter
 from .errors import DomainError, FormatError, ParameterError
 from .params import (as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
@@ -270,7 +270,8 @@ class IntervalSynopsis:
         offsets = as_offsets(values, domain, "values").ravel()
         fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         rng = resolve_rng(rng)
-        charge(budget, eps_p + eps_t, f"IntervalSynopsis over {offsets.size} values")
+        charge(budget, eps_p + eps_t,
+               describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t))
 
         # One sort serves the partition and the segment counts.
         srt = np.sort(offsets)

@@ -9,7 +9,7 @@ error bounds and saving to.
 from collections import namedtuple
 
 from .. import persist
-from ..budget import charge
+from ..budget import charge, describe
 from ..errors import FormatError, ParameterError
 from ..params import check_beta, check_choice, check_int, exact_epsilon
 from ..rng import resolve_rng
@@ -213,7 +213,8 @@ class RectangleSynopsis:
         eps_tree = exact_epsilon(eps - c * eps_axis, "epsilon * (1 - partition_share)")
         split = mechanism.split_budget(eps_tree, opts, c)
         rng = resolve_rng(rng)
-        charge(budget, c * eps_axis + eps_tree, f"RectangleSynopsis over {len(offsets)} points")
+        charge(budget, c * eps_axis + eps_tree,
+               describe("RectangleSynopsis", domain=domain, epsilon=c * eps_axis + eps_tree))
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
                                          opts.threshold_factor, rng)
         return cls._from_parts(axes, mechanism.build(axes, segs, n_hat, eps_tree, split, opts, rng),
