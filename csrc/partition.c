@@ -311,11 +311,13 @@ pds_status pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *po
             /* Fig. 1 step 2(a): add the counts at this position. */
             while (i < n && pos[i] == p->position) {
                 int64_t add = cnt == NULL ? 1 : cnt[i];
-                if (add > PDS_MAX_COUNT - p->count) {
-                    *consumed = i;
-                    return PDS_ERANGE;
-                }
-                p->count += add;
+                /* The count saturates at PDS_MAX_COUNT instead of failing:
+                 * min(c, M) is non-decreasing and grows by at most 1 when
+                 * one item is added, which is all Fig. 1's proof uses, and
+                 * whether a call fails never depends on the data (README,
+                 * "Privacy guarantees").  A count that large seals its
+                 * position except with probability exp(-2^61 s/t). */
+                p->count = add > PDS_MAX_COUNT - p->count ? PDS_MAX_COUNT : p->count + add;
                 i++;
             }
             /* The run: this position and the empty gap behind it share c. */

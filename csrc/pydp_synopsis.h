@@ -118,7 +118,7 @@ typedef struct pds_partition {
     uint64_t t, s;            /* noise scale 1/epsilon = t/s, 1 <= t, s < 2^62 */
     int64_t threshold;        /* T (an integer, see partition.py) */
     int64_t noisy_threshold;  /* T~ = T + Z of the open segment */
-    int64_t count;            /* true count of the open segment, 0 <= count <= 2^62 */
+    int64_t count;            /* count of the open segment, saturated at 2^62 */
     uint64_t position;        /* next position to process (offset) */
     int32_t finished;         /* 1 once the last position has sealed */
     /* The run being sampled (it starts at `position`): */
@@ -160,7 +160,9 @@ pds_status pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
  * or seals full: compare p->position with end), PDS_EPRECISION (p->pending
  * set: decide it exactly, call pds_partition_resolve, then call again with
  * the items not yet consumed),
- * PDS_EINVAL, PDS_ERANGE (a segment count would exceed 2^62). */
+ * PDS_EINVAL, PDS_ERANGE (a noisy threshold's noise beyond 2^61, probability
+ * exp(-2^61 s/t)).  The open segment's count saturates at 2^62 (it never
+ * fails on the data: see partition.c). */
 pds_status pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
                               const int64_t *cnt, size_t n, uint64_t end,
                               size_t *consumed, uint64_t *seals, size_t cap,
