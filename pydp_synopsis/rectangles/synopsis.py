@@ -16,7 +16,7 @@ from ..rng import resolve_rng
 from . import options
 from .axes import Axes, as_int_array, check_corners, check_points
 from .grid import AdaptiveGrid
-from .multitree import MultiTree
+from .multitree import MAX_POINTS, MultiTree
 
 __all__ = ["RectangleSynopsis", "ErrorTerms"]
 
@@ -116,6 +116,10 @@ class RectangleSynopsis:
         ----------
         points : array_like of int, shape (n, c)
             One row per data item, every coordinate inside its axis's domain.
+            The multi-tree takes at most ``2**32 - 1`` rows
+            (:data:`~pydp_synopsis.rectangles.multitree.MAX_POINTS`): a
+            declared, public part of the input space like the domain (README,
+            "Privacy guarantees"); the adaptive grid has no limit.
         domain : sequence of c (int, int)
             Inclusive bounds per axis; each may hold up to ``2**64`` values.
             ``1 <= c <= 8``.
@@ -184,7 +188,9 @@ class RectangleSynopsis:
         BudgetError
             ``budget`` cannot pay ``epsilon``.
         MemoryError
-            The multi-tree would exceed ``max_nodes``.
+            The multi-tree would exceed ``max_nodes``: decided by the shape
+            and the pruned noisy counts, i.e. by released numbers, after the
+            budget was charged (a refusal is post-processing, like a release).
 
         Notes
         -----
@@ -209,6 +215,11 @@ class RectangleSynopsis:
         c = len(domain)
         opts = options.resolve(config, structure, c, tuning)
         mechanism = _MECHANISMS[opts.structure]
+        if mechanism is MultiTree and len(offsets) > MAX_POINTS:
+            # a declared public limit, like the domain (README, "Privacy guarantees")
+            raise ParameterError("structure='multitree' takes at most 2**32 - 1 points "
+                                 "(pydp_synopsis.rectangles.multitree.MAX_POINTS); the adaptive "
+                                 "grid has no such limit")
         eps_axis = exact_epsilon(eps * opts.partition_share / c, "epsilon * partition_share / c")
         eps_tree = exact_epsilon(eps - c * eps_axis, "epsilon * (1 - partition_share)")
         split = mechanism.split_budget(eps_tree, opts, c)
@@ -216,7 +227,7 @@ class RectangleSynopsis:
         charge(budget, c * eps_axis + eps_tree,
                describe("RectangleSynopsis", domain=domain, epsilon=c * eps_axis + eps_tree))
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
-                                         opts.threshold_factor, rng)
+                                         opts.threshold_factor, rng, mechanism.segment_dtype)
         return cls._from_parts(axes, mechanism.build(axes, segs, n_hat, eps_tree, split, opts, rng),
                                config)
 
