@@ -71,6 +71,7 @@ pds_status pds_counter_init(pds_counter *c, uint64_t fanout, uint64_t horizon,
         || scale_s >= PDS_PARAM_LIMIT) {
         return PDS_EINVAL;
     }
+    PDS_MUTATE_NODE_SCALE((uint64_t)h, &scale_t, &scale_s);   /* test-only; empty in releases */
     c->horizon = horizon;
     c->time = 0;
     c->fanout = fanout;

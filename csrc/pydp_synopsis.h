@@ -400,3 +400,31 @@ pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
                            const double *fine, uint64_t n_fine, size_t count_q,
                            const uint64_t *k, const uint64_t *r, const double *fk,
                            const double *fr, double *out);
+
+/* ----------------------------------------------------------- mutation.c --
+ * TEST-ONLY mutants for the privacy harness (tests/privacy/mutants.py):
+ * deliberately broken noise that the audits must detect.  They exist only
+ * in a build compiled with PDS_TEST_MUTANTS=1; in every other build
+ * pds_test_mutation refuses with PDS_EINVAL and no kernel has a mutant code
+ * path.  In a mutant build the mutant applies to every release from the
+ * call on:
+ *   EPSILON_1_5: every noise scale (partition, nodes, cells, counter terms,
+ *     discrete_laplace) times 2/3: the releases are 1.5 epsilon-DP;
+ *   HALF_NODE_SCALE: the scale of tree nodes, multi-tree nodes, counter
+ *     terms and pds_discrete_laplace_fill draws (grid cells, the public
+ *     sampler) halved; the partition is unchanged;
+ *   SENSITIVITY_OFF_BY_ONE: noise calibrated to a sensitivity one less than
+ *     the true one -- node scales S/(S+1) of what S + 1 would need (S the
+ *     levels of a tree, Claim 3.3's S of a multi-tree class, h of a
+ *     counter, 1 for a fill), and the partition counts every item twice.
+ */
+typedef enum {
+    PDS_MUTANT_NONE = 0,
+    PDS_MUTANT_EPSILON_1_5 = 1,
+    PDS_MUTANT_HALF_NODE_SCALE = 2,
+    PDS_MUTANT_SENSITIVITY_OFF_BY_ONE = 3
+} pds_mutant;
+
+/* Select the mutant (PDS_MUTANT_NONE: none).  PDS_EINVAL in every build
+ * without PDS_TEST_MUTANTS, and for an unknown mutant. */
+pds_status pds_test_mutation(int32_t mutant);
