@@ -290,6 +290,11 @@ class IntervalSynopsis:
                                  fanout=fanout, consistency=consistency and tree != "kary",
                                  estimator=estimator, k=k)
 
+    def __repr__(self):
+        # public facts and released sizes only (never the number of values)
+        return (f"IntervalSynopsis(domain={self.domain}, epsilon={self.epsilon}, "
+                f"segments={len(self)}, tree={self.tree!r})")
+
     # ---------------------------------------------------------------- queries
     @property
     def domain(self):

@@ -231,6 +231,11 @@ class RectangleSynopsis:
         return cls._from_parts(axes, mechanism.build(axes, segs, n_hat, eps_tree, split, opts, rng),
                                config)
 
+    def __repr__(self):
+        # public facts and released sizes only (never the number of points)
+        return (f"RectangleSynopsis(domain={self.domain}, epsilon={self.epsilon}, "
+                f"structure={self.structure!r}, nodes={self.num_nodes})")
+
     # ------------------------------------------------------------- attributes
     @property
     def partitions(self):
