@@ -479,10 +479,12 @@ class IntervalSynopsis:
         confidence : float
             In ``(0, 1 - beta / 2)``.
         multiplicity : int
-            Only for "cover" and "uniform": a public upper bound on how often
-            one value occurs (1 = distinct values).  The bound is invalid if
-            the data repeat a value more often; "seal" and "seal_uniform"
-            need no such assumption.
+            Only for "cover" and "uniform": a *public* upper bound on how
+            often one value occurs (1 = distinct values), fixed without
+            looking at the data -- the data's true multiplicity is private
+            and must not be passed.  The bound is invalid if the data repeat
+            a value more often; "seal" and "seal_uniform" need no such
+            assumption.  ``confidence`` is public too.
 
         Returns
         -------

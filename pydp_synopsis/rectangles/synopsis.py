@@ -458,11 +458,12 @@ class RectangleSynopsis:
             In ``(0, 1)``; for the multi-tree in ``(0, 1 - beta / 2)`` (``beta
             / 2`` is the partitions' failure probability, fixed at build).
         max_multiplicity : int
-            A public bound on how many points share one coordinate value on
-            one axis (multi-tree; the grid's bound reads released counts and
-            holds for any duplicates).  The default 1 is DNRR's setting
-            (distinct values per axis); the bound is invalid if the data
-            repeat a value more often.
+            A *public* bound on how many points share one coordinate value on
+            one axis, fixed without looking at the data (the data's true
+            multiplicity is private and must not be passed) (multi-tree; the
+            grid's bound reads released counts and holds for any duplicates).
+            The default 1 is DNRR's setting (distinct values per axis); the
+            bound is invalid if the data repeat a value more often.
 
         Returns
         -------
