@@ -21,6 +21,12 @@ SANITIZE = os.environ.get("PDS_SANITIZE") == "1"
 SANITIZER_FLAGS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
                    "-fno-omit-frame-pointer", "-g"]
 
+# PDS_TEST_MUTANTS=1 compiles the test-only mutants of csrc/mutation.c: the
+# privacy harness (tests/privacy/mutants.py) builds such a copy in a scratch
+# directory to show its detectors catch them.  Releases never set it, and
+# without it the mutants do not exist in the binary.
+MUTANTS = os.environ.get("PDS_TEST_MUTANTS") == "1"
+
 ffibuilder = FFI()
 ffibuilder.cdef((CSRC / "pydp_synopsis.h").read_text())
 ffibuilder.set_source(
@@ -31,6 +37,7 @@ ffibuilder.set_source(
     # editing any of them rebuilds the extension
     depends=sorted(str(p.relative_to(HERE)) for p in CSRC.glob("*.h")),
     include_dirs=[str(CSRC.relative_to(HERE))],
+    define_macros=[("PDS_TEST_MUTANTS", "1")] if MUTANTS else [],
     extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
     + (SANITIZER_FLAGS if SANITIZE else []),
     extra_link_args=SANITIZER_FLAGS if SANITIZE else [],

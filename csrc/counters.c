@@ -137,6 +137,7 @@ pds_status pds_counter_init(pds_counter *c, uint64_t fanout, int32_t subtraction
         || scale_t >= PDS_PARAM_LIMIT || scale_s >= PDS_PARAM_LIMIT) {
         return PDS_EINVAL;
     }
+    PDS_MUTATE_NODE_SCALE((uint64_t)h, &scale_t, &scale_s);   /* test-only; empty in releases */
     c->horizon = horizon;
     c->time = 0;
     c->fanout = fanout;

@@ -37,4 +37,24 @@ int pds_rng_coin(pds_rng *rng);
 /* Uniform in [0, n) without modulo bias (Lemire); 0 for n <= 1. */
 uint64_t pds_uniform_below(pds_rng *rng, uint64_t n);
 
+/* ----------------------------------------------------------- mutation.c */
+
+/* Test-only mutant hooks (mutation.c).  Without PDS_TEST_MUTANTS -- every
+ * release build -- they are empty: no kernel has a mutant code path. */
+#ifdef PDS_TEST_MUTANTS
+/* A node-like noise scale t/s whose sensitivity is `sensitivity`. */
+void pds_mutate_node_scale(uint64_t sensitivity, uint64_t *t, uint64_t *s);
+/* The partition's noise scale t/s. */
+void pds_mutate_partition_scale(uint64_t *t, uint64_t *s);
+/* The count one position adds to a partition segment. */
+int64_t pds_mutate_partition_item(int64_t add);
+#define PDS_MUTATE_NODE_SCALE(sens, t, s) pds_mutate_node_scale((sens), (t), (s))
+#define PDS_MUTATE_PARTITION_SCALE(t, s) pds_mutate_partition_scale((t), (s))
+#define PDS_MUTATE_PARTITION_ITEM(add) pds_mutate_partition_item(add)
+#else
+#define PDS_MUTATE_NODE_SCALE(sens, t, s) ((void)0)
+#define PDS_MUTATE_PARTITION_SCALE(t, s) ((void)0)
+#define PDS_MUTATE_PARTITION_ITEM(add) (add)
+#endif
+
 #endif /* PDS_INTERNAL_H */

@@ -256,6 +256,18 @@ pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
         return PDS_EINVAL;
     if ((t_int != 0 || t_fin != 0) && rng == NULL)
         return PDS_EINVAL;
+#ifdef PDS_TEST_MUTANTS
+    {   /* test-only mutant (mutation.c): the classes' sensitivities (Claim 3.3) */
+        uint64_t prod = 1, s_all = 0;
+        for (uint32_t a = 0; a < c; a++) {
+            prod *= b.sh.levels[a];
+            s_all += prod;
+        }
+        int one_scale = t_int != 0 && t_int == t_fin && s_int == s_fin;
+        PDS_MUTATE_NODE_SCALE(one_scale ? s_all : s_all - prod, &t_int, &s_int);
+        PDS_MUTATE_NODE_SCALE(one_scale ? s_all : prod, &t_fin, &s_fin);
+    }
+#endif
     for (uint64_t i = 0; i < n; i++)
         for (uint32_t a = 0; a < c; a++)
             if (seg[i * c + a] >= m[a])

@@ -220,6 +220,7 @@ pds_status pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
         return PDS_EINVAL;
     int st = pds_rng_check_fork(rng);
     if (st != PDS_OK) return st;
+    PDS_MUTATE_NODE_SCALE(1, &t, &s);   /* test-only; empty in releases */
     for (size_t i = 0; i < count; i++)
         out[i] = pds_discrete_laplace_one(rng, t, s);
     return PDS_OK;

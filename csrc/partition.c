@@ -94,6 +94,7 @@ pds_status pds_partition_init(pds_partition *p, pds_rng *rng, uint64_t last,
     int st = pds_rng_check_fork(rng);
     if (st != PDS_OK)
         return st;
+    PDS_MUTATE_PARTITION_SCALE(&t, &s);   /* test-only; empty in releases */
     p->last = last;
     p->t = t;
     p->s = s;
@@ -120,6 +121,7 @@ pds_status pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
         (finished != 0 && finished != 1) ||
         (finished == 1 && (position != last || count != 0)))
         return PDS_ESTATE;
+    PDS_MUTATE_PARTITION_SCALE(&t, &s);   /* test-only; empty in releases */
     p->last = last;
     p->t = t;
     p->s = s;
@@ -310,12 +312,14 @@ pds_status pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *po
         if (p->phase == 0) {
             /* Fig. 1 step 2(a): add the counts at this position. */
             while (i < n && pos[i] == p->position) {
-                int64_t add = cnt == NULL ? 1 : cnt[i];
-                if (add > PDS_MAX_COUNT - p->count) {
-                    *consumed = i;
-                    return PDS_ERANGE;
-                }
-                p->count += add;
+                int64_t add = PDS_MUTATE_PARTITION_ITEM(cnt == NULL ? 1 : cnt[i]);
+                /* The count saturates at PDS_MAX_COUNT instead of failing:
+                 * min(c, M) is non-decreasing and grows by at most 1 when
+                 * one item is added, which is all Fig. 1's proof uses, and
+                 * whether a call fails never depends on the data (README,
+                 * "Privacy guarantees").  A count that large seals its
+                 * position except with probability exp(-2^61 s/t). */
+                p->count = add > PDS_MAX_COUNT - p->count ? PDS_MAX_COUNT : p->count + add;
                 i++;
             }
             /* The run: this position and the empty gap behind it share c. */

@@ -118,7 +118,7 @@ typedef struct pds_partition {
     uint64_t t, s;            /* noise scale 1/epsilon = t/s, 1 <= t, s < 2^62 */
     int64_t threshold;        /* T (an integer, see partition.py) */
     int64_t noisy_threshold;  /* T~ = T + Z of the open segment */
-    int64_t count;            /* true count of the open segment, 0 <= count <= 2^62 */
+    int64_t count;            /* count of the open segment, saturated at 2^62 */
     uint64_t position;        /* next position to process (offset) */
     int32_t finished;         /* 1 once the last position has sealed */
     /* The run being sampled (it starts at `position`): */
@@ -160,7 +160,9 @@ pds_status pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
  * or seals full: compare p->position with end), PDS_EPRECISION (p->pending
  * set: decide it exactly, call pds_partition_resolve, then call again with
  * the items not yet consumed),
- * PDS_EINVAL, PDS_ERANGE (a segment count would exceed 2^62). */
+ * PDS_EINVAL, PDS_ERANGE (a noisy threshold's noise beyond 2^61, probability
+ * exp(-2^61 s/t)).  The open segment's count saturates at 2^62 (it never
+ * fails on the data: see partition.c). */
 pds_status pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *pos,
                               const int64_t *cnt, size_t n, uint64_t end,
                               size_t *consumed, uint64_t *seals, size_t cap,
@@ -453,3 +455,31 @@ pds_status pds_discrete_gaussian_fill(pds_rng *rng, uint64_t sigma2_num,
  */
 pds_status pds_lower_toeplitz_apply(const int64_t *coef, const int64_t *x,
                                     size_t n, int64_t *out);
+
+/* ----------------------------------------------------------- mutation.c --
+ * TEST-ONLY mutants for the privacy harness (tests/privacy/mutants.py):
+ * deliberately broken noise that the audits must detect.  They exist only
+ * in a build compiled with PDS_TEST_MUTANTS=1; in every other build
+ * pds_test_mutation refuses with PDS_EINVAL and no kernel has a mutant code
+ * path.  In a mutant build the mutant applies to every release from the
+ * call on:
+ *   EPSILON_1_5: every noise scale (partition, nodes, cells, counter terms,
+ *     discrete_laplace) times 2/3: the releases are 1.5 epsilon-DP;
+ *   HALF_NODE_SCALE: the scale of tree nodes, multi-tree nodes, counter
+ *     terms and pds_discrete_laplace_fill draws (grid cells, the public
+ *     sampler) halved; the partition is unchanged;
+ *   SENSITIVITY_OFF_BY_ONE: noise calibrated to a sensitivity one less than
+ *     the true one -- node scales S/(S+1) of what S + 1 would need (S the
+ *     levels of a tree, Claim 3.3's S of a multi-tree class, h of a
+ *     counter, 1 for a fill), and the partition counts every item twice.
+ */
+typedef enum {
+    PDS_MUTANT_NONE = 0,
+    PDS_MUTANT_EPSILON_1_5 = 1,
+    PDS_MUTANT_HALF_NODE_SCALE = 2,
+    PDS_MUTANT_SENSITIVITY_OFF_BY_ONE = 3
+} pds_mutant;
+
+/* Select the mutant (PDS_MUTANT_NONE: none).  PDS_EINVAL in every build
+ * without PDS_TEST_MUTANTS, and for an unknown mutant. */
+pds_status pds_test_mutation(int32_t mutant);

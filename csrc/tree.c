@@ -90,6 +90,7 @@ pds_status pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
     if (t != 0 && (rng == NULL || s == 0 || t >= PDS_PARAM_LIMIT
                    || s >= PDS_PARAM_LIMIT))
         return PDS_EINVAL;
+    PDS_MUTATE_NODE_SCALE(levels, &t, &s);   /* test-only; empty in releases */
     tree_layout(m, fanout, levels, start, width);
 
     for (uint64_t u = 0; u < m; u++) {

@@ -7,6 +7,13 @@ and refuses a release that would take it past the total.  The builders
 (`IntervalSynopsis.build`, `RectangleSynopsis.build`, the counters) accept
 ``budget=`` and charge it *after* validating their arguments and *before*
 drawing any noise, so a refused or invalid request spends nothing.
+
+The ledger and :class:`~pydp_synopsis.errors.BudgetError` messages are shown
+to whoever holds the budget, so the package's own charge descriptions carry
+public facts only -- the mechanism, epsilon, the domain or horizon -- never
+the data or a number derived from it such as the number of items
+(:func:`describe`).  Descriptions given to :meth:`Budget.charge` by users are
+stored as given.
 """
 import threading
 from fractions import Fraction
@@ -14,7 +21,7 @@ from fractions import Fraction
 from .errors import BudgetError
 from .params import exact_epsilon
 
-__all__ = ["Budget", "charge"]
+__all__ = ["Budget", "charge", "describe"]
 
 
 class Budget:
@@ -95,6 +102,22 @@ class Budget:
 
     def __repr__(self):
         return f"Budget(total={self._total}, spent={self._spent})"
+
+
+def describe(mechanism, **public):
+    """A ledger description from public facts only: ``"Mechanism(key=value, ...)"``.
+
+    Builders pass what a reader of the ledger may know -- epsilon, the
+    domain, the horizon, options -- never the data or a count derived from
+    it (the number of items is data: two neighbouring data sets differ in
+    it).  Keyword order is kept.
+
+    Examples
+    --------
+    >>> describe("IntervalSynopsis", domain=(0, 9), epsilon=Fraction(1, 2))
+    'IntervalSynopsis(domain=(0, 9), epsilon=1/2)'
+    """
+    return f"{mechanism}(" + ", ".join(f"{k}={v}" for k, v in public.items()) + ")"
 
 
 def charge(budget, epsilon, what):

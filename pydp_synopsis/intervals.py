@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import persist, trees
-from .budget import charge
+from .budget import charge, describe
 from .counters import KaryTreeCounter
 from .errors import DomainError, FormatError, ParameterError
 from .params import (as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
@@ -270,7 +270,8 @@ class IntervalSynopsis:
         offsets = as_offsets(values, domain, "values").ravel()
         fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         rng = resolve_rng(rng)
-        charge(budget, eps_p + eps_t, f"IntervalSynopsis over {offsets.size} values")
+        charge(budget, eps_p + eps_t,
+               describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t))
 
         # One sort serves the partition and the segment counts.
         srt = np.sort(offsets)
@@ -288,6 +289,11 @@ class IntervalSynopsis:
         return cls._from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
                                  fanout=fanout, consistency=consistency and tree != "kary",
                                  estimator=estimator, k=k)
+
+    def __repr__(self):
+        # public facts and released sizes only (never the number of values)
+        return (f"IntervalSynopsis(domain={self.domain}, epsilon={self.epsilon}, "
+                f"segments={len(self)}, tree={self.tree!r})")
 
     # ---------------------------------------------------------------- queries
     @property
@@ -473,10 +479,12 @@ class IntervalSynopsis:
         confidence : float
             In ``(0, 1 - beta / 2)``.
         multiplicity : int
-            Only for "cover" and "uniform": a public upper bound on how often
-            one value occurs (1 = distinct values).  The bound is invalid if
-            the data repeat a value more often; "seal" and "seal_uniform"
-            need no such assumption.
+            Only for "cover" and "uniform": a *public* upper bound on how
+            often one value occurs (1 = distinct values), fixed without
+            looking at the data -- the data's true multiplicity is private
+            and must not be passed.  The bound is invalid if the data repeat
+            a value more often; "seal" and "seal_uniform" need no such
+            assumption.  ``confidence`` is public too.
 
         Returns
         -------

@@ -55,7 +55,9 @@ __all__ = ["Partition", "OnlinePartition", "private_partition"]
 _U64 = 1 << 64
 _I64_MAX = (1 << 63) - 1
 _THRESHOLD_MAX = LIMITS.max_threshold   # 2**53
-_COUNT_GUARD = float(1 << 61)
+#: The kernel's open-segment count saturates here (csrc/partition.c): larger
+#: per-position counts are passed as this value, so no count is ever refused.
+_COUNT_CAP = LIMITS.max_count            # 2**62
 _STATE_VERSION = 1
 _DNRR_FACTOR = 3.0
 
@@ -490,8 +492,11 @@ class OnlinePartition(_Fig1):
     Notes
     -----
     Positions are 0-based.  Each position carries a non-negative integer
-    count (a multiset; sensitivity 1 per item).  The last position always
-    seals.  :meth:`feed` costs one C call per batch; runs of zeros (inside a
+    count (a multiset; sensitivity 1 per item) of any size: the open
+    segment's count saturates at ``2**62`` (a position whose count is that
+    large seals except with probability ``exp(-2**61 epsilon)``), so no
+    count makes a call raise -- raising never depends on the data.  The last
+    position always seals.  :meth:`feed` costs one C call per batch; runs of zeros (inside a
     batch or via :meth:`skip`) cost O(#seals + 1), not O(length).  The
     threshold factor is Fig. 1's 3; :attr:`threshold` and
     :meth:`interior_weight_bound` are the offline partition's.
@@ -561,14 +566,21 @@ class OnlinePartition(_Fig1):
                 f"{left} left of size {self._size}")
         return n
 
-    def _check_counts(self, cnt):
-        """Non-negative counts whose sum keeps the open segment below 2**61."""
+    @staticmethod
+    def _kernel_counts(cnt):
+        """Non-negative integer counts as the kernel's int64, each capped at 2**62.
+
+        The cap and the kernel's saturating segment count (2**62) replace
+        any limit on the data: ``min(c, 2**62)`` grows by at most one per
+        item, so Fig. 1's proof holds, and no count -- however large, in
+        any dtype -- makes a call raise (README, "Privacy guarantees").  The
+        message names the rule, never a value.
+        """
         if cnt.size and int(cnt.min()) < 0:
-            raise DomainError(f"counts must be >= 0, found {int(cnt.min())}")
-        if cnt.size and (int(cnt.max()) >= 1 << 61
-                         or float(cnt.sum(dtype=np.float64)) + float(self._state.count)
-                         >= _COUNT_GUARD):
-            raise DomainError("counts must sum to less than 2**61 within a segment")
+            raise DomainError("counts must be non-negative integers")
+        if cnt.size and int(cnt.max()) > _COUNT_CAP:   # only (u)int64 can: the cap fits
+            cnt = np.minimum(cnt, cnt.dtype.type(_COUNT_CAP))
+        return cnt.astype(np.int64)
 
     def _advance(self, pos, cnt, n):
         """Process the next ``n >= 1`` positions, the non-zero counts ``cnt`` at ``pos``."""
@@ -620,10 +632,9 @@ class OnlinePartition(_Fig1):
             raise TypeError(f"counts must be an array of integers, got dtype {arr.dtype}")
         n = self._count_of_positions(len(arr), "feed")
         nz = np.flatnonzero(arr)
-        cnt = arr[nz]
-        self._check_counts(cnt)
+        cnt = self._kernel_counts(arr[nz])
         pos = nz.astype(np.uint64) + np.uint64(self.position)
-        return self._advance(pos, cnt.astype(np.int64), n)
+        return self._advance(pos, cnt, n)
 
     def skip(self, n):
         """Process ``n`` positions of count zero.
@@ -704,21 +715,23 @@ class OnlinePartition(_Fig1):
             if arr.ndim != 1 or arr.dtype.kind not in "iu":
                 raise TypeError(f"{name} must be a 1-D array of integers, got dtype {arr.dtype}, "
                                 f"{arr.ndim} dimensions")
+        # The messages name the rule and the public range, never a position,
+        # a count or how many there are: those are data.
         if pos.shape != cnt.shape:
-            raise DomainError(f"counts must have the shape of positions {pos.shape}, got {cnt.shape}")
+            raise DomainError("counts must have the same length as positions")
         start = self.position
         if pos.size:
             # compare as Python ints: no uint64/int64 mixing
             if int(pos.min()) < start or int(pos.max()) >= start + n:
-                raise DomainError(f"positions must be in [{start}, {start + n - 1}], got "
-                                  f"[{int(pos.min())}, {int(pos.max())}]")
+                raise DomainError(f"positions must be in [{start}, {start + n - 1}]: "
+                                  "some position is outside")
             pos = pos.astype(np.uint64)
             if np.any(pos[1:] < pos[:-1]):
                 raise DomainError("positions must be non-decreasing")
-            self._check_counts(cnt)
+        cnt = self._kernel_counts(cnt)
         if n == 0:
             return np.empty(0, dtype=np.uint64)
-        return self._advance(pos, cnt.astype(np.int64), n)
+        return self._advance(pos, cnt, n)
 
     # -- checkpoints
     def to_state(self):

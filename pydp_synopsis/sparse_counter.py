@@ -527,9 +527,11 @@ class SparseStreamCounter(ContinualCounter):
         Parameters
         ----------
         weight : int, optional
-            An upper bound n on the number of non-zero positions (the total
-            weight is one).  A seal at a position whose segment is still
-            empty needs ``nu - Z >= T + 1``; with probability at least
+            A *public* upper bound n on the number of non-zero positions
+            (the total weight is one), fixed without looking at the stream
+            (the true number is private: never pass it); the bound is
+            invalid if the stream has more.  A seal at a position whose
+            segment is still empty needs ``nu - Z >= T + 1``; with probability at least
             ``1 - delta0`` (``delta0`` from a union bound over the <= D
             position and threshold noises, typically far below beta) no
             such seal happens, so at most n + 1 segments are sealed and the

@@ -468,14 +468,11 @@ def test_bad_online_inputs_change_nothing():
         op.skip(-1)
     with pytest.raises(TypeError, match="n"):
         op.skip(1.5)
-    with pytest.raises(DomainError, match="counts"):
-        op.feed([2**62])
     for args, err, msg in [(([2, 3], [1], 3), DomainError, "counts"),
                            (([-1], [1], 3), DomainError, "positions"),
                            (([3], [1], 3), DomainError, "positions"),
                            (([2, 1], [1, 1], 3), DomainError, "non-decreasing"),
                            (([2], [-1], 3), DomainError, "counts"),
-                           (([2], [2**61], 3), DomainError, "counts"),
                            (([2.0], [1], 3), TypeError, "positions"),
                            (([2], [[1]], 3), TypeError, "counts"),
                            (([2], [1], 11), HorizonError, "feed_sparse"),

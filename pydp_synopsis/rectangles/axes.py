@@ -56,11 +56,13 @@ def check_points(points, domain):
     arr = as_int_array(points)
     if arr.dtype.kind in "fc":
         raise TypeError(f"points must be integers, got dtype {arr.dtype} (NaN and floats are refused)")
-    if arr.ndim != 2 or arr.shape[1] != c:
+    # The number of rows is data: messages name the columns, never the rows.
+    if arr.ndim != 2:
         raise ParameterError(f"points must be an (n, {c}) array for a {c}-axis domain, "
-                             f"got shape {arr.shape}")
-    if arr.shape[0] >= 1 << 32:
-        raise ParameterError(f"points must have fewer than 2**32 rows, got {arr.shape[0]}")
+                             f"got a {arr.ndim}-D array")
+    if arr.shape[1] != c:
+        raise ParameterError(f"points must be an (n, {c}) array for a {c}-axis domain, "
+                             f"got {arr.shape[1]} columns")
     return arr, axis_offsets(arr, axes, "points"), axes
 
 
@@ -139,7 +141,8 @@ class Axes:
         self.sizes = tuple(len(p) for p in self.partitions)
 
     @classmethod
-    def release(cls, points, offsets, domain, epsilon_axis, beta, threshold_factor, rng):
+    def release(cls, points, offsets, domain, epsilon_axis, beta, threshold_factor, rng,
+                index_dtype=np.int64):
         """Draw the c private partitions (the only place they are drawn).
 
         Parameters
@@ -158,11 +161,15 @@ class Axes:
             The partitions' threshold constant.
         rng : Rng
             Drawn from axis by axis.
+        index_dtype : numpy dtype
+            Of the segment indices: the structure's ``segment_dtype``
+            (uint32 for the multi-tree's C kernel, whose segment counts are
+            checked there, int64 for the grid).
 
         Returns
         -------
         axes : Axes
-        segments : numpy.ndarray of uint32, shape (n, c)
+        segments : numpy.ndarray of index_dtype, shape (n, c)
             Each point's segment index per axis.
         n_hat : float
             ``max_a m_a T_a``: a segment is sealed once its noisy weight
@@ -175,7 +182,7 @@ class Axes:
         """
         c = len(domain)
         parts, n_hat = [], 0.0
-        segments = np.empty(offsets.shape, dtype=np.uint32)
+        segments = np.empty(offsets.shape, dtype=index_dtype)
         for a, axis_domain in enumerate(domain):
             # Fig. 1 with the public threshold factor (ln D + ln(1/beta)) / eps: privacy
             # holds for any public threshold (3 is only Theorem 2.1's constant)

@@ -150,6 +150,8 @@ class AdaptiveGrid:
                  "_fine_prefix")
 
     structure = "adaptive"
+    #: Segment indices of the points (:meth:`Axes.release`): no limit on n or on the segments.
+    segment_dtype = np.int64
     #: Partial partition segments count by the fraction of their span inside a query.
     estimator = "uniform"
     #: One point lies in one coarse and one fine cell.
@@ -211,7 +213,7 @@ class AdaptiveGrid:
         t1 = min(t1, n_hat ** (1.0 / c))
         merge = tuple(max(1, math.ceil(m / max(t1, 1.0))) for m in sizes)
         shape, width = coarse_geometry(sizes, merge)
-        seg = segs.astype(np.int64)
+        seg = segs                                # int64 (segment_dtype), read only
         coarse = _coarse_index(seg, merge, shape)
         v = _noisy_histogram(coarse, width.shape[0], eps_coarse, rng)
         layout = Layout(merge, shape, width, _fine_shape(v, width, eps_fine, c))

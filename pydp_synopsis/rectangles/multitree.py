@@ -30,6 +30,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .._core import LIMITS
 from ..errors import FormatError, ParameterError
 from ..params import scale_parts, split_epsilon
 from ..tails import laplace_sum_tail
@@ -37,7 +38,14 @@ from ..trees import tree_shape
 from . import kernels
 from .options import ESTIMATORS, check_per_axis
 
-__all__ = ["TreeShape", "MultiTree"]
+__all__ = ["MAX_POINTS", "TreeShape", "MultiTree"]
+
+#: The most points a multi-tree takes (the C kernel's point ids are uint32).  A
+#: declared, public limit -- part of the input space like the domain: a larger
+#: input is refused before any budget is charged or noise drawn, with a message
+#: naming this limit only (README, "Privacy guarantees").  The adaptive grid has
+#: no limit on the number of points.
+MAX_POINTS = LIMITS.multitree_point_limit - 1
 
 #: prune="auto" builds the unpruned tree up to this many nodes (~100 MB).
 _AUTO_PRUNE_NODES = 4_000_000
@@ -129,6 +137,8 @@ class MultiTree:
                  "epsilon_levels", "records", "_cum")
 
     structure = "multitree"
+    #: Segment indices of the points (:meth:`Axes.release`), as the C kernel takes them.
+    segment_dtype = np.uint32
 
     def __init__(self, axes, shape, *, estimator, final_share, prune, thresholds, scales,
                  epsilon_levels, records):

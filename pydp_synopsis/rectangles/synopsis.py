@@ -9,7 +9,7 @@ error bounds and saving to.
 from collections import namedtuple
 
 from .. import persist
-from ..budget import charge
+from ..budget import charge, describe
 from ..errors import FormatError, ParameterError
 from ..params import check_beta, check_choice, check_int, exact_epsilon
 from ..partition import fig1_threshold
@@ -17,7 +17,7 @@ from ..rng import resolve_rng
 from . import options
 from .axes import Axes, as_int_array, check_corners, check_points
 from .grid import AdaptiveGrid
-from .multitree import MultiTree
+from .multitree import MAX_POINTS, MultiTree
 
 __all__ = ["RectangleSynopsis", "ErrorTerms"]
 
@@ -117,6 +117,10 @@ class RectangleSynopsis:
         ----------
         points : array_like of int, shape (n, c)
             One row per data item, every coordinate inside its axis's domain.
+            The multi-tree takes at most ``2**32 - 1`` rows
+            (:data:`~pydp_synopsis.rectangles.multitree.MAX_POINTS`): a
+            declared, public part of the input space like the domain (README,
+            "Privacy guarantees"); the adaptive grid has no limit.
         domain : sequence of c (int, int)
             Inclusive bounds per axis; each may hold up to ``2**64`` values.
             ``1 <= c <= 8``.
@@ -185,7 +189,9 @@ class RectangleSynopsis:
         BudgetError
             ``budget`` cannot pay ``epsilon``.
         MemoryError
-            The multi-tree would exceed ``max_nodes``.
+            The multi-tree would exceed ``max_nodes``: decided by the shape
+            and the pruned noisy counts, i.e. by released numbers, after the
+            budget was charged (a refusal is post-processing, like a release).
 
         Notes
         -----
@@ -210,6 +216,11 @@ class RectangleSynopsis:
         c = len(domain)
         opts = options.resolve(config, structure, c, tuning)
         mechanism = _MECHANISMS[opts.structure]
+        if mechanism is MultiTree and len(offsets) > MAX_POINTS:
+            # a declared public limit, like the domain (README, "Privacy guarantees")
+            raise ParameterError("structure='multitree' takes at most 2**32 - 1 points "
+                                 "(pydp_synopsis.rectangles.multitree.MAX_POINTS); the adaptive "
+                                 "grid has no such limit")
         eps_axis = exact_epsilon(eps * opts.partition_share / c, "epsilon * partition_share / c")
         eps_tree = exact_epsilon(eps - c * eps_axis, "epsilon * (1 - partition_share)")
         split = mechanism.split_budget(eps_tree, opts, c)
@@ -218,11 +229,17 @@ class RectangleSynopsis:
             fig1_threshold(hi - lo + 1, eps_axis, beta / (2 * c), opts.threshold_factor)
         mechanism.check_noise(eps_tree, split)
         rng = resolve_rng(rng)
-        charge(budget, c * eps_axis + eps_tree, f"RectangleSynopsis over {len(offsets)} points")
+        charge(budget, c * eps_axis + eps_tree,
+               describe("RectangleSynopsis", domain=domain, epsilon=c * eps_axis + eps_tree))
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
-                                         opts.threshold_factor, rng)
+                                         opts.threshold_factor, rng, mechanism.segment_dtype)
         return cls._from_parts(axes, mechanism.build(axes, segs, n_hat, eps_tree, split, opts, rng),
                                config)
+
+    def __repr__(self):
+        # public facts and released sizes only (never the number of points)
+        return (f"RectangleSynopsis(domain={self.domain}, epsilon={self.epsilon}, "
+                f"structure={self.structure!r}, nodes={self.num_nodes})")
 
     # ------------------------------------------------------------- attributes
     @property
@@ -446,11 +463,12 @@ class RectangleSynopsis:
             In ``(0, 1)``; for the multi-tree in ``(0, 1 - beta / 2)`` (``beta
             / 2`` is the partitions' failure probability, fixed at build).
         max_multiplicity : int
-            A public bound on how many points share one coordinate value on
-            one axis (multi-tree; the grid's bound reads released counts and
-            holds for any duplicates).  The default 1 is DNRR's setting
-            (distinct values per axis); the bound is invalid if the data
-            repeat a value more often.
+            A *public* bound on how many points share one coordinate value on
+            one axis, fixed without looking at the data (the data's true
+            multiplicity is private and must not be passed) (multi-tree; the
+            grid's bound reads released counts and holds for any duplicates).
+            The default 1 is DNRR's setting (distinct values per axis); the
+            bound is invalid if the data repeat a value more often.
 
         Returns
         -------

@@ -1,0 +1,133 @@
+"""Leak checks: everything besides the released numbers must not depend on the data.
+
+A release publishes some arrays (a mechanism's ``released``).  Whatever else
+an analyst sees -- the object's repr, the saved file's header and meta, the
+text of exceptions its methods raise, the budget ledger -- may depend on the
+data only through those arrays.  :func:`colliding_releases` finds releases
+on x and on x' that publish *identical* arrays (different seeds, tiny
+mechanisms: collisions are frequent), and :func:`side_channels` must then
+be identical for the two.  A side channel that carries, say, the number of
+items differs between such a pair with certainty.
+
+The file's ``created`` field is the wall-clock second of the save call (a
+public clock reading, not a function of the data) and is left out.  The
+key whitelists are :data:`HEADER_KEYS`, :data:`META_KEYS` and
+:data:`ARRAY_KEYS`; counter checkpoints are secret by design (they hold the
+true prefix and the noise in use: mode 0600) and are whitelisted, not
+compared.
+"""
+import hashlib
+import json
+import os
+import re
+import tempfile
+
+import numpy as np
+
+import pydp_synopsis as ps
+from pydp_synopsis import persist
+
+__all__ = ["HEADER_KEYS", "META_KEYS", "ARRAY_KEYS", "SECRET_KINDS", "fingerprint",
+           "colliding_releases", "side_channels", "saved_record"]
+
+#: Keys of a saved file's JSON header.
+HEADER_KEYS = {"format_version", "kind", "created", "meta", "arrays", "annex"}
+
+#: Meta keys each record kind may hold: public parameters, and numbers
+#: derived from released ones (merge, scales, thresholds: functions of the
+#: released partitions' sizes).
+META_KEYS = {
+    "interval-synopsis": {"format", "domain", "epsilon_partition", "epsilon_tree", "beta",
+                          "threshold_factor", "tree", "fanout", "consistency", "estimator", "k"},
+    "rectangle-synopsis": {"format", "domain", "beta", "config", "threshold_factor",
+                           "epsilon_axis", "structure",
+                           # adaptive grid
+                           "epsilon_coarse", "epsilon_fine", "coarse_share", "merge",
+                           # multi-tree
+                           "epsilon_intermediate", "epsilon_final", "scales", "thresholds",
+                           "fanout", "estimator", "final_share", "prune"},
+    # checkpoints (secret: the true prefix, the noise in use)
+    "binary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
+                            "noise", "rng", "max_item"},
+    "kary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
+                          "noise", "rng", "max_item", "subtraction"},
+    "sparse_stream_counter": {"kind", "version", "horizon", "epsilon", "beta", "counter",
+                              "partition_share", "inner", "partition", "release", "rng",
+                              "sealed_total", "total", "max_items"},
+}
+#: Array names each record kind may hold.
+ARRAY_KEYS = {
+    "interval-synopsis": {"end_offsets", "released"},
+    "rectangle-synopsis": {f"ends_{a}" for a in range(8)} | {"coarse", "fine", "fine_shape",
+                                                              "count", "child", "succ"},
+    "binary_tree_counter": {"digits", "slots"},
+    "kary_tree_counter": {"digits", "slots"},
+    "sparse_stream_counter": {"digits", "slots", "ends"},
+}
+#: Record kinds that are secret checkpoints, not releases.
+SECRET_KINDS = {"binary_tree_counter", "kary_tree_counter", "sparse_stream_counter"}
+
+
+def fingerprint(arrays):
+    """A digest of released arrays (names, dtypes, shapes, bytes)."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def colliding_releases(mechanism, pair, runs, limit=3, seed=0):
+    """Up to ``limit`` pairs ``(release on x, release on x')`` publishing identical arrays.
+
+    ``runs`` releases per side, each from its own seed.
+    """
+    params = {**mechanism.params, **pair.params}
+    seen = {}
+    for i in range(runs):
+        rel = mechanism.run(pair.x, ps.Rng(seed=f"leak|{seed}|x|{i}".encode()), **params)
+        seen.setdefault(fingerprint(mechanism.released(rel)), rel)
+    out = []
+    for i in range(runs):
+        rel = mechanism.run(pair.x_prime, ps.Rng(seed=f"leak|{seed}|x'|{i}".encode()), **params)
+        other = seen.get(fingerprint(mechanism.released(rel)))
+        if other is not None:
+            out.append((other, rel))
+            if len(out) == limit:
+                break
+    return out
+
+
+def saved_record(obj):
+    """``(header without created, meta)`` of ``obj`` saved by :func:`pydp_synopsis.save`."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "release.pds")
+        ps.save(obj, path)
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    prefix = len(persist._MAGIC) + 1          # magic, version byte, then the header length
+    hlen = int.from_bytes(raw[prefix:prefix + 8], "little")
+    header = json.loads(raw[prefix + 8:prefix + 8 + hlen].decode())
+    header.pop("created")
+    return header
+
+
+def _text(probe, release):
+    try:
+        probe(release)
+    except Exception as exc:          # the text is the point
+        # an atomic write's scratch name is random (tempfile), not data
+        return re.sub(r"\.pdsyn-\w+", ".pdsyn-?", f"{type(exc).__name__}: {exc}")
+    return "no exception"
+
+
+def side_channels(mechanism, release):
+    """Everything an analyst sees besides the released arrays (a dict of strings/JSON)."""
+    out = {"repr": re.sub(r"0x[0-9a-f]+", "0x?", repr(release))}
+    if mechanism.record is not None:
+        obj = mechanism.record(release)
+        out["repr"] = re.sub(r"0x[0-9a-f]+", "0x?", repr(obj))
+        out["saved"] = saved_record(obj)
+    out["probes"] = [_text(p, release) for p in mechanism.probes]
+    return out
