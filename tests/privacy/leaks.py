@@ -60,9 +60,9 @@ ARRAY_KEYS = {
     "interval-synopsis": {"end_offsets", "released"},
     "rectangle-synopsis": {f"ends_{a}" for a in range(8)} | {"coarse", "fine", "fine_shape",
                                                               "count", "child", "succ"},
-    "binary_tree_counter": {"digits", "slots"},
-    "kary_tree_counter": {"digits", "slots"},
-    "sparse_stream_counter": {"digits", "slots", "ends"},
+    "binary_tree_counter": {"digits", "slots", "pool"},
+    "kary_tree_counter": {"digits", "slots", "pool"},
+    "sparse_stream_counter": {"digits", "slots", "ends", "pool"},
 }
 #: Record kinds that are secret checkpoints, not releases.
 SECRET_KINDS = {"binary_tree_counter", "kary_tree_counter", "sparse_stream_counter"}
