@@ -297,7 +297,8 @@ pds_status pds_interval_answer_prefix(const double *prefix, uint64_t m,
  * that term's noise by a factor theta in [0, 1]; the noise then lies
  * between those of the corners theta in {0, 1}^2 (bit 0 of j: the left
  * boundary's fraction kept, bit 1: the right one's); j = 3 is the unclipped
- * linear map.  Other estimators write four equal corners.
+ * linear map.  Other estimators, and all_corners = 0 (only the unclipped
+ * map, the std's), write four equal corners.
  * _tree: the raw tree (consistent = 0: the minimal cover plus the boundary
  * leaves) or its least-squares consistent estimate (consistent = 1: the
  * weights of Hay et al.'s estimator on the raw nodes, computed by Gaussian
@@ -309,12 +310,13 @@ pds_status pds_interval_var_tree(uint64_t m, uint32_t fanout, int consistent,
                                  const uint64_t *ends, const uint64_t *lo,
                                  const uint64_t *hi, const uint64_t *seg_lo,
                                  const uint64_t *seg_hi, size_t count,
-                                 int estimator, double *sumsq, double *maxabs);
+                                 int estimator, int all_corners, double *sumsq,
+                                 double *maxabs);
 pds_status pds_interval_var_kary(uint64_t m, uint32_t k, const uint64_t *ends,
                                  const uint64_t *lo, const uint64_t *hi,
                                  const uint64_t *seg_lo, const uint64_t *seg_hi,
-                                 size_t count, int estimator, double *sumsq,
-                                 double *maxabs);
+                                 size_t count, int estimator, int all_corners,
+                                 double *sumsq, double *maxabs);
 
 /* ---------------------------------------------------------- multitree.c --
  * DNRR section 3.3 and Remark 3.4: the c-dimensional multi-tree over the
@@ -461,6 +463,19 @@ pds_status pds_grid_noise(uint32_t c, const uint64_t *m, const uint64_t *g,
                           const uint64_t *k, const uint64_t *r, const double *fk,
                           const double *fr, double *sumsq, double *maxabs,
                           double *cut);
+
+/* -------------------------------------------------------------- tails.c --
+ * Per query q, a t with P(S >= t) <= exp(-log_inv[q]) for S = sum_g sum_i
+ * w_gi Z_gi, the Z_gi independent discrete Laplace of scale scale[g] and
+ * the weights known through sum_i w_gi^2 <= sumsq[q groups + g] and
+ * |w_gi| <= maxabs[q groups + g]: the Chernoff bound with the exact moment
+ * generating function, minimised over its parameter (float arithmetic: for
+ * accuracy statements only).  out[q] = 0 when every sumsq is 0.
+ * 1 <= groups <= 8; PDS_EINVAL for a scale, sumsq, maxabs or log_inv that
+ * is not finite and positive (>= 0 for sumsq and maxabs). */
+pds_status pds_laplace_weighted_tail(size_t count, uint32_t groups, const double *scale,
+                                     const double *sumsq, const double *maxabs,
+                                     const double *log_inv, double *out);
 
 /* ----------------------------------------------------------- gaussian.c --
  * Exact discrete Gaussian, P(z) proportional to exp(-z^2 / (2 sigma^2)),

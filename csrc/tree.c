@@ -931,14 +931,16 @@ static pds_status interval_noise(int kind, uint64_t m, uint32_t fanout,
                                  const uint64_t *ends, const uint64_t *lo,
                                  const uint64_t *hi, const uint64_t *seg_lo,
                                  const uint64_t *seg_hi, size_t count,
-                                 int estimator, double *sumsq, double *maxabs)
+                                 int estimator, int all_corners, double *sumsq,
+                                 double *maxabs)
 {
     smooth_shape sh;
     uint32_t levels = 1;
     uint64_t total;
     int st;
     if (!answer_args_ok(m, ends, lo, hi, seg_lo, seg_hi, count, estimator, 0.0,
-                        sumsq) || (count > 0 && maxabs == NULL))
+                        sumsq) || (count > 0 && maxabs == NULL)
+        || (all_corners != 0 && all_corners != 1))
         return PDS_EINVAL;
     if (kind == NOISE_KARY) {
         if (fanout < 3 || fanout > PDS_MAX_COUNTER_FANOUT || !(fanout & 1)
@@ -957,7 +959,7 @@ static pds_status interval_noise(int kind, uint64_t m, uint32_t fanout,
         st = plan_query(m, ends, lo[q], hi[q], seg_lo[q], seg_hi[q], estimator, &p);
         if (st != PDS_OK)
             return st;
-        corners = has_clip(&p) ? 4 : 1;
+        corners = all_corners && has_clip(&p) ? 4 : 1;
         for (int j = 0; j < corners; j++) {
             int corner = corners == 4 ? j : 3;
             prefix_combo c;
@@ -985,21 +987,22 @@ pds_status pds_interval_var_tree(uint64_t m, uint32_t fanout, int consistent,
                                  const uint64_t *ends, const uint64_t *lo,
                                  const uint64_t *hi, const uint64_t *seg_lo,
                                  const uint64_t *seg_hi, size_t count,
-                                 int estimator, double *sumsq, double *maxabs)
+                                 int estimator, int all_corners, double *sumsq,
+                                 double *maxabs)
 {
     if (consistent != 0 && consistent != 1)
         return PDS_EINVAL;
     return interval_noise(consistent ? NOISE_CONSISTENT : NOISE_RAW, m, fanout,
-                          ends, lo, hi, seg_lo, seg_hi, count, estimator, sumsq,
-                          maxabs);
+                          ends, lo, hi, seg_lo, seg_hi, count, estimator,
+                          all_corners, sumsq, maxabs);
 }
 
 pds_status pds_interval_var_kary(uint64_t m, uint32_t k, const uint64_t *ends,
                                  const uint64_t *lo, const uint64_t *hi,
                                  const uint64_t *seg_lo, const uint64_t *seg_hi,
-                                 size_t count, int estimator, double *sumsq,
-                                 double *maxabs)
+                                 size_t count, int estimator, int all_corners,
+                                 double *sumsq, double *maxabs)
 {
     return interval_noise(NOISE_KARY, m, k, ends, lo, hi, seg_lo, seg_hi, count,
-                          estimator, sumsq, maxabs);
+                          estimator, all_corners, sumsq, maxabs);
 }

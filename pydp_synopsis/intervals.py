@@ -387,7 +387,7 @@ class IntervalSynopsis:
             out = np.maximum(out, 0.0)
         if not return_std:
             return out.reshape(shape)
-        sumsq, _ = self._noise_weights(lo_o, hi_o)
+        sumsq, _ = self._noise_weights(lo_o, hi_o, corners=False)
         return out.reshape(shape), noise_std(sumsq[:, 3:], [self._noise_scale()]).reshape(shape)
 
     def count(self, lo, hi):
@@ -558,12 +558,13 @@ class IntervalSynopsis:
             return Fraction(self._kary_shape()[2]) / self.epsilon_tree
         return trees.noise_scale(self._levels, self.epsilon_tree)
 
-    def _noise_weights(self, lo_o, hi_o):
+    def _noise_weights(self, lo_o, hi_o, corners=True):
         """Per query and clip corner, ``sum w^2`` and ``max |w|`` of the noise weights."""
         if self.tree == "kary":
-            return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, kary=self.k)
+            return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, kary=self.k,
+                                        corners=corners)
         return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, fanout=self.fanout,
-                                    consistent=self.consistency)
+                                    consistent=self.consistency, corners=corners)
 
     def _boundaries(self, lo_o, hi_o):
         """Per query: is the left (or only) boundary segment cut, is the right one,

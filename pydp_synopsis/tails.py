@@ -10,6 +10,7 @@ import numbers
 
 import numpy as np
 
+from ._core import check, f64, lib
 from .errors import ParameterError
 
 __all__ = ["laplace_sum_tail", "laplace_weighted_tail"]
@@ -110,13 +111,6 @@ def laplace_sum_tail(terms, scale, log_inv_delta):
     return min(t_of(best), t_of((lo + hi) / 2)) * (1 + 1e-9)
 
 
-def _log_mgf_array(lam, scale):
-    """:func:`_log_mgf` on arrays (``0 <= lam < 1/scale``)."""
-    g = 1.0 / scale
-    return (2.0 * np.log(-np.expm1(-g)) - np.log(-np.expm1(lam - g))
-            - np.log(-np.expm1(-lam - g)))
-
-
 def laplace_weighted_tail(sumsq, maxabs, scales, log_inv_delta):
     """Per query, a ``t`` with ``P(S >= t) <= delta`` for a weighted sum ``S`` of discrete Laplace noise.
 
@@ -130,7 +124,8 @@ def laplace_weighted_tail(sumsq, maxabs, scales, log_inv_delta):
     min_g 1 / (b_g s_g))``.  ``t(lam)`` is unimodal (its numerator is convex
     and 0 at 0), so a golden-section search finds its minimum; any ``lam``
     would be valid, and the result is enlarged by a relative ``1e-9`` for
-    the float evaluation.  The lower tail is the same by symmetry.
+    the float evaluation.  The lower tail is the same by symmetry.  One C
+    call for all queries (``csrc/tails.c``).
 
     The per-query version of :func:`laplace_sum_tail` (which is the case of
     ``terms`` equal weights ``<= 1``): the tails of the per-query error bars.
@@ -141,7 +136,7 @@ def laplace_weighted_tail(sumsq, maxabs, scales, log_inv_delta):
         Per query and noise group, ``sum w^2`` and a bound on ``max |w|``
         (>= 0; a group with ``sumsq == 0`` adds nothing).
     scales : sequence of G floats or Fractions
-        The groups' noise scales (> 0).
+        The groups' noise scales (> 0), ``1 <= G <= 8``.
     log_inv_delta : float or array_like of float, shape (q,)
         ``ln(1 / delta)`` > 0.
 
@@ -152,7 +147,7 @@ def laplace_weighted_tail(sumsq, maxabs, scales, log_inv_delta):
 
     Notes
     -----
-    O(q G) per step of a 40-step vectorised search.
+    O(q G): a 48-step golden-section search per query, in C.
 
     References
     ----------
@@ -169,7 +164,7 @@ def laplace_weighted_tail(sumsq, maxabs, scales, log_inv_delta):
     s = np.atleast_2d(np.asarray(maxabs, dtype=np.float64))
     b = np.array([float(x) for x in scales], dtype=np.float64)
     log_inv = np.broadcast_to(np.asarray(log_inv_delta, dtype=np.float64), v.shape[:1])
-    if v.shape != s.shape or v.ndim != 2 or v.shape[1] != b.size:
+    if v.shape != s.shape or v.ndim != 2 or not 1 <= b.size <= 8 or v.shape[1] != b.size:
         raise ParameterError(f"sumsq and maxabs must be (q, {b.size}) arrays, got {v.shape} "
                              f"and {s.shape}")
     if not (np.all(np.isfinite(b)) and np.all(b > 0)):
@@ -179,29 +174,9 @@ def laplace_weighted_tail(sumsq, maxabs, scales, log_inv_delta):
         raise ParameterError("sumsq and maxabs must be finite and >= 0")
     if not (np.all(np.isfinite(log_inv)) and np.all(log_inv > 0)):
         raise ParameterError("log_inv_delta must be finite and > 0")
-    used = v > 0
-    # s >= sqrt(V / n) > 0 when V > 0; guard float underflow of the max
-    s = np.where(used, np.maximum(s, np.sqrt(v) * 1e-12), 1.0)
-    lam_max = np.min(np.where(used, 1.0 / (b * s), np.inf), axis=1)
-    live = np.isfinite(lam_max)
-    lam_max = np.where(live, lam_max, 1.0)
-    ratio = np.where(used, v / s**2, 0.0)
-
-    def t_of(x):
-        lam = x * lam_max
-        k = np.zeros_like(lam)
-        for g in range(b.size):
-            arg = np.where(used[:, g], lam * s[:, g], 0.0)
-            k += ratio[:, g] * _log_mgf_array(arg, b[g])
-        return (k + log_inv) / lam
-
-    lo = np.full(v.shape[0], 1e-9)
-    hi = np.full(v.shape[0], 1.0 - 1e-9)
-    phi = (math.sqrt(5) - 1) / 2
-    for _ in range(40):      # 0.618^40 ~ 4e-9: t is flat near its minimum
-        a, c = hi - phi * (hi - lo), lo + phi * (hi - lo)
-        left = t_of(a) < t_of(c)         # then the minimum lies in [lo, c]
-        hi = np.where(left, c, hi)
-        lo = np.where(left, lo, a)
-    best = t_of((lo + hi) / 2) * (1 + 1e-9)
-    return np.where(live, best, 0.0)
+    out = np.empty(v.shape[0])
+    check(lib.pds_laplace_weighted_tail(v.shape[0], b.size, f64(b), f64(np.ascontiguousarray(v)),
+                                        f64(np.ascontiguousarray(s)),
+                                        f64(np.ascontiguousarray(log_inv)), f64(out)),
+          "laplace_weighted_tail")
+    return out

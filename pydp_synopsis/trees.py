@@ -241,7 +241,8 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
     return out
 
 
-def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=None):
+def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=None,
+                   corners=True):
     """The exact weights of the released noise in the answers of :func:`interval_answers`.
 
     An answer's noise is ``sum_v w_v Z_v`` over the independent noise terms
@@ -262,6 +263,9 @@ def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=
     kary : int, optional
         The counter's odd fanout ``k``: the answers are prefix differences
         of the counter's releases.
+    corners : bool
+        False: only the unclipped linear map (column 3, copied to all four
+        columns), which is all the std needs.
 
     Returns
     -------
@@ -286,7 +290,7 @@ def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=
     sumsq = np.empty((lo.size, 4), dtype=np.float64)
     maxabs = np.empty((lo.size, 4), dtype=np.float64)
     args = (u64(ends), u64(lo), u64(hi), u64(seg_lo), u64(seg_hi), lo.size,
-            ESTIMATORS.index(estimator), f64(sumsq), f64(maxabs))
+            ESTIMATORS.index(estimator), int(bool(corners)), f64(sumsq), f64(maxabs))
     if kary is not None:
         check(lib.pds_interval_var_kary(ends.size, kary, *args), "interval noise")
     else:
