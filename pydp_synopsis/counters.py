@@ -43,6 +43,8 @@ files and JSON states still load.  A tree counter's record:
 ``prefix``  true prefix sum (secret)
 ``noise``   sum of the noise terms in use (secret); release = prefix + noise
 ``rng``     a seeded generator's position (tests only), None for OS seeds
+``peak``    ``max(0, every release so far)``: the ``monotone=True`` count
+            (public; absent in release 0.1 files: ``max(0, release)``)
 ``digits``  array: the h digits of ``time``, level 1 first
 ``slots``   array: the noise terms, level by level (secret)
 =========== ==============================================================
@@ -69,7 +71,7 @@ from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .budget import charge
 from .noise import discrete_laplace_variance
-from .params import check_beta, check_int, exact_epsilon, scale_parts
+from .params import check_beta, check_bool, check_int, exact_epsilon, scale_parts
 from .rng import Rng, resolve_rng
 from .tails import laplace_sum_tail
 
@@ -402,6 +404,7 @@ class _TreeCounter(ContinualCounter):
         self._epsilon = eps
         self._scale = Fraction(height) / eps
         self._rng = rng
+        self._peak = 0       # max(0, every release so far): the monotone release
         self._state = ffi.new("pds_counter *")
         self._digits = ffi.new("int32_t[]", height)
         self._slots = ffi.new("int64_t[]", capacity)
@@ -455,18 +458,42 @@ class _TreeCounter(ContinualCounter):
         return int(self._state.prefix)
 
     # --------------------------------------------------------------- updates
-    def update_many(self, xs):
+    def update(self, x, *, monotone=False):
+        """Feed one item and return the release after it (see :meth:`update_many`).
+
+        Examples
+        --------
+        >>> from pydp_synopsis.noise import Rng
+        >>> c = KaryTreeCounter(horizon=10, epsilon=1e9, k=3, rng=Rng(1))
+        >>> c.update(1), c.update(0), c.update(1, monotone=True)
+        (1, 1, 2)
+        """
+        monotone = check_bool(monotone, "monotone")
+        x = check_int(x, "x", 0, MAX_ITEM, DomainError)
+        return int(self.update_many(np.array([x], dtype=np.int64), monotone=monotone)[0])
+
+    def update_many(self, xs, *, monotone=False):
         """Feed a batch of items in one C call; return the releases.
 
         Parameters
         ----------
         xs : array_like of int
             One-dimensional non-negative integers (bool accepted), each at most 2**62.
+        monotone : bool
+            Return the running count made consistent online: at each t,
+            ``max(0, release_1, ..., release_t)`` over every release since
+            the start (:attr:`monotone_release`), so the counts shown never
+            decrease and are never negative, and a count once shown never
+            changes.  Post-processing of the releases: free in privacy.  It
+            is biased upward (the running maximum of noisy values exceeds
+            the true count by about the noise's expected maximum over a
+            stretch of constant count), and its error is measured in
+            README.md, "Consistent releases"; the raw releases are unbiased.
 
         Returns
         -------
         numpy.ndarray of int64
-            The noisy prefix sums after each item.
+            The noisy prefix sums after each item (or their running maximum).
 
         Raises
         ------
@@ -479,6 +506,7 @@ class _TreeCounter(ContinualCounter):
         -----
         O(len(xs)) time, O(1) amortised noise draws per item (Lemma 4.14).
         """
+        monotone = check_bool(monotone, "monotone")
         xs = self._items(xs, "xs")
         n = len(xs)
         out = np.empty(n, dtype=np.int64)
@@ -488,7 +516,69 @@ class _TreeCounter(ContinualCounter):
         if st == lib.PDS_ERANGE and not self._state.failed:
             raise DomainError("xs would make the prefix sum exceed 2**62")
         check(st)
-        return out
+        peaks = np.maximum.accumulate(np.maximum(out, self._peak))
+        if n:
+            self._peak = int(peaks[-1])
+        return peaks if monotone else out
+
+    @property
+    def monotone_release(self):
+        """``max(0, every release so far)``: the running count of ``monotone=True``.
+
+        Released numbers only (public).  A checkpoint of release 0.1, which
+        does not hold it, restarts it at ``max(0, release)``.
+        """
+        return self._peak
+
+    def std(self, times=None):
+        """Exact standard deviation of the noise of the release at ``times``.
+
+        The release at t is the true prefix sum plus one independent noise
+        term of scale h/epsilon per node on t's path (one per unit of its
+        offset digits, APT Algorithm 2; one per 1-bit for the binary tree),
+        so its variance is the path length times
+        :func:`~pydp_synopsis.noise.discrete_laplace_variance`.  Unlike
+        :meth:`mean_squared_error` (the mean over t) this is per release.
+
+        Parameters
+        ----------
+        times : int or array_like of int, optional
+            Times in ``[0, horizon]`` (0: the empty prefix, exact); default
+            the current time.
+
+        Returns
+        -------
+        float or numpy.ndarray of float64
+
+        Notes
+        -----
+        O(h) per time.
+
+        Examples
+        --------
+        >>> from pydp_synopsis.noise import Rng, discrete_laplace_variance
+        >>> c = KaryTreeCounter(horizon=100, epsilon=1.0, k=3, rng=Rng(2))
+        >>> out = c.update_many([1] * 5)     # 5 = -1 - 1*3 + 1*9: three noise terms
+        >>> round(c.std() ** 2 / discrete_laplace_variance(c.noise_scale), 9)
+        3.0
+        """
+        var = discrete_laplace_variance(self._scale)
+        if times is None:
+            used = sum(abs(int(self._digits[i])) for i in range(self.height))
+            return math.sqrt(used * var)
+        t = np.asarray(times)
+        if t.dtype.kind not in "iu":
+            raise TypeError(f"times must be integers, got dtype {t.dtype}")
+        if t.size and (t.min() < 0 or t.max() > self.horizon):
+            raise DomainError(f"times must be in [0, {self.horizon}], got values in "
+                              f"[{t.min()}, {t.max()}]")
+        x, used = t.astype(np.int64), np.zeros(t.shape, dtype=np.int64)
+        half = 0 if self.k == 2 else (self.k - 1) // 2
+        for _ in range(self.height):
+            d = (x + half) % self.k - half
+            used += np.abs(d)
+            x = (x - d) // self.k
+        return np.sqrt(used * var)
 
     # ------------------------------------------------------------- analysis
     def mean_squared_error(self, steps=None):
@@ -573,6 +663,7 @@ class _TreeCounter(ContinualCounter):
             "prefix": int(s.prefix),
             "noise": int(s.noise),
             "rng": self._rng._to_state(),
+            "peak": self._peak,
         }
         arrays = {
             "digits": np.frombuffer(ffi.buffer(self._digits), dtype=np.int32, count=s.height).astype(np.int64),
@@ -601,6 +692,9 @@ class _TreeCounter(ContinualCounter):
         s.noise = check_int(meta["noise"], "noise", _INT64.min, _INT64.max)
         if lib.pds_counter_check(s) != lib.PDS_OK:
             raise FormatError("state is inconsistent (digits, time, noise terms or prefix)")
+        floor = max(0, obj.release)
+        peak = meta.get("peak")
+        obj._peak = floor if peak is None else check_int(peak, "peak", floor, _INT64.max)
         return obj
 
     def __repr__(self):

@@ -743,3 +743,66 @@ def test_multitree_bias_is_per_cut_side(estimator):
     want = [0, lo_side[0], heavy[1], lo_side[0] + heavy[0] + lo_side[1] + heavy[1]]
     bars = s.confidence_intervals(lo, hi, 0.9, max_multiplicity=mu)
     np.testing.assert_allclose(bars.bias, want)
+
+
+# ---------------------------------------------------------------- counters
+@pytest.mark.parametrize("cls,k", [(ps.BinaryTreeCounter, 2), (ps.KaryTreeCounter, 3),
+                                   (ps.KaryTreeCounter, 19)])
+def test_counter_std_is_the_exact_path_noise(cls, k):
+    horizon = 300
+    kw = {} if k == 2 else {"k": k}
+    c = cls(horizon=horizon, epsilon=1.0, rng=ps.Rng(seed=40), **kw)
+    var = ps.discrete_laplace_variance(c.noise_scale)
+    if k == 2:
+        terms = np.array([bin(t).count("1") for t in range(horizon + 1)])
+    else:
+        terms = _kary_incidence(horizon, k).sum(axis=1)
+    np.testing.assert_allclose(c.std(np.arange(horizon + 1)) ** 2, terms * var, rtol=RTOL)
+    assert c.std() == 0.0
+    for t in (1, 7, 150):
+        c.update_many(np.ones(t - c.time, dtype=np.int64))
+        assert c.std() ** 2 == pytest.approx(terms[t] * var, rel=RTOL)
+    # the mean over t is mean_squared_error
+    assert np.mean(c.std(np.arange(1, horizon + 1)) ** 2) == pytest.approx(
+        c.mean_squared_error(), rel=1e-12)
+    with pytest.raises(ps.DomainError, match="times"):
+        c.std([horizon + 1])
+    with pytest.raises(TypeError, match="times"):
+        c.std([1.5])
+
+
+@pytest.mark.slow
+def test_counter_std_matches_the_variance_over_runs():
+    t, runs, rng = 37, 20000, ps.Rng(seed=41)
+    out = np.array([ps.KaryTreeCounter(horizon=100, epsilon=1.0, k=5, rng=rng)
+                    .update_many(np.ones(t, dtype=np.int64))[-1] for _ in range(runs)])
+    std = ps.KaryTreeCounter(horizon=100, epsilon=1.0, k=5).std(t)
+    assert_mean_var(out, t, float(std) ** 2)
+
+
+def test_monotone_counter_is_the_running_maximum(tmp_path):
+    xs = np.random.default_rng(9).integers(0, 2, 500)
+    c = ps.KaryTreeCounter(horizon=1000, epsilon=0.5, rng=ps.Rng(seed=42))
+    d = ps.KaryTreeCounter(horizon=1000, epsilon=0.5, rng=ps.Rng(seed=42))
+    raw = c.update_many(xs[:200])
+    mono = d.update_many(xs[:200], monotone=True)
+    np.testing.assert_array_equal(mono, np.maximum.accumulate(np.maximum(raw, 0)))
+    assert (raw < 0).any() and np.all(np.diff(mono) >= 0) and mono[0] >= 0
+    # the floor carries across batches, single updates and checkpoints
+    ps.save(d, tmp_path / "d.ckpt")
+    d2 = ps.load(tmp_path / "d.ckpt")
+    assert d2.monotone_release == d.monotone_release == mono[-1]
+    rest = [d2.update(int(x), monotone=True) for x in xs[200:260]]
+    raw2 = c.update_many(xs[200:260])
+    np.testing.assert_array_equal(rest, np.maximum.accumulate(np.maximum(raw2, mono[-1])))
+    state = d2.to_state()
+    del state["peak"]                                  # a release 0.1 checkpoint
+    assert ps.KaryTreeCounter.from_state(state).monotone_release == max(0, d2.release)
+    state["peak"] = d2.release - 1 if d2.release > 0 else -1
+    with pytest.raises(ps.FormatError):
+        ps.KaryTreeCounter.from_state(state)
+    with pytest.raises(TypeError, match="monotone"):
+        d2.update_many([1], monotone=1)
+    with pytest.raises(TypeError, match="monotone"):
+        d2.update(1, monotone="yes")
+    assert d2.time == 260                              # nothing consumed by the bad calls
