@@ -437,6 +437,10 @@ typedef struct {
     const mt_shape *sh;
     const int64_t *count, *child, *succ;
     const uint64_t *cum;
+    /* noise mode (pds_multitree_noise): present[r] = noisy final records
+     * before r; the weights' squares and largest |weight| accumulate */
+    const uint64_t *present;
+    double sumsq, maxw;
     uint64_t n_records;
     int bad;                      /* a record index left [0, n_records) */
     pds_cover_run runs[PDS_MAX_AXES][2 * PDS_MT_MAX_LEVELS];
@@ -489,12 +493,30 @@ static int64_t locate(mt_query *q, uint32_t a, int64_t top, mt_path *p,
 
 static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w);
 
+/* n consecutive final records from r, each with weight w: their counts
+ * (answers: one difference of the prefix sums, mod 2^64, exact whenever the
+ * part's sum fits int64) or, in noise mode, the squares of the weights of
+ * those that hold a noisy count. */
+static void note_final(mt_query *q, int64_t r, uint64_t n, double w)
+{
+    if (q->present == NULL) {
+        q->acc += w * (double)(int64_t)(q->cum[r + (int64_t)n] - q->cum[r]);
+        return;
+    }
+    n = q->present[r + (int64_t)n] - q->present[r];
+    if (n > 0) {
+        double a = w < 0.0 ? -w : w;
+        q->sumsq += (double)n * w * w;
+        q->maxw = a > q->maxw ? a : q->maxw;
+    }
+}
+
 static void emit(mt_query *q, uint32_t a, int64_t r, double w)
 {
     if (r < 0)
         return;                   /* absent: under a pruned node, counts 0 */
     if (a + 1 == q->sh->c)
-        q->acc += w * (double)q->count[r];
+        note_final(q, r, 1, w);
     else if (q->succ[r] >= 0)
         visit_axis(q, a + 1, q->succ[r], w);
 }
@@ -513,8 +535,8 @@ static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
         }
         /* final axis: siblings are consecutive records (the top level too), so a
          * run's part inside one sibling block is one difference of the records'
-         * prefix sums (mod 2^64: exact whenever the part's sum fits int64) --
-         * O(1) instead of a read per node, which matters for wide fanouts */
+         * prefix sums -- O(1) instead of a read per node, which matters for
+         * wide fanouts */
         uint64_t u = run->first;
         while (u < run->end) {
             uint64_t stop = run->end;
@@ -527,7 +549,7 @@ static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
             if (r >= 0 && (uint64_t)r + (stop - u) > q->n_records)
                 q->bad = 1;       /* cum has n_records + 1 entries */
             else if (r >= 0)
-                q->acc += w * (double)(int64_t)(q->cum[r + (int64_t)(stop - u)] - q->cum[r]);
+                note_final(q, r, stop - u, w);
             u = stop;
         }
     }
@@ -535,6 +557,54 @@ static void visit_axis(mt_query *q, uint32_t a, int64_t top, double w)
         emit(q, a, locate(q, a, top, &p, 0, q->kl[a]), w * q->fl[a]);
     if (q->fr[a] > 0.0)
         emit(q, a, locate(q, a, top, &p, 0, q->kr[a]), w * q->fr[a]);
+}
+
+static pds_status multitree_queries(mt_query *q, const uint64_t *m, const uint32_t *k,
+                                    const uint64_t *wa, const uint64_t *wb,
+                                    const uint64_t *kl, const double *fl,
+                                    const uint64_t *kr, const double *fr,
+                                    size_t count_q, double *out, double *maxabs)
+{
+    const mt_shape *sh = q->sh;
+    int st;
+    if (count_q > 0 && (wa == NULL || wb == NULL || kl == NULL || fl == NULL
+                        || kr == NULL || fr == NULL || out == NULL
+                        || (q->present != NULL && maxabs == NULL)))
+        return PDS_EINVAL;
+    q->bad = 0;
+    for (size_t i = 0; i < count_q; i++) {
+        for (uint32_t a = 0; a < sh->c; a++) {
+            size_t x = i * sh->c + a;
+            if (wa[x] > wb[x] || wb[x] > m[a]
+                || (fl[x] > 0.0 && kl[x] >= m[a])
+                || (fr[x] > 0.0 && kr[x] >= m[a])
+                || !(fl[x] >= 0.0 && fl[x] <= 1.0)
+                || !(fr[x] >= 0.0 && fr[x] <= 1.0))
+                return PDS_EINVAL;
+            q->n_runs[a] = 0;
+            if (wa[x] < wb[x]) {
+                st = pds_tree_cover(m[a], k[a], wa[x], wb[x], q->runs[a],
+                                    2 * PDS_MT_MAX_LEVELS, &q->n_runs[a]);
+                if (st != PDS_OK)
+                    return st;
+            }
+            q->kl[a] = kl[x];
+            q->kr[a] = kr[x];
+            q->fl[a] = fl[x];
+            q->fr[a] = fr[x];
+        }
+        q->acc = q->sumsq = q->maxw = 0.0;
+        visit_axis(q, 0, 0, 1.0);
+        if (q->bad)
+            return PDS_ESTATE;
+        if (q->present != NULL) {
+            out[i] = q->sumsq;
+            maxabs[i] = q->maxw;
+        } else {
+            out[i] = q->acc;
+        }
+    }
+    return PDS_OK;
 }
 
 pds_status pds_multitree_answer(const int64_t *count, const int64_t *child,
@@ -554,42 +624,37 @@ pds_status pds_multitree_answer(const int64_t *count, const int64_t *child,
     if (count == NULL || child == NULL || succ == NULL || cum == NULL
         || n_records == 0)
         return PDS_EINVAL;
-    if (count_q > 0 && (wa == NULL || wb == NULL || kl == NULL || fl == NULL
-                        || kr == NULL || fr == NULL || out == NULL))
-        return PDS_EINVAL;
     q.sh = &sh;
     q.count = count;
     q.child = child;
     q.succ = succ;
     q.cum = cum;
+    q.present = NULL;
     q.n_records = n_records;
-    q.bad = 0;
-    for (size_t i = 0; i < count_q; i++) {
-        for (uint32_t a = 0; a < c; a++) {
-            size_t x = i * c + a;
-            if (wa[x] > wb[x] || wb[x] > m[a]
-                || (fl[x] > 0.0 && kl[x] >= m[a])
-                || (fr[x] > 0.0 && kr[x] >= m[a])
-                || !(fl[x] >= 0.0 && fl[x] <= 1.0)
-                || !(fr[x] >= 0.0 && fr[x] <= 1.0))
-                return PDS_EINVAL;
-            q.n_runs[a] = 0;
-            if (wa[x] < wb[x]) {
-                st = pds_tree_cover(m[a], k[a], wa[x], wb[x], q.runs[a],
-                                    2 * PDS_MT_MAX_LEVELS, &q.n_runs[a]);
-                if (st != PDS_OK)
-                    return st;
-            }
-            q.kl[a] = kl[x];
-            q.kr[a] = kr[x];
-            q.fl[a] = fl[x];
-            q.fr[a] = fr[x];
-        }
-        q.acc = 0.0;
-        visit_axis(&q, 0, 0, 1.0);
-        if (q.bad)
-            return PDS_ESTATE;
-        out[i] = q.acc;
-    }
-    return PDS_OK;
+    return multitree_queries(&q, m, k, wa, wb, kl, fl, kr, fr, count_q, out, NULL);
+}
+
+pds_status pds_multitree_noise(const int64_t *child, const int64_t *succ,
+                               const uint64_t *present, uint64_t n_records,
+                               uint32_t c, const uint64_t *m, const uint32_t *k,
+                               const uint64_t *wa, const uint64_t *wb,
+                               const uint64_t *kl, const double *fl,
+                               const uint64_t *kr, const double *fr,
+                               size_t count_q, double *sumsq, double *maxabs)
+{
+    mt_shape sh;
+    mt_query q;
+    int st = shape_init(&sh, c, m, k);
+    if (st != PDS_OK)
+        return st;
+    if (child == NULL || succ == NULL || present == NULL || n_records == 0)
+        return PDS_EINVAL;
+    q.sh = &sh;
+    q.count = NULL;
+    q.child = child;
+    q.succ = succ;
+    q.cum = NULL;
+    q.present = present;
+    q.n_records = n_records;
+    return multitree_queries(&q, m, k, wa, wb, kl, fl, kr, fr, count_q, sumsq, maxabs);
 }

@@ -48,6 +48,9 @@ enum { PDS_MAX_AXES = 8 };
 #define PDS_MT_MAX_RECORDS ((uint64_t)1 << 40)
 enum { PDS_MT_MAX_LEVELS = 33 };
 
+/* tails.c: noise groups (distinct scales) of one weighted sum. */
+enum { PDS_TAIL_MAX_GROUPS = 8 };
+
 _Static_assert(PDS_TREE_SEGMENT_LIMIT <= ((uint64_t)1 << (PDS_TREE_MAX_LEVELS - 1)),
                "a tree of fanout >= 2 has at most PDS_TREE_MAX_LEVELS levels");
 _Static_assert(PDS_MT_SEGMENT_LIMIT <= ((uint64_t)1 << (PDS_MT_MAX_LEVELS - 1)),

@@ -322,6 +322,34 @@ pds_status pds_interval_answer_prefix(const double *prefix, uint64_t m,
                                       const uint64_t *hi, const uint64_t *seg_lo,
                                       const uint64_t *seg_hi, size_t count,
                                       int estimator, double tau, double *out);
+/* The noise of those answers, exactly: an answer's noise is sum_v w_v Z_v
+ * over the independent, equally distributed noises Z_v of the released
+ * counts (tree nodes; kary: the counter's noise terms), and per query q
+ * sumsq[4q + j] = sum_v w_v^2, maxabs[4q + j] = max_v |w_v| at clip corner
+ * j.  "seal_uniform" clips a boundary estimate into [0, tau], which moves
+ * that term's noise by a factor theta in [0, 1]; the noise then lies
+ * between those of the corners theta in {0, 1}^2 (bit 0 of j: the left
+ * boundary's fraction kept, bit 1: the right one's); j = 3 is the unclipped
+ * linear map.  Other estimators, and all_corners = 0 (only the unclipped
+ * map, the std's), write four equal corners.
+ * _tree: the raw tree (consistent = 0: the minimal cover plus the boundary
+ * leaves) or its least-squares consistent estimate (consistent = 1: the
+ * weights of Hay et al.'s estimator on the raw nodes, computed by Gaussian
+ * smoothing on the tree in O(levels) per query, for any fanout).
+ * _kary: the prefix sums of the k-ary counter with subtraction over the m
+ * segments (APT Algorithm 2, odd k, as counters.c; prefix 0 is exact).
+ * Same query arguments and errors as the answer kernels. */
+pds_status pds_interval_var_tree(uint64_t m, uint32_t fanout, int consistent,
+                                 const uint64_t *ends, const uint64_t *lo,
+                                 const uint64_t *hi, const uint64_t *seg_lo,
+                                 const uint64_t *seg_hi, size_t count,
+                                 int estimator, int all_corners, double *sumsq,
+                                 double *maxabs);
+pds_status pds_interval_var_kary(uint64_t m, uint32_t k, const uint64_t *ends,
+                                 const uint64_t *lo, const uint64_t *hi,
+                                 const uint64_t *seg_lo, const uint64_t *seg_hi,
+                                 size_t count, int estimator, int all_corners,
+                                 double *sumsq, double *maxabs);
 
 /* ---------------------------------------------------------- multitree.c --
  * DNRR section 3.3 and Remark 3.4: the c-dimensional multi-tree over the
@@ -393,6 +421,20 @@ pds_status pds_multitree_answer(const int64_t *count, const int64_t *child,
                                 const uint64_t *kl, const double *fl,
                                 const uint64_t *kr, const double *fr,
                                 size_t count_q, double *out);
+/* The noise of those answers, exactly: an answer is sum_v w_v (count of
+ * final node v), w_v the product of the per-axis weights, so its noise is
+ * sum_v w_v Z_v over the final nodes that hold a noisy count.  present
+ * (n_records + 1 entries) counts them: present[r] = number of records
+ * before r that are final nodes with a noisy count (not pruned).
+ * sumsq[q] = sum_v w_v^2 over those, maxabs[q] = max_v |w_v|.  Same query
+ * arguments and errors as pds_multitree_answer. */
+pds_status pds_multitree_noise(const int64_t *child, const int64_t *succ,
+                               const uint64_t *present, uint64_t n_records,
+                               uint32_t c, const uint64_t *m, const uint32_t *k,
+                               const uint64_t *wa, const uint64_t *wb,
+                               const uint64_t *kl, const double *fl,
+                               const uint64_t *kr, const double *fr,
+                               size_t count_q, double *sumsq, double *maxabs);
 /* For every record: its axis, level and node index (for tests, Claim 3.3). */
 pds_status pds_multitree_describe(const int64_t *child, const int64_t *succ,
                                   uint64_t n_records, uint32_t c, const uint64_t *m,
@@ -431,6 +473,42 @@ pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
                            const double *fine, uint64_t n_fine, size_t count_q,
                            const uint64_t *k, const uint64_t *r, const double *fk,
                            const double *fr, double *out);
+/* The noise of those answers, exactly.  With lam[i] the constrained
+ * inference weight of coarse cell i (its estimate lam v + (1 - lam) S of
+ * its noisy count v and the sum S of its M fine counts; every fine count
+ * then moves by (v' - S) / M), an answer is a linear combination of the
+ * released coarse and fine counts.  Per query i: sumsq[2i] = the sum of
+ * the squared weights on the coarse counts, sumsq[2i + 1] on the fine
+ * counts; maxabs[2i], maxabs[2i + 1] bound the largest |weight| of each
+ * (exact on the boundary cells, the largest lam or 1 - lam of any cell for
+ * cells strictly inside).  v1 and v2 hold the inclusive prefix sums (as
+ * coarse in pds_grid_answer) of lam^2 and M (1 - lam)^2, the cells inside
+ * the query's weights.  Also the fine cells the query cuts (weight strictly
+ * between 0 and 1: where spreading an estimate can miscount): cut[2i] = the
+ * sum of their released (raw) counts, read from ufine, every cell's
+ * inclusive prefix sums of the raw fine counts (as fine in
+ * pds_grid_answer), and cut[2i + 1] = their number.  lam outside [0, 1]:
+ * PDS_EINVAL; otherwise the same arguments and errors as pds_grid_answer. */
+pds_status pds_grid_noise(uint32_t c, const uint64_t *m, const uint64_t *g,
+                          const double *lam, const double *v1, const double *v2,
+                          uint64_t n_cells, const int64_t *q, const int64_t *base,
+                          const double *ufine, uint64_t n_fine, size_t count_q,
+                          const uint64_t *k, const uint64_t *r, const double *fk,
+                          const double *fr, double *sumsq, double *maxabs,
+                          double *cut);
+
+/* -------------------------------------------------------------- tails.c --
+ * Per query q, a t with P(S >= t) <= exp(-log_inv[q]) for S = sum_g sum_i
+ * w_gi Z_gi, the Z_gi independent discrete Laplace of scale scale[g] and
+ * the weights known through sum_i w_gi^2 <= sumsq[q groups + g] and
+ * |w_gi| <= maxabs[q groups + g]: the Chernoff bound with the exact moment
+ * generating function, minimised over its parameter (float arithmetic: for
+ * accuracy statements only).  out[q] = 0 when every sumsq is 0.
+ * 1 <= groups <= 8; PDS_EINVAL for a scale, sumsq, maxabs or log_inv that
+ * is not finite and positive (>= 0 for sumsq and maxabs). */
+pds_status pds_laplace_weighted_tail(size_t count, uint32_t groups, const double *scale,
+                                     const double *sumsq, const double *maxabs,
+                                     const double *log_inv, double *out);
 
 /* ----------------------------------------------------------- gaussian.c --
  * Exact discrete Gaussian, P(z) proportional to exp(-z^2 / (2 sigma^2)),

@@ -33,7 +33,7 @@ from .params import scale_parts
 
 __all__ = ["ESTIMATORS", "MAX_COEF_WORK", "tree_shape", "noise_scale", "noisy_tree",
            "consistent_leaves", "coefficient_bound", "cover_terms", "prefix_terms",
-           "interval_answers"]
+           "interval_answers", "interval_noise"]
 
 #: The boundary estimators of :func:`interval_answers`; the index is the kernel's code.
 ESTIMATORS = ("cover", "uniform", "seal", "seal_uniform")
@@ -239,3 +239,61 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
     else:
         check(lib.pds_interval_answer_prefix(f64(prefix), ends.size, *args), "interval answers")
     return out
+
+
+def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=None,
+                   corners=True):
+    """The exact weights of the released noise in the answers of :func:`interval_answers`.
+
+    An answer's noise is ``sum_v w_v Z_v`` over the independent noise terms
+    ``Z_v`` of the release, all of one scale: the tree's nodes (the minimal
+    cover and the boundary leaves; ``consistent=True``: Hay et al.'s least
+    squares weights on every raw node, computed by Gaussian smoothing on the
+    tree) or the k-ary counter's noise terms (``kary=k``: each prefix sum
+    holds the terms of its offset digits, APT Algorithm 2).
+
+    Parameters
+    ----------
+    ends, lo, hi, estimator
+        As :func:`interval_answers`.
+    fanout : int
+        The tree's fanout (ignored with ``kary``).
+    consistent : bool
+        The consistent estimate instead of the raw tree's covers.
+    kary : int, optional
+        The counter's odd fanout ``k``: the answers are prefix differences
+        of the counter's releases.
+    corners : bool
+        False: only the unclipped linear map (column 3, copied to all four
+        columns), which is all the std needs.
+
+    Returns
+    -------
+    sumsq, maxabs : numpy.ndarray of float64, shape (q, 4)
+        ``sum_v w_v^2`` (the variance in units of one term's variance) and
+        ``max_v |w_v|`` at each clip corner: ``"seal_uniform"`` clips a
+        boundary segment's estimate into ``[0, tau]``, which scales that
+        term's noise by some ``theta`` in [0, 1], so the noise lies between
+        those of the four corners ``theta`` in {0, 1}^2 (column ``j``: bit 0
+        keeps the left boundary's fraction, bit 1 the right one's).  Column
+        3 is the unclipped linear map; the other estimators are linear and
+        their four columns are equal.
+
+    Notes
+    -----
+    O(q log m) for the searches, then one C call: O(cover) per query for
+    the raw tree, O(levels) for the consistent tree (independent of the
+    fanout), O(log_k m) for kary.
+    """
+    seg_lo = np.searchsorted(ends, lo, side="left").astype(np.uint64)
+    seg_hi = np.searchsorted(ends, hi, side="left").astype(np.uint64)
+    sumsq = np.empty((lo.size, 4), dtype=np.float64)
+    maxabs = np.empty((lo.size, 4), dtype=np.float64)
+    args = (u64(ends), u64(lo), u64(hi), u64(seg_lo), u64(seg_hi), lo.size,
+            ESTIMATORS.index(estimator), int(bool(corners)), f64(sumsq), f64(maxabs))
+    if kary is not None:
+        check(lib.pds_interval_var_kary(ends.size, kary, *args), "interval noise")
+    else:
+        check(lib.pds_interval_var_tree(ends.size, fanout, int(bool(consistent)), *args),
+              "interval noise")
+    return sumsq, maxabs

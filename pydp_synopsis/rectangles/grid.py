@@ -36,10 +36,11 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..errorbars import noise_std
 from ..errors import FormatError
 from ..noise import discrete_laplace, discrete_laplace_variance
 from ..params import exact_scale, split_epsilon
-from ..tails import laplace_sum_tail
+from ..tails import laplace_sum_tail, laplace_weighted_tail
 from . import kernels
 from .options import check_per_axis
 
@@ -147,7 +148,7 @@ class AdaptiveGrid:
 
     __slots__ = ("axes", "layout", "coarse_counts", "fine_counts", "epsilon_coarse",
                  "epsilon_fine", "coarse_share", "scales", "estimates", "_lam", "_coarse_prefix",
-                 "_fine_prefix")
+                 "_fine_prefix", "_noise_prefix")
 
     structure = "adaptive"
     #: Segment indices of the points (:meth:`Axes.release`): no limit on n or on the segments.
@@ -177,6 +178,7 @@ class AdaptiveGrid:
         for a in range(len(layout.shape)):
             np.cumsum(coarse, axis=a, out=coarse)
         self._coarse_prefix = np.ascontiguousarray(coarse.ravel())
+        self._noise_prefix = None
 
     # ------------------------------------------------------------------ build
     @staticmethod
@@ -260,15 +262,9 @@ class AdaptiveGrid:
         return coarse, fine
 
     # ---------------------------------------------------------------- answers
-    def answer(self, lo, hi):
-        """Noisy counts of the rectangles ``[lo, hi]`` ((q, c) uint64 offsets, checked).
-
-        Per axis the query weights partition segments ``[k, r]`` by (fraction
-        at k, 1 inside, fraction at r); one C call sums those weights times
-        the spread fine estimates: coarse cells inside on every axis from the
-        coarse prefix sums, the O(perimeter) boundary cells from their fine
-        prefix sums (at most 4^c reads each).
-        """
+    def _weights(self, lo, hi):
+        """Per axis, the partition segments ``k .. r`` a query meets and the fractions
+        of ``k`` and ``r`` inside it; (q, c) arrays."""
         q, c = lo.shape
         ks, rs = np.empty((q, c), dtype=np.uint64), np.empty((q, c), dtype=np.uint64)
         fks, frs = np.empty((q, c)), np.empty((q, c))
@@ -281,9 +277,93 @@ class AdaptiveGrid:
             fr = np.where(same, 0.0, ((hi_a - co.r_first).astype(np.float64) + 1.0) / co.r_span)
             ks[:, a], rs[:, a] = co.k, co.r
             fks[:, a], frs[:, a] = np.minimum(fk, 1.0), np.minimum(fr, 1.0)
+        return ks, rs, fks, frs
+
+    def answer(self, lo, hi):
+        """Noisy counts of the rectangles ``[lo, hi]`` ((q, c) uint64 offsets, checked).
+
+        Per axis the query weights partition segments ``[k, r]`` by (fraction
+        at k, 1 inside, fraction at r); one C call sums those weights times
+        the spread fine estimates: coarse cells inside on every axis from the
+        coarse prefix sums, the O(perimeter) boundary cells from their fine
+        prefix sums (at most 4^c reads each).
+        """
         return kernels.grid_answer(self.axes.sizes, self.layout.merge, self._coarse_prefix,
                                    self.layout.fine_shape, self.layout.base, self._fine_prefix,
-                                   ks, rs, fks, frs)
+                                   *self._weights(lo, hi))
+
+    def _noise_parts(self, lo, hi):
+        """``(sumsq, maxabs, cut)`` of :func:`~.kernels.grid_noise` (one C call)."""
+        if self._noise_prefix is None:
+            layout, lam = self.layout, np.ascontiguousarray(self._lam, dtype=np.float64)
+            cells = layout.fine_cells.astype(np.float64)
+            prefixes = []
+            for per_cell in (lam ** 2, cells * (1.0 - lam) ** 2):
+                grid = per_cell.reshape(layout.shape).copy()
+                for a in range(len(layout.shape)):
+                    np.cumsum(grid, axis=a, out=grid)
+                prefixes.append(np.ascontiguousarray(grid.ravel()))
+            ufine = self.fine_counts.astype(np.float64)
+            kernels.grid_fine_prefix(layout.fine_shape, layout.base, ufine)
+            self._noise_prefix = (lam, *prefixes, ufine)
+        lam, v1, v2, ufine = self._noise_prefix
+        return kernels.grid_noise(self.axes.sizes, self.layout.merge, lam, v1, v2,
+                                  self.layout.fine_shape, self.layout.base, ufine,
+                                  *self._weights(lo, hi))
+
+    def noise(self, lo, hi):
+        """The answers' noise weights: ``(sumsq, maxabs, scales)``.
+
+        An answer is linear in the released counts: with the query's weight
+        ``W_f`` on fine cell f of a coarse cell with ``M`` fine cells and
+        inference weight ``lam``, the coarse count gets ``mu = lam A / M``
+        (``A = sum_f W_f``) and each of the cell's fine counts ``W_f - mu``.
+        ``sumsq`` (q, 2) holds the sums of squared weights on the coarse and
+        the fine counts, ``maxabs`` (q, 2) bounds their largest |weight|
+        (exact on the boundary cells), ``scales`` their noise scales.  One C
+        call (``pds_grid_noise``); cells inside the query on every axis come
+        from prefix sums of ``lam^2`` and ``M (1 - lam)^2``.
+
+        The fine grid's shape is chosen from the released coarse counts, so
+        given the shape the coarse noises are not exactly discrete Laplace;
+        the variance is that of the linear map applied to the released
+        counts' noise (what a rebuild with the same layout would show).
+        """
+        sumsq, maxabs, _ = self._noise_parts(lo, hi)
+        return sumsq, maxabs, self.scales
+
+    def _bias_of_cut(self, cut, delta):
+        """A bound on the true count of the cut fine cells: their noisy count plus a
+        lower-tail bound of the sum of their noises (probability ``delta``)."""
+        z = laplace_weighted_tail(cut[:, 1:], np.ones((cut.shape[0], 1)), [self.scales[1]],
+                                  math.log(1.0 / delta))
+        return np.maximum(cut[:, 0] + z, 0.0)
+
+    def query_bias(self, lo, hi, delta):
+        """Per query, a bound on what spreading the fine estimates can miscount.
+
+        An item is miscounted only inside a fine cell the query cuts (weight
+        strictly between 0 and 1), by at most 1; the C kernel sums the
+        released counts of exactly those cells, and their true count is at
+        most that plus a lower-tail bound of their noise (probability
+        ``delta``).  Released counts only: no ``max_multiplicity`` and no
+        partition beta.  (:meth:`error_terms` bounds every rectangle at once
+        by the largest band of cut cells over each axis instead.)
+        """
+        return self._bias_of_cut(self._noise_parts(lo, hi)[2], delta)
+
+    def error_bars(self, lo, hi, confidence, max_multiplicity):
+        """``(std, noise, bias)`` per query (checked (q, c) offsets).
+
+        ``1 - confidence`` is split in halves: the noise's two-sided
+        Chernoff tail (:meth:`noise`) and the cut cells' lower tail
+        (:meth:`query_bias`).  ``max_multiplicity`` is accepted and unused:
+        the bias reads released counts.
+        """
+        delta = 1.0 - confidence
+        sumsq, maxabs, cut = self._noise_parts(lo, hi)
+        noise = laplace_weighted_tail(sumsq, maxabs, self.scales, math.log(4.0 / delta))
+        return noise_std(sumsq, self.scales), noise, self._bias_of_cut(cut, delta / 2)
 
     # ------------------------------------------------------------ error bound
     def error_terms(self, confidence, max_multiplicity):

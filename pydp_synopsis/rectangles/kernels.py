@@ -13,9 +13,11 @@ __all__ = [
     "multitree_build",
     "multitree_check",
     "multitree_answer",
+    "multitree_noise",
     "multitree_describe",
     "grid_fine_prefix",
     "grid_answer",
+    "grid_noise",
 ]
 
 
@@ -38,6 +40,8 @@ def multitree_build(rng, segs, segments, fanout, scale_int, thr_int, scale_fin, 
     MemoryError
         More than ``max_nodes`` nodes (or memory ran out).
     """
+    if segs.dtype != np.uint32:
+        raise TypeError(f"multitree_build takes uint32 segment ids, got {segs.dtype}")
     segs = np.ascontiguousarray(segs)
     m_arr, k_arr = _shape_arrays(segments, fanout)
     tree = ffi.new("pds_multitree *")
@@ -77,6 +81,20 @@ def multitree_answer(records, cum, segments, fanout, wa, wb, kl, fl, kr, fr):
     return out
 
 
+def multitree_noise(records, present, segments, fanout, wa, wb, kl, fl, kr, fr):
+    """``(sumsq, maxabs)``, float64 (q,): the squared weights and the largest
+    |weight| of the noisy final nodes in q answers (``present``: noisy final
+    records before each record, n_records + 1 entries)."""
+    _, child, succ = records
+    m_arr, k_arr = _shape_arrays(segments, fanout)
+    sumsq, maxabs = np.empty(wa.shape[0]), np.empty(wa.shape[0])
+    check(lib.pds_multitree_noise(
+        i64(child), i64(succ), u64(present), child.size, len(segments), m_arr, k_arr,
+        u64(wa), u64(wb), u64(kl), f64(fl), u64(kr), f64(fr), sumsq.size, f64(sumsq),
+        f64(maxabs)), "rectangle answer noise")
+    return sumsq, maxabs
+
+
 def multitree_describe(child, succ, segments, fanout):
     """Per record: axis, level, node index and predecessor record (-1 on axis 0)."""
     n = child.size
@@ -106,3 +124,16 @@ def grid_answer(sizes, runs, coarse, fine_shape, base, fine, k, r, fk, fr):
         u64(k), u64(r),
         f64(fk), f64(fr), f64(out)), "rectangle answers")
     return out
+
+
+def grid_noise(sizes, runs, lam, v1, v2, fine_shape, base, ufine, k, r, fk, fr):
+    """``(sumsq, maxabs, cut)``, float64 (q, 2) each: squared weights and largest
+    |weight| of the coarse (column 0) and fine (column 1) counts in q answers,
+    and the cut fine cells' summed raw counts (column 0) and number (column 1)."""
+    sumsq, maxabs, cut = (np.empty((k.shape[0], 2)) for _ in range(3))
+    check(lib.pds_grid_noise(
+        len(sizes), u64(np.array(sizes, dtype=np.uint64)), u64(np.array(runs, dtype=np.uint64)),
+        f64(lam), f64(v1), f64(v2), lam.size, i64(fine_shape), i64(base), f64(ufine),
+        ufine.size, k.shape[0], u64(k), u64(r), f64(fk), f64(fr), f64(sumsq), f64(maxabs),
+        f64(cut)), "rectangle answer noise")
+    return sumsq, maxabs, cut

@@ -33,7 +33,8 @@ import numpy as np
 from .._core import LIMITS
 from ..errors import FormatError, ParameterError
 from ..params import scale_parts, split_epsilon
-from ..tails import laplace_sum_tail
+from ..errorbars import noise_std
+from ..tails import laplace_sum_tail, laplace_weighted_tail
 from ..trees import tree_shape
 from . import kernels
 from .options import ESTIMATORS, check_per_axis
@@ -134,7 +135,7 @@ class MultiTree:
     """
 
     __slots__ = ("axes", "shape", "estimator", "final_share", "prune", "thresholds", "scales",
-                 "epsilon_levels", "records", "_cum")
+                 "epsilon_levels", "records", "_cum", "_present")
 
     structure = "multitree"
     #: Segment indices of the points (:meth:`Axes.release`), as the C kernel takes them.
@@ -147,7 +148,7 @@ class MultiTree:
         self.thresholds, self.scales = tuple(thresholds), tuple(scales)
         self.epsilon_levels = tuple(epsilon_levels)
         self.records = tuple(records)
-        self._cum = None
+        self._cum, self._present = None, None
 
     # ------------------------------------------------------------------ build
     @staticmethod
@@ -289,6 +290,59 @@ class MultiTree:
         return kernels.multitree_answer(self.records, self._cum, self.segments, self.shape.fanout,
                                         *covers)
 
+    def noise(self, lo, hi):
+        """The answers' noise weights: ``(sumsq, maxabs, scales)``.
+
+        An answer is ``sum_v w_v (count of final node v)`` over the product
+        of the per-axis covers, ``w_v`` the product of the per-axis weights,
+        so its noise is ``sum_v w_v Z_v`` over the final nodes holding a
+        noisy count (all of them unpruned).  ``sumsq`` (q, 1) is ``sum_v
+        w_v^2``, ``maxabs`` (q, 1) ``max_v |w_v|``, ``scales`` the final
+        nodes' scale; one C call (``pds_multitree_noise``).  Pruned trees:
+        a final node stored with count 0 under a threshold > 0 was pruned
+        and holds no noise; one that survived a threshold was selected by
+        its noise, so there the variance is that of the linear map, not
+        conditioned on the pruning.
+        """
+        if self._present is None:
+            count, child, succ = self.records
+            axis = kernels.multitree_describe(child, succ, self.segments, self.shape.fanout)[0]
+            noisy = (axis == self.axes.dims - 1) & ~((count == 0) & (self.thresholds[1] > 0))
+            present = np.zeros(count.size + 1, dtype=np.uint64)
+            np.cumsum(noisy, out=present[1:])
+            self._present = present
+        sumsq, maxabs = kernels.multitree_noise(self.records, self._present, self.segments,
+                                                self.shape.fanout, *self._covers(lo, hi))
+        return sumsq[:, None], maxabs[:, None], (self.scales[1],)
+
+    def query_bias(self, lo, hi, max_multiplicity):
+        """Per query, the most the boundary tree segments it cuts can miscount.
+
+        The per-side terms of :meth:`_boundary_bias`, counted only on the
+        sides where the query cuts a tree segment: ``"cover"`` ``(g - 1)(W +
+        mu) + W`` on the lo side and ``g (W + mu)`` on the hi side (at most
+        ``g (W + mu)`` when both ends cut one tree segment), ``"uniform"``
+        ``g (W + mu)`` per cut side.  Holds when the partitions' weight
+        bounds do (probability >= 1 - beta / 2).
+        """
+        q, c = lo.shape
+        mu = max_multiplicity
+        bias = np.zeros(q)
+        covers = self._covers(lo, hi) if self.estimator == "uniform" else None
+        for a in range(c):
+            g, m = self.merge[a], self.axes.sizes[a]
+            heavy = g * (self.axes.partitions[a].interior_weight_bound() + mu)
+            if covers is not None:
+                fl, fr = covers[3][:, a], covers[5][:, a]
+                bias += heavy * ((fl > 0).astype(np.float64) + (fr > 0))
+                continue
+            co = self.axes.corners(a, lo[:, a], hi[:, a])
+            left = (co.k % g != 0) | (lo[:, a] != co.k_first)
+            right = (((co.r + 1) % g != 0) & (co.r + 1 != m)) | (hi[:, a] != self.axes.ends[a][co.r])
+            part = left * (heavy - mu) + right * heavy
+            bias += np.where(co.k // g == co.r // g, np.minimum(part, heavy), part)
+        return bias
+
     def _covers(self, lo, hi):
         """Per axis: whole tree segments ``[wa, wb)`` and the weighted boundary
         segments ``kl`` (weight ``fl``) and ``kr`` (``fr``); (q, c) arrays.
@@ -353,12 +407,7 @@ class MultiTree:
         ParameterError
             ``confidence >= 1 - beta / 2``.
         """
-        delta, part_fail = 1.0 - confidence, self.axes.beta / 2
-        if delta <= part_fail:
-            raise ParameterError(
-                f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partitions' "
-                f"failure probability fixed at build), got {confidence!r}")
-        rest = delta - part_fail
+        rest = self._check_confidence(confidence)
         pruned = self.prune is not None
         extra = 2 if self.estimator == "uniform" else 0
         terms, log_combos = 1, 0.0
@@ -370,13 +419,51 @@ class MultiTree:
                                  log_combos + math.log(2.0 / (rest / 2 if pruned else rest)))
         bias = sum(self._boundary_bias(p, g, max_multiplicity)
                    for p, g in zip(self.axes.partitions, self.merge))
-        pruning = 0.0
-        if pruned:
-            log_n = math.log(self.shape.unpruned_nodes) + math.log(2.0 / rest)
-            worst = max(thr + 2.0 * float(b) * log_n
-                        for thr, b in zip(self.thresholds, self.scales))
-            pruning = terms * max(worst, 0.0)
+        pruning = self._pruning_bound(terms, rest / 2) if pruned else 0.0
         return noise, bias, pruning
+
+    def _pruning_bound(self, terms, delta):
+        """What absent nodes can hide from any answer reading <= ``terms`` final nodes:
+        a blocking node's true count is below ``thr + z`` (``z`` bounds every node's
+        noise, union over the N unpruned nodes, probability ``delta``)."""
+        log_n = math.log(self.shape.unpruned_nodes) + math.log(1.0 / delta)
+        worst = max(thr + 2.0 * float(b) * log_n for thr, b in zip(self.thresholds, self.scales))
+        return terms * max(worst, 0.0)
+
+    def _check_confidence(self, confidence):
+        """``1 - confidence - beta / 2``: what is left after the partitions' share."""
+        delta, part_fail = 1.0 - confidence, self.axes.beta / 2
+        if delta <= part_fail:
+            raise ParameterError(
+                f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partitions' "
+                f"failure probability fixed at build), got {confidence!r}")
+        return delta - part_fail
+
+    def error_bars(self, lo, hi, confidence, max_multiplicity):
+        """``(std, noise, bias)`` per query (checked (q, c) offsets).
+
+        ``1 - confidence`` is split as in :meth:`error_terms`: ``beta / 2``
+        for the partitions' weight bounds (the bias), the rest for the
+        noise's two-sided Chernoff tail (halved with the pruning term when
+        the tree is pruned: then ``bias`` also holds the whole-tree pruning
+        bound of :meth:`error_terms`).
+        """
+        rest = self._check_confidence(confidence)
+        pruned = self.prune is not None
+        sumsq, maxabs, scales = self.noise(lo, hi)
+        noise = laplace_weighted_tail(sumsq, maxabs, scales,
+                                      math.log(2.0 / (rest / 2 if pruned else rest)))
+        bias = self.query_bias(lo, hi, max_multiplicity)
+        if pruned:
+            bias = bias + self._pruning_bound(self._max_cover_terms(), rest / 2)
+        return noise_std(sumsq, scales), noise, bias
+
+    def _max_cover_terms(self):
+        """Most final nodes one answer reads: the product of the per-axis covers."""
+        extra = 2 if self.estimator == "uniform" else 0
+        return math.prod(2 * (k - 1) * (levels - 1) + min(k, m) + extra
+                         for m, k, levels in zip(self.segments, self.shape.fanout,
+                                                 self.shape.levels))
 
     def _boundary_bias(self, part, g, mu):
         """Most items one axis's two boundary tree segments can miscount.
