@@ -103,6 +103,8 @@ from .params import MAX_SCALE, exact_epsilon, exact_scale
 
 __all__ = [
     "check_delta",
+    "check_sensitivity",
+    "real_fraction",
     "l2_laplace_scale",
     "l2_laplace_epsilon",
     "discrete_laplace_delta",
@@ -125,7 +127,7 @@ _MAX_SHIFT_TOTAL = 1 << 20
 
 # ------------------------------------------------------------------ checks
 
-def _real_fraction(value, name):
+def real_fraction(value, name):
     """An exact Fraction for a finite real number (bool refused)."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a real number, not bool")
@@ -156,21 +158,22 @@ def check_delta(delta, name="delta"):
     >>> check_delta(Fraction(1, 10**6))
     Fraction(1, 1000000)
     """
-    frac = _real_fraction(delta, name)
+    frac = real_fraction(delta, name)
     if not 0 < frac < 1:
         raise ParameterError(f"{name} must be in the open interval (0, 1), got {delta!r}")
     return frac
 
 
-def _check_sensitivity(value, name):
-    frac = _real_fraction(value, name)
+def check_sensitivity(value, name):
+    """A sensitivity as an exact Fraction in ``(0, 2**40]``."""
+    frac = real_fraction(value, name)
     if not 0 < frac <= MAX_SENSITIVITY:
         raise ParameterError(f"{name} must be in (0, 2**40], got {value!r}")
     return frac
 
 
 def _check_real_scale(value, name="scale"):
-    frac = _real_fraction(value, name)
+    frac = real_fraction(value, name)
     if not 0 < frac <= MAX_SCALE:
         raise ParameterError(f"{name} must be in (0, 2**48], got {value!r}")
     return frac
@@ -271,10 +274,10 @@ def l2_laplace_scale(l2_sensitivity, epsilon, delta, *, l1_sensitivity=None):
     >>> round(float(lam), 3)
     53.5
     """
-    d2 = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    d2 = check_sensitivity(l2_sensitivity, "l2_sensitivity")
     eps = exact_epsilon(epsilon, "epsilon")
     dlt = check_delta(delta, "delta")
-    d1 = None if l1_sensitivity is None else _check_sensitivity(l1_sensitivity, "l1_sensitivity")
+    d1 = None if l1_sensitivity is None else check_sensitivity(l1_sensitivity, "l1_sensitivity")
     with decimal.localcontext(_context()):
         big_l = _ln_inverse(dlt)
         two = Decimal(2)
@@ -323,10 +326,10 @@ def l2_laplace_epsilon(l2_sensitivity, scale, delta, *, l1_sensitivity=None):
     >>> e <= 1.0, round(e, 9)
     (True, 1.0)
     """
-    d2 = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    d2 = check_sensitivity(l2_sensitivity, "l2_sensitivity")
     lam = _check_real_scale(scale, "scale")
     dlt = check_delta(delta, "delta")
-    d1 = None if l1_sensitivity is None else _check_sensitivity(l1_sensitivity, "l1_sensitivity")
+    d1 = None if l1_sensitivity is None else check_sensitivity(l1_sensitivity, "l1_sensitivity")
     with decimal.localcontext(_context()):
         x = _dec(d2 / lam)
         eps = x * x / 2 + x * (2 * _ln_inverse(dlt)).sqrt()
@@ -388,7 +391,7 @@ def discrete_laplace_delta(shifts, scale, epsilon):
     if total > _MAX_SHIFT_TOTAL:
         raise ParameterError(f"shifts must have sum(|shifts|) <= 2**20, got {total}")
     b = float(_check_real_scale(scale, "scale"))
-    eps = _real_fraction(epsilon, "epsilon")
+    eps = real_fraction(epsilon, "epsilon")
     if eps < 0:
         raise ParameterError(f"epsilon must be >= 0, got {epsilon!r}")
     q = math.exp(-1.0 / b)
@@ -477,10 +480,10 @@ def zcdp_delta(rho, epsilon):
     >>> round(zcdp_delta(Fraction(1, 40), 1), 9)  # rho = 1/(2 sigma^2) for sigma^2 = 20
     1.336e-06
     """
-    r = _real_fraction(rho, "rho")
+    r = real_fraction(rho, "rho")
     if not 0 < r <= 2**40:
         raise ParameterError(f"rho must be in (0, 2**40], got {rho!r}")
-    e = _real_fraction(epsilon, "epsilon")
+    e = real_fraction(epsilon, "epsilon")
     if not 0 <= e <= 2**40:
         raise ParameterError(f"epsilon must be in [0, 2**40], got {epsilon!r}")
     alpha = Fraction(_zcdp_best_alpha(float(r), float(e)))

@@ -44,7 +44,7 @@ from fractions import Fraction
 import numpy as np
 
 from ._core import check, ffi, lib
-from .accounting import _check_sensitivity, _real_fraction, check_delta, zcdp_delta, zcdp_rho
+from .accounting import check_delta, check_sensitivity, real_fraction, zcdp_delta, zcdp_rho
 from .errors import ParameterError
 from .params import check_sample_shape, exact_epsilon
 from .rng import Rng, resolve_rng  # noqa: F401  (Rng: doctests)
@@ -65,6 +65,16 @@ _PART_LIMIT = 1 << 63
 #: The exact scalar delta sums over about 40 sigma terms: up to this sigma^2.
 _MAX_SCALAR_SIGMA2 = 1 << 32
 
+
+
+def _query_sensitivity(l2_sensitivity, scalar):
+    """The checked l2 sensitivity; an integer for a scalar (integer-valued) query."""
+    if scalar:
+        if isinstance(l2_sensitivity, (bool, np.bool_)) or not isinstance(l2_sensitivity, (numbers.Integral, np.integer)):
+            raise TypeError(f"l2_sensitivity must be an integer when scalar=True, "
+                            f"not {type(l2_sensitivity).__name__}")
+        return check_sensitivity(int(l2_sensitivity), "l2_sensitivity")
+    return check_sensitivity(l2_sensitivity, "l2_sensitivity")
 
 def _admitted(frac):
     return (frac.numerator < _PART_LIMIT and frac.denominator < _PART_LIMIT
@@ -115,7 +125,7 @@ def exact_sigma2(sigma2, name="sigma2"):
     >>> exact_sigma2(Fraction(11 * 2**60 + 1, 11))   # parts too large for the sampler
     Fraction(4611686018427387905, 4)
     """
-    exact = _real_fraction(sigma2, name)
+    exact = real_fraction(sigma2, name)
     if not 0 < exact <= MAX_SIGMA2:
         raise ParameterError(f"{name} must be in (0, 2**62], got {sigma2!r}")
     if isinstance(sigma2, (float, np.floating)):
@@ -272,14 +282,8 @@ def discrete_gaussian_delta(sigma2, l2_sensitivity, epsilon, *, scalar=False):
     True
     """
     s2 = exact_sigma2(sigma2)
-    if scalar:
-        if isinstance(l2_sensitivity, (bool, np.bool_)) or not isinstance(l2_sensitivity, (numbers.Integral, np.integer)):
-            raise TypeError(f"l2_sensitivity must be an integer when scalar=True, "
-                            f"not {type(l2_sensitivity).__name__}")
-        sens = _check_sensitivity(int(l2_sensitivity), "l2_sensitivity")
-    else:
-        sens = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    eps = _real_fraction(epsilon, "epsilon")
+    sens = _query_sensitivity(l2_sensitivity, scalar)
+    eps = real_fraction(epsilon, "epsilon")
     if not 0 <= eps <= 2**40:
         raise ParameterError(f"epsilon must be in [0, 2**40], got {epsilon!r}")
     if scalar and s2 <= _MAX_SCALAR_SIGMA2:
@@ -324,13 +328,7 @@ def discrete_gaussian_sigma2(l2_sensitivity, epsilon, delta, *, scalar=False):
     """
     eps = exact_epsilon(epsilon, "epsilon")
     dlt = check_delta(delta, "delta")
-    if scalar:
-        if isinstance(l2_sensitivity, (bool, np.bool_)) or not isinstance(l2_sensitivity, (numbers.Integral, np.integer)):
-            raise TypeError(f"l2_sensitivity must be an integer when scalar=True, "
-                            f"not {type(l2_sensitivity).__name__}")
-        sens = _check_sensitivity(int(l2_sensitivity), "l2_sensitivity")
-    else:
-        sens = _check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    sens = _query_sensitivity(l2_sensitivity, scalar)
     rho = zcdp_rho(eps, dlt)
     bound = sens * sens / (2 * rho)  # the zCDP answer: valid in both cases
     if bound > MAX_SIGMA2:
