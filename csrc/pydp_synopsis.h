@@ -334,6 +334,19 @@ pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
                                uint64_t t_int, uint64_t s_int, int64_t thr_int,
                                uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
                                uint64_t max_records, pds_multitree *out);
+/* The same with point weights: weight[i] >= 0 copies of point i (NULL: 1
+ * each), so a node's true count is the sum of its points' weights -- the
+ * release of the points repeated by their weights, drawn identically, in
+ * O(n) for n distinct points.  PDS_EINVAL for a negative weight, PDS_ERANGE
+ * when the weights total more than 2^62 (pds_limits.max_count). */
+pds_status pds_multitree_build_weighted(pds_rng *rng, const uint32_t *seg,
+                                        const int64_t *weight, uint64_t n,
+                                        uint32_t c, const uint64_t *m,
+                                        const uint32_t *k, uint64_t t_int,
+                                        uint64_t s_int, int64_t thr_int,
+                                        uint64_t t_fin, uint64_t s_fin,
+                                        int64_t thr_fin, uint64_t max_records,
+                                        pds_multitree *out);
 void pds_multitree_free(pds_multitree *tree);
 /* Check that caller-supplied records describe a well-formed multi-tree for
  * (c, m, k): every block in bounds, every record reached exactly once.

@@ -45,6 +45,7 @@ import numpy as np
 
 from . import _exact
 from ._core import LIMITS, check, ffi, lib
+from .aggregates import aggregate, check_counts
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .params import (as_offsets, check_beta, check_domain, check_positions, check_threshold_factor,
                      exact_epsilon, is_int, scale_parts)
@@ -364,7 +365,7 @@ class Partition(_Fig1):
 
 
 def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold_factor=3,
-                      presorted=False):
+                      presorted=False, counts=None):
     """An epsilon-DP partition of ``domain`` for the multiset ``values`` (offline).
 
     Parameters
@@ -390,6 +391,13 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
         ``values`` are already in non-decreasing order (checked, O(n)): the
         sort is skipped, for callers that sort the data themselves (one sort,
         not two).  DomainError if they are not.
+    counts : array_like of int, optional
+        Multiplicities: ``values[i]`` occurs ``counts[i] >= 0`` times (same
+        shape as ``values``; duplicates in ``values`` add up; the counts
+        total at most ``2**62``).  With the same seeded ``rng`` the result is
+        exactly that of ``np.repeat(values, counts)``, at a cost in the
+        number of distinct values, not in their total (checked before any
+        randomness is drawn: :func:`~pydp_synopsis.aggregates.check_counts`).
 
     Returns
     -------
@@ -420,17 +428,25 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
     eps = exact_epsilon(epsilon)
     beta = check_beta(beta)
     factor = check_threshold_factor(threshold_factor)
-    offsets = as_offsets(values, domain).ravel()
+    offsets = as_offsets(values, domain)
+    weights = check_counts(counts, offsets.shape)
+    offsets = offsets.ravel()
     if presorted and np.any(offsets[1:] < offsets[:-1]):
         raise DomainError("values must be in non-decreasing order when presorted=True")
     rng = resolve_rng(rng)
+    if weights is not None:
+        weights = weights.ravel()
+        if not presorted:
+            offsets, weights = aggregate(offsets, weights)
+        return partition_of_sorted(offsets, domain, eps, beta, factor, rng, counts=weights)
     # The sort (of a copy) is the floor of the whole computation; duplicates
     # are counted by the kernel on the sorted array.
     return partition_of_sorted(offsets if presorted else np.sort(offsets), domain, eps, beta,
                                factor, rng)
 
 
-def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor, rng):
+def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor, rng,
+                        counts=None):
     """The package's one entry to the offline partition: checked inputs, no re-validation.
 
     For synopses that check their arguments at their own public entry and
@@ -453,6 +469,11 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor,
         As returned by :func:`~pydp_synopsis.params.check_threshold_factor`.
     rng : Rng
         A resolved generator; the kernel draws from it in the order of Fig. 1.
+    counts : numpy.ndarray of int64, optional
+        Checked multiplicities of ``sorted_offsets`` (None: one each).
+        Zero counts are dropped here: a position the data do not occupy
+        must not start a run of its own, or the draws would differ from
+        those of the repeated values.
 
     Returns
     -------
@@ -465,9 +486,83 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor,
     """
     lo, hi = domain
     size = hi - lo + 1
+    if counts is not None:
+        keep = counts > 0
+        sorted_offsets = np.ascontiguousarray(sorted_offsets[keep], dtype=np.uint64)
+        counts = np.ascontiguousarray(counts[keep], dtype=np.int64)
     state = _start(rng, size, epsilon, beta, threshold_factor)
-    seals = _run(state, rng, sorted_offsets, None, size - 1)
+    seals = _run(state, rng, sorted_offsets, counts, size - 1)
     return Partition._checked(seals, lo, hi, epsilon, beta, threshold_factor)
+
+
+def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng):
+    """The offline partition of a stream of sorted aggregates, and its segment weights.
+
+    The streaming form of :func:`partition_of_sorted`: memory O(chunk +
+    #segments), whatever the number of items.
+
+    Parameters
+    ----------
+    chunks : iterable of (numpy.ndarray of uint64, numpy.ndarray of int64)
+        Offsets from ``lo`` with their counts: offsets non-decreasing within
+        and across chunks, counts >= 0 (checked by the caller; a total of at
+        most ``2**62``).
+    domain, epsilon, beta, threshold_factor, rng
+        As for :func:`partition_of_sorted`.
+
+    Returns
+    -------
+    (Partition, numpy.ndarray of int64)
+        The partition -- under a seed exactly that of
+        :func:`partition_of_sorted` of the concatenated chunks -- and the true
+        number of items in each segment (not private: the caller adds noise).
+
+    Notes
+    -----
+    Exactness across chunk boundaries: the kernel draws once per *run* (a
+    non-empty position and the gap behind it, up to the next non-empty
+    position), so each call stops just before the last position of its
+    chunk, which is carried into the next call: no run is ever cut in two.
+    O(n + #segments) kernel steps, O(n) numpy work.
+    """
+    lo, hi = domain
+    last = hi - lo
+    state = _start(rng, last + 1, epsilon, beta, threshold_factor)
+    ends, weights = [], []
+    open_weight = 0
+    carry_pos = np.empty(0, dtype=np.uint64)
+    carry_cnt = np.empty(0, dtype=np.int64)
+
+    def feed(pos, cnt, end):
+        nonlocal open_weight
+        seals = _run(state, rng, pos, cnt, end)
+        # Every position fed is <= end and later seals are > end: a position
+        # belongs to the first seal at or after it, else to the open segment.
+        seg = np.searchsorted(seals, pos, side="left")
+        per = np.zeros(seals.size + 1, dtype=np.int64)
+        if pos.size:
+            starts = np.flatnonzero(np.diff(seg, prepend=-1))
+            per[seg[starts]] = np.add.reduceat(cnt, starts)
+        if seals.size:
+            per[0] += open_weight
+            ends.append(seals)
+            weights.append(per[:-1])
+            open_weight = 0
+        open_weight += int(per[-1])
+
+    for pos, cnt in chunks:
+        keep = cnt > 0
+        pos = np.concatenate((carry_pos, np.asarray(pos, dtype=np.uint64)[keep]))
+        cnt = np.concatenate((carry_cnt, np.asarray(cnt, dtype=np.int64)[keep]))
+        # carry the last position (all its entries): its run is not complete
+        cut = int(np.searchsorted(pos, pos[-1], side="left")) if pos.size else 0
+        carry_pos, carry_cnt = pos[cut:], cnt[cut:]
+        if cut:
+            feed(pos[:cut], cnt[:cut], int(pos[-1]) - 1)
+    feed(carry_pos, carry_cnt, last)
+    seals = np.concatenate(ends) if len(ends) > 1 else ends[0]
+    part = Partition._checked(seals, lo, hi, epsilon, beta, threshold_factor)
+    return part, np.concatenate(weights) if len(weights) > 1 else weights[0]
 
 
 # --------------------------------------------------------------------------

@@ -16,10 +16,10 @@ import numpy as np
 from .._core import LIMITS
 from ..errors import DomainError, FormatError, ParameterError
 from ..params import as_offsets, check_domain
-from ..partition import Partition, private_partition
+from ..partition import Partition, partition_of_chunks, private_partition
 
-__all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "check_points", "check_corners", "Axes",
-           "Corners"]
+__all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "check_domains", "check_points",
+           "check_corners", "Axes", "Corners", "Cells"]
 
 #: Most axes a rectangle synopsis has (the C core's limit).
 MAX_AXES = LIMITS.max_axes   # 8
@@ -44,15 +44,21 @@ def axis_offsets(arr, domain, name):
     return out
 
 
-def check_points(points, domain):
-    """The checked ``(points, offsets, domain)``: (n, c) integers, their uint64
-    offsets from each axis's ``lo``, and the c (lo, hi) pairs."""
+def check_domains(domain):
+    """The c checked (lo, hi) pairs of a rectangle domain (1 <= c <= 8)."""
     if isinstance(domain, (str, bytes)) or not hasattr(domain, "__len__"):
         raise TypeError(f"domain must be a sequence of (lo, hi) pairs, got {domain!r}")
     c = len(domain)
     if not 1 <= c <= MAX_AXES:
         raise ParameterError(f"domain must have between 1 and {MAX_AXES} (lo, hi) pairs, got {c}")
-    axes = tuple(check_domain(d, f"domain[{a}]") for a, d in enumerate(domain))
+    return tuple(check_domain(d, f"domain[{a}]") for a, d in enumerate(domain))
+
+
+def check_points(points, domain):
+    """The checked ``(points, offsets, domain)``: (n, c) integers, their uint64
+    offsets from each axis's ``lo``, and the c (lo, hi) pairs."""
+    axes = check_domains(domain)
+    c = len(axes)
     arr = as_int_array(points)
     if arr.dtype.kind in "fc":
         raise TypeError(f"points must be integers, got dtype {arr.dtype} (NaN and floats are refused)")
@@ -92,6 +98,39 @@ def check_corners(lo, hi, domain):
         q, a = np.argwhere(bad)[0]
         raise DomainError(f"lo must be <= hi, got lo > hi at row {q}, axis {a}")
     return lo_o, hi_o
+
+
+class Cells:
+    """The points as partition cells: chunks of ``(segments, weights)``, re-iterable.
+
+    ``segments`` is a (k, c) integer array of each point's partition segment
+    per axis, ``weights`` an int64 array of how many points each row stands
+    for (None: one each).  The structures read the cells through this class
+    only, as often as they need (the adaptive grid twice), so the same code
+    counts an in-memory array (one chunk) and a streamed table (chunks
+    recomputed or spilled by the source).
+
+    Parameters
+    ----------
+    chunks : callable
+        Returns a fresh iterator of ``(segments, weights)`` chunks.
+    """
+
+    __slots__ = ("_chunks", "single")
+
+    def __init__(self, chunks, single=None):
+        self._chunks = chunks
+        #: the one chunk of an in-memory build, else None
+        self.single = single
+
+    @classmethod
+    def of(cls, segments, weights=None):
+        """The cells of points held in memory: one chunk."""
+        one = (segments, weights)
+        return cls(lambda: iter([one]), single=one)
+
+    def __iter__(self):
+        return iter(self._chunks())
 
 
 class Corners(NamedTuple):
@@ -139,8 +178,9 @@ class Axes:
         self.sizes = tuple(len(p) for p in self.partitions)
 
     @classmethod
-    def release(cls, points, offsets, domain, epsilon_axis, beta, threshold_factor, rng):
-        """Draw the c private partitions (the only place they are drawn).
+    def release(cls, points, offsets, domain, epsilon_axis, beta, threshold_factor, rng,
+                counts=None):
+        """Draw the c private partitions (one of the two places they are drawn).
 
         Parameters
         ----------
@@ -158,6 +198,8 @@ class Axes:
             The partitions' threshold constant.
         rng : Rng
             Drawn from axis by axis.
+        counts : numpy.ndarray of int64, optional
+            Checked multiplicities of the points (None: one each).
 
         Returns
         -------
@@ -181,11 +223,44 @@ class Axes:
             # holds for any public threshold (3 is only Theorem 2.1's constant)
             part = private_partition(points[:, a], domain=axis_domain, epsilon=epsilon_axis,
                                      beta=beta / (2 * c), rng=rng,
-                                     threshold_factor=threshold_factor)
+                                     threshold_factor=threshold_factor, counts=counts)
             parts.append(part)
             segments[:, a] = np.searchsorted(part.end_offsets, offsets[:, a], side="left")
             n_hat = max(n_hat, float(len(part)) * part.threshold)
         return cls(parts, beta), segments, n_hat
+
+    @classmethod
+    def release_chunks(cls, axis_chunks, domain, epsilon_axis, beta, threshold_factor, rng):
+        """The c private partitions of streamed data, drawn as :meth:`release` draws them.
+
+        Parameters
+        ----------
+        axis_chunks : callable
+            ``axis_chunks(a)`` iterates over axis a's sorted ``(offsets,
+            counts)`` aggregates (:meth:`pydp_synopsis.sources.Prepared.axis`).
+        domain, epsilon_axis, beta, threshold_factor, rng
+            As for :meth:`release`.
+
+        Returns
+        -------
+        axes : Axes
+        n_hat : float
+            As for :meth:`release`.
+
+        Notes
+        -----
+        Under a seed, the same partitions as :meth:`release` of the same
+        multiset (:func:`~pydp_synopsis.partition.partition_of_chunks`);
+        memory O(chunk + segments).
+        """
+        c = len(domain)
+        parts, n_hat = [], 0.0
+        for a, axis_domain in enumerate(domain):
+            part, _ = partition_of_chunks(axis_chunks(a), axis_domain, epsilon_axis,
+                                          beta / (2 * c), threshold_factor, rng)
+            parts.append(part)
+            n_hat = max(n_hat, float(len(part)) * part.threshold)
+        return cls(parts, beta), n_hat
 
     # ------------------------------------------------------------------ reading
     @property

@@ -36,6 +36,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..aggregates import histogram
 from ..errors import FormatError
 from ..noise import discrete_laplace, discrete_laplace_variance
 from ..params import split_epsilon
@@ -184,16 +185,18 @@ class AdaptiveGrid:
                              ("epsilon_tree * coarse_share", "epsilon_tree * (1 - coarse_share)"))
 
     @classmethod
-    def build(cls, axes, segs, n_hat, eps_tree, split, options, rng):
+    def build(cls, axes, cells, n_hat, eps_tree, split, options, rng):
         """Release the two levels: coarse counts, then fine counts (in that order).
 
         Parameters are those of :meth:`MultiTree.build
         <pydp_synopsis.rectangles.multitree.MultiTree.build>`; ``split`` is
-        :meth:`split_budget`'s.
+        :meth:`split_budget`'s.  ``cells`` is read twice: the fine grid's
+        shape depends on the released coarse counts.
 
         Notes
         -----
-        O(n c + cells) after the partitions.
+        O(n c + cells) after the partitions (n rows of ``cells``); memory
+        O(chunk + cells).
         """
         c, sizes = axes.dims, axes.sizes
         eps_coarse, eps_fine = split
@@ -204,11 +207,14 @@ class AdaptiveGrid:
         t1 = min(t1, n_hat ** (1.0 / c))
         merge = tuple(max(1, math.ceil(m / max(t1, 1.0))) for m in sizes)
         shape, width = coarse_geometry(sizes, merge)
-        seg = segs.astype(np.int64)
-        coarse = _coarse_index(seg, merge, shape)
-        v = _noisy_histogram(coarse, width.shape[0], eps_coarse, rng)
+
+        def coarse_of(seg):
+            return _coarse_index(seg, merge, shape)
+
+        v = _noisy_histogram(cells, coarse_of, width.shape[0], eps_coarse, rng)
         layout = Layout(merge, shape, width, _fine_shape(v, width, eps_fine, c))
-        u = _noisy_histogram(layout.fine_index(seg, coarse), layout.owner.size, eps_fine, rng)
+        u = _noisy_histogram(cells, lambda seg: layout.fine_index(seg, coarse_of(seg)),
+                             layout.owner.size, eps_fine, rng)
         return cls(axes, layout, v, u, eps_coarse, eps_fine, float(options.coarse_share))
 
     # ---------------------------------------------------------------- reading
@@ -369,8 +375,11 @@ class AdaptiveGrid:
                    float(meta["coarse_share"]))
 
 
-def _noisy_histogram(index, size, epsilon, rng):
-    """Counts of ``index`` in ``0 .. size-1`` plus discrete Laplace noise of scale 1/epsilon."""
-    counts = np.bincount(index, minlength=size).astype(np.int64)
+def _noisy_histogram(cells, index_of, size, epsilon, rng):
+    """Counts of the cells ``index_of(segments)`` in ``0 .. size-1`` over every chunk
+    of ``cells``, then discrete Laplace noise of scale 1/epsilon (drawn after all counts)."""
+    counts = np.zeros(size, dtype=np.int64)
+    for seg, weights in cells:
+        counts += histogram(index_of(np.asarray(seg, dtype=np.int64)), weights, size)
     counts += np.asarray(discrete_laplace(Fraction(1) / epsilon, size, rng=rng), dtype=np.int64)
     return counts

@@ -39,11 +39,12 @@ def _shape_arrays(segments, fanout):
 
 # ---------------------------------------------------------------- multi-tree
 def multitree_build(rng, segs, segments, fanout, scale_int, thr_int, scale_fin, thr_fin,
-                    max_nodes):
+                    max_nodes, weights=None):
     """Build the pruned multi-tree; returns its ``(count, child, succ)`` records.
 
-    ``segs`` is the (n, c) uint32 array of tree-segment indices; the scales
-    are ``(t, s)`` pairs (``(0, 0)``: the level is uncounted).
+    ``segs`` is the (n, c) uint32 array of tree-segment indices, ``weights``
+    the int64 number of points each row stands for (None: one each); the
+    scales are ``(t, s)`` pairs (``(0, 0)``: the level is uncounted).
 
     Raises
     ------
@@ -55,8 +56,10 @@ def multitree_build(rng, segs, segments, fanout, scale_int, thr_int, scale_fin, 
     tree = ffi.new("pds_multitree *")
     try:
         with rng.native() as p:
-            st = lib.pds_multitree_build(
-                p, ffi.from_buffer("uint32_t[]", segs), segs.shape[0], segs.shape[1], m_arr,
+            st = lib.pds_multitree_build_weighted(
+                p, ffi.from_buffer("uint32_t[]", segs),
+                ffi.NULL if weights is None else _i64(np.ascontiguousarray(weights, np.int64)),
+                segs.shape[0], segs.shape[1], m_arr,
                 k_arr, scale_int[0], scale_int[1], thr_int, scale_fin[0], scale_fin[1], thr_fin,
                 int(max_nodes), tree)
         if st == lib.PDS_ENOMEM:

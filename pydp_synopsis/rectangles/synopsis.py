@@ -14,7 +14,8 @@ from ..errors import FormatError, ParameterError
 from ..params import check_beta, check_choice, check_int, exact_epsilon
 from ..rng import resolve_rng
 from . import options
-from .axes import Axes, as_int_array, check_corners, check_points
+from ..aggregates import check_counts
+from .axes import Axes, Cells, as_int_array, check_corners, check_domains, check_points
 from .grid import AdaptiveGrid
 from .multitree import MultiTree
 
@@ -109,13 +110,16 @@ class RectangleSynopsis:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
-              structure="auto", budget=None, **tuning):
+              structure="auto", budget=None, counts=None, **tuning):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
         ----------
-        points : array_like of int, shape (n, c)
-            One row per data item, every coordinate inside its axis's domain.
+        points : array_like of int, shape (n, c), or a Source
+            One row per data item, every coordinate inside its axis's domain;
+            or a c-column :class:`~pydp_synopsis.sources.Source` (files, a
+            database table, a dask collection), read in chunks with memory
+            independent of its length (README, "From a database").
         domain : sequence of c (int, int)
             Inclusive bounds per axis; each may hold up to ``2**64`` values.
             ``1 <= c <= 8``.
@@ -133,6 +137,11 @@ class RectangleSynopsis:
             multi-tree option, else the adaptive grid.
         budget : Budget, optional
             Charged ``epsilon`` after every check, before any noise is drawn.
+        counts : array_like of int, shape (n,), optional
+            Multiplicities: row i stands for ``counts[i] >= 0`` points
+            (totalling at most ``2**62``).  With the same seeded ``rng`` the
+            synopsis is exactly that of ``np.repeat(points, counts, axis=0)``,
+            built in time and memory of the number of distinct rows.
         **tuning
             The options below.  Each starts at the value of the profile the
             structure and ``config`` select (``ADAPTIVE_2D``, ``ADAPTIVE``,
@@ -190,7 +199,9 @@ class RectangleSynopsis:
         -----
         O(c n log n) for the partitions, then O(n c + cells) for the grid or
         O(n S + k N) for the multi-tree (S from Claim 3.3, N materialised
-        nodes); memory O(n + cells or N).
+        nodes); memory O(n + cells or N).  With ``counts``, n is the number
+        of rows given; from a Source, memory is O(chunk + cells or N) (the
+        multi-tree holds its distinct tree cells).
 
         Examples
         --------
@@ -205,7 +216,12 @@ class RectangleSynopsis:
         check_choice(structure, "structure", _STRUCTURES)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
-        arr, offsets, domain = check_points(points, domain)
+        source = _as_source(points, counts)
+        if source is None:
+            arr, offsets, domain = check_points(points, domain)
+            weights = check_counts(counts, (arr.shape[0],), what="point")
+        else:
+            domain = check_domains(domain)
         c = len(domain)
         opts = options.resolve(config, structure, c, tuning)
         mechanism = _MECHANISMS[opts.structure]
@@ -213,11 +229,21 @@ class RectangleSynopsis:
         eps_tree = exact_epsilon(eps - c * eps_axis, "epsilon * (1 - partition_share)")
         split = mechanism.split_budget(eps_tree, opts, c)
         rng = resolve_rng(rng)
+        if source is not None:
+            # every argument is checked: now read and check the data (draws nothing)
+            with source.prepare(domain) as prepared:
+                charge(budget, c * eps_axis + eps_tree,
+                       f"RectangleSynopsis over {prepared.rows} points")
+                axes, n_hat = Axes.release_chunks(prepared.axis, domain, eps_axis, beta,
+                                                  opts.threshold_factor, rng)
+                built = mechanism.build(axes, prepared.cells(axes.ends), n_hat, eps_tree, split,
+                                        opts, rng)
+            return cls._from_parts(axes, built, config)
         charge(budget, c * eps_axis + eps_tree, f"RectangleSynopsis over {len(offsets)} points")
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
-                                         opts.threshold_factor, rng)
-        return cls._from_parts(axes, mechanism.build(axes, segs, n_hat, eps_tree, split, opts, rng),
-                               config)
+                                         opts.threshold_factor, rng, counts=weights)
+        return cls._from_parts(axes, mechanism.build(axes, Cells.of(segs, weights), n_hat,
+                                                     eps_tree, split, opts, rng), config)
 
     # ------------------------------------------------------------- attributes
     @property
@@ -494,6 +520,14 @@ class RectangleSynopsis:
             raise
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
             raise FormatError(f"invalid rectangle synopsis record: {exc}") from exc
+
+
+def _as_source(points, counts):
+    """``points`` as a :class:`~pydp_synopsis.sources.Source` if it is one (or a dask
+    collection), else None (an array: the in-memory build)."""
+    from ..sources import as_source   # the sources import the synopses: import late
+
+    return as_source(points, counts)
 
 
 persist.register(_KIND)(RectangleSynopsis._from_record)
