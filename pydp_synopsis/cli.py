@@ -182,9 +182,10 @@ class _BuildProgress:
         self.start = time.monotonic()
         self.phase, self.rows, self.shown = "reading", None, False
         self._stop = None
-        if self.enabled:
-            import threading
+        import threading
 
+        self._lock = threading.Lock()
+        if self.enabled:
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._tick, daemon=True)
             self._thread.start()
@@ -194,16 +195,22 @@ class _BuildProgress:
             self.show()
 
     def show(self):
-        elapsed = time.monotonic() - self.start
-        if not self.enabled or elapsed < self.delay:
+        now = time.monotonic()
+        if not self.enabled or now - self.start < self.delay:
             return
-        rows = f": {self.rows:,} rows" if self.rows is not None else ""
-        self.stream.write(f"\rpydp-synopsis build: {self.phase}{rows} ({elapsed:.0f} s)  ")
-        self.stream.flush()
-        self.shown = True
+        with self._lock:
+            rows = f": {self.rows:,} rows" if self.rows is not None else ""
+            self.stream.write(f"\rpydp-synopsis build: {self.phase}{rows} "
+                              f"({now - self.start:.0f} s)  ")
+            self.stream.flush()
+            self.shown = True
 
     def read(self, rows):
         self.rows = rows
+
+    def enter(self, phase):
+        self.phase, self.rows = phase, None
+        self.show()
 
     def close(self):
         if self._stop is not None:
@@ -222,9 +229,9 @@ class _Observed(Source):
         self.columns = source.columns
 
     def prepare(self, domains, progress=None):
-        self._progress.phase = "reading"
+        self._progress.enter("reading")
         prepared = self._source.prepare(domains, progress=self._progress.read)
-        self._progress.phase, self._progress.rows = "releasing", None
+        self._progress.enter("partitioning and counting")
         return prepared
 
 
