@@ -411,3 +411,50 @@ pds_status pds_grid_answer(uint32_t c, const uint64_t *m, const uint64_t *g,
                            const double *fine, uint64_t n_fine, size_t count_q,
                            const uint64_t *k, const uint64_t *r, const double *fk,
                            const double *fr, double *out);
+
+/* ---------------------------------------------------------- aggregate.c --
+ * The data path of streamed builds (pydp_synopsis/aggregates.py).
+ */
+/* Merge k runs of (key, count) pairs, each sorted by key (non-decreasing;
+ * PDS_EINVAL otherwise), into out_keys/out_counts (capacity entries, at
+ * least the runs' total): keys strictly increasing, the counts of equal keys
+ * summed.  The counts must total less than 2^63 (sums are taken modulo
+ * 2^64, never overflowing).  *n_out = entries written.  O(n log k) time,
+ * O(k) scratch memory. */
+pds_status pds_merge_runs(uint32_t k, const uint64_t *const *keys,
+                          const int64_t *const *counts, const uint64_t *lens,
+                          uint64_t *out_keys, int64_t *out_counts,
+                          uint64_t capacity, uint64_t *n_out);
+/* out[i] = the number of ends[0 .. m) below x[i] (numpy's searchsorted(ends,
+ * x, 'left')): the segment of x[i] for a partition with those segment ends.
+ * ends strictly increasing, 1 <= m <= 2^32 - 1, every x[i] <= ends[m - 1].
+ * table (table_len = (ends[m - 1] >> shift) + 2 entries, non-decreasing, each
+ * <= m) holds table[b] = the number of ends below b << shift (the last entry
+ * m): it narrows each search to one bucket.  A table that does not satisfy
+ * this gives wrong answers but never reads outside the arrays (its entries
+ * and the x[i] are checked: PDS_EINVAL).  O(n log(ends per bucket)). */
+pds_status pds_segment_index(const uint64_t *ends, uint64_t m, const uint32_t *table,
+                             uint64_t table_len, uint32_t shift, const uint64_t *x,
+                             size_t n, uint32_t *out);
+/* Add the rows to the adaptive grid's counts (rectangles/grid.py, the
+ * layout of grid.c): row i lies in partition segments seg[i c + a] < m[a]
+ * and weighs weight[i] (NULL: 1).  Coarse cells are runs of g[a] partition
+ * segments per axis, t1[a] = ceil(m[a] / g[a]) of them, row-major.  With
+ * fine NULL, counts (n_counts = prod t1 entries) gets each row's coarse
+ * cell; otherwise fine holds one record of c + 1 entries per coarse cell i,
+ * its base and its q[0 .. c): the cell holds a fine grid of q[a] runs per
+ * axis (run j of its w segments starting at ceil(j w / q[a])), row-major at
+ * counts[base ...], and counts gets each row's fine cell.  Every segment is
+ * checked against m first; a fine grid that does not fit (a q outside
+ * [1, w], a cell at or beyond n_counts) is PDS_EINVAL when a row meets it,
+ * the rows before it counted: counts is never written outside its n_counts
+ * entries.  One pass: O(n c). */
+pds_status pds_grid_count(uint32_t c, const uint64_t *m, const uint64_t *g,
+                          const uint32_t *seg, const int64_t *weight, uint64_t n,
+                          const int64_t *fine, int64_t *counts, uint64_t n_counts);
+/* The same cells as pds_grid_count, written to cells[i] (one per row)
+ * instead of counted: for count arrays too large for the cache, the caller
+ * sorts the cells and adds them in order. */
+pds_status pds_grid_cells(uint32_t c, const uint64_t *m, const uint64_t *g,
+                          const uint32_t *seg, uint64_t n, const int64_t *fine,
+                          uint64_t n_counts, uint64_t *cells);

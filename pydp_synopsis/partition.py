@@ -538,27 +538,39 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng):
         seals = _run(state, rng, pos, cnt, end)
         # Every position fed is <= end and later seals are > end: a position
         # belongs to the first seal at or after it, else to the open segment.
-        seg = np.searchsorted(seals, pos, side="left")
-        per = np.zeros(seals.size + 1, dtype=np.int64)
-        if pos.size:
-            starts = np.flatnonzero(np.diff(seg, prepend=-1))
-            per[seg[starts]] = np.add.reduceat(cnt, starts)
+        cum = np.concatenate(([0], np.cumsum(cnt)))    # cum[j]: the first j positions' items
+        total = int(cum[-1])
         if seals.size:
-            per[0] += open_weight
+            at = cum[np.searchsorted(pos, seals, side="right")]   # items up to each seal
+            seg = np.diff(at, prepend=0)
+            seg[0] += open_weight
             ends.append(seals)
-            weights.append(per[:-1])
-            open_weight = 0
-        open_weight += int(per[-1])
+            weights.append(seg)
+            open_weight = total - int(at[-1])
+        else:
+            open_weight += total
 
     for pos, cnt in chunks:
-        keep = cnt > 0
-        pos = np.concatenate((carry_pos, np.asarray(pos, dtype=np.uint64)[keep]))
-        cnt = np.concatenate((carry_cnt, np.asarray(cnt, dtype=np.int64)[keep]))
+        pos = np.asarray(pos, dtype=np.uint64)
+        cnt = np.asarray(cnt, dtype=np.int64)
+        if cnt.size and int(cnt.min()) <= 0:
+            keep = cnt > 0
+            pos, cnt = pos[keep], cnt[keep]
+        if not pos.size:
+            continue
+        if carry_pos.size and pos[0] > carry_pos[0]:
+            # the carried position's run ends just before this chunk's first one
+            feed(carry_pos, carry_cnt, int(pos[0]) - 1)
+            carry_pos, carry_cnt = carry_pos[:0], carry_cnt[:0]
+        elif carry_pos.size:                          # the same position continues
+            pos = np.concatenate((carry_pos, pos))
+            cnt = np.concatenate((carry_cnt, cnt))
+            carry_pos, carry_cnt = carry_pos[:0], carry_cnt[:0]
         # carry the last position (all its entries): its run is not complete
-        cut = int(np.searchsorted(pos, pos[-1], side="left")) if pos.size else 0
-        carry_pos, carry_cnt = pos[cut:], cnt[cut:]
+        cut = int(np.searchsorted(pos, pos[-1], side="left"))
         if cut:
             feed(pos[:cut], cnt[:cut], int(pos[-1]) - 1)
+        carry_pos, carry_cnt = pos[cut:], cnt[cut:]
     feed(carry_pos, carry_cnt, last)
     seals = np.concatenate(ends) if len(ends) > 1 else ends[0]
     part = Partition._checked(seals, lo, hi, epsilon, beta, threshold_factor)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
-from pydp_synopsis.aggregates import MAX_TOTAL_COUNT, SortedAggregator, aggregate, merge
+from pydp_synopsis.aggregates import MAX_TOTAL_COUNT, SegmentIndex, SortedAggregator, aggregate, merge
 
 
 def weighted(seed, n=400, hi=999, zeros=True):
@@ -180,3 +180,47 @@ def test_sorted_aggregator_spills_and_merges_exactly(tmp_path, memory, block):
     uniq, cnt = np.unique(keys, return_counts=True)
     assert np.array_equal(got, uniq)
     assert np.array_equal(np.concatenate([c for _, c in chunks]), cnt)
+
+
+# ------------------------------------------------- the data path's C kernels
+
+def test_segment_index_is_numpy_searchsorted():
+    gen = np.random.default_rng(4)
+    for top in (10, 2**20, 2**64 - 1):
+        ends = np.unique(gen.integers(0, top, 5000, dtype=np.uint64, endpoint=True))
+        ends[-1] = top
+        x = gen.integers(0, top, 20000, dtype=np.uint64, endpoint=True)
+        x[:min(100, ends.size)] = ends[:100]                   # values on the ends themselves
+        for bits in (1, 8, 18):
+            got = SegmentIndex(ends, table_bits=bits).of(x)
+            assert np.array_equal(got, np.searchsorted(ends, x, side="left"))
+    with pytest.raises(ps.ParameterError):                 # a value past the last end
+        SegmentIndex(np.array([5], dtype=np.uint64)).of(np.array([6], dtype=np.uint64))
+
+
+def test_grid_counts_follow_the_layout():
+    """The C cell counts equal the Python layout's (Layout.fine_index, the reference)."""
+    from pydp_synopsis.rectangles import kernels
+    from pydp_synopsis.rectangles.grid import Layout, _coarse_index, coarse_geometry
+
+    gen = np.random.default_rng(5)
+    for c, sizes, merge in ((2, (37, 11), (5, 3)), (3, (9, 8, 30), (2, 8, 7))):
+        seg = np.stack([gen.integers(0, m, 5000) for m in sizes], axis=1)
+        weights = gen.integers(0, 4, 5000)
+        shape, width = coarse_geometry(sizes, merge)
+        layout = Layout(merge, shape, width, np.minimum(gen.integers(1, 6, width.shape), width))
+        coarse = _coarse_index(seg, merge, shape)
+        fine_ref = np.bincount(layout.fine_index(seg, coarse), weights=weights,
+                               minlength=layout.owner.size)
+        fine = np.column_stack([layout.base, layout.fine_shape])
+        for limit in (1 << 30, 0):                       # random increments / sorted cells
+            kernels._RANDOM_ACCESS_LIMIT = limit
+            try:
+                got = np.zeros(width.shape[0], dtype=np.int64)
+                kernels.grid_count(sizes, merge, seg, None, got)
+                assert np.array_equal(got, np.bincount(coarse, minlength=width.shape[0]))
+                got = np.zeros(layout.owner.size, dtype=np.int64)
+                kernels.grid_count(sizes, merge, seg, weights, got, fine)
+                assert np.array_equal(got, fine_ref)
+            finally:
+                kernels._RANDOM_ACCESS_LIMIT = 1 << 21

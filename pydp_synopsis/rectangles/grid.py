@@ -36,7 +36,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..aggregates import histogram
 from ..errors import FormatError
 from ..noise import discrete_laplace, discrete_laplace_variance
 from ..params import split_epsilon
@@ -207,14 +206,9 @@ class AdaptiveGrid:
         t1 = min(t1, n_hat ** (1.0 / c))
         merge = tuple(max(1, math.ceil(m / max(t1, 1.0))) for m in sizes)
         shape, width = coarse_geometry(sizes, merge)
-
-        def coarse_of(seg):
-            return _coarse_index(seg, merge, shape)
-
-        v = _noisy_histogram(cells, coarse_of, width.shape[0], eps_coarse, rng)
+        v = _noisy_histogram(cells, sizes, merge, width.shape[0], eps_coarse, rng)
         layout = Layout(merge, shape, width, _fine_shape(v, width, eps_fine, c))
-        u = _noisy_histogram(cells, lambda seg: layout.fine_index(seg, coarse_of(seg)),
-                             layout.owner.size, eps_fine, rng)
+        u = _noisy_histogram(cells, sizes, merge, layout.owner.size, eps_fine, rng, layout)
         return cls(axes, layout, v, u, eps_coarse, eps_fine, float(options.coarse_share))
 
     # ---------------------------------------------------------------- reading
@@ -375,11 +369,13 @@ class AdaptiveGrid:
                    float(meta["coarse_share"]))
 
 
-def _noisy_histogram(cells, index_of, size, epsilon, rng):
-    """Counts of the cells ``index_of(segments)`` in ``0 .. size-1`` over every chunk
-    of ``cells``, then discrete Laplace noise of scale 1/epsilon (drawn after all counts)."""
+def _noisy_histogram(cells, sizes, merge, size, epsilon, rng, layout=None):
+    """Counts of the coarse cells (or with ``layout`` the fine cells) over every
+    chunk of ``cells`` (one C pass per chunk, ``kernels.grid_count``), then
+    discrete Laplace noise of scale 1/epsilon (drawn after all counts)."""
     counts = np.zeros(size, dtype=np.int64)
+    fine = None if layout is None else np.column_stack([layout.base, layout.fine_shape])
     for seg, weights in cells:
-        counts += histogram(index_of(np.asarray(seg, dtype=np.int64)), weights, size)
+        kernels.grid_count(sizes, merge, seg, weights, counts, fine)
     counts += np.asarray(discrete_laplace(Fraction(1) / epsilon, size, rng=rng), dtype=np.int64)
     return counts

@@ -16,6 +16,7 @@ __all__ = [
     "multitree_describe",
     "grid_fine_prefix",
     "grid_answer",
+    "grid_count",
 ]
 
 
@@ -121,3 +122,39 @@ def grid_answer(sizes, runs, coarse, fine_shape, base, fine, k, r, fk, fr):
         _u64(k), _u64(r),
         _f64(fk), _f64(fr), _f64(out)), "rectangle answers")
     return out
+
+
+#: Count arrays larger than this (entries) are updated in sorted order: random
+#: increments into hundreds of megabytes miss the cache and the TLB at every row.
+_RANDOM_ACCESS_LIMIT = 1 << 21
+
+
+def grid_count(sizes, merge, seg, weights, counts, fine=None):
+    """Add rows to ``counts`` (int64, in place): their coarse cells, or with
+    ``fine`` (one row ``[base, q_0, .., q_{c-1}]`` per coarse cell) their fine
+    cells.  ``seg`` is an (n, c) array of partition segments, ``weights``
+    int64 or None (one each)."""
+    seg = np.ascontiguousarray(seg, dtype=np.uint32)
+    shape_args = (seg.shape[1], _u64(np.array(sizes, dtype=np.uint64)),
+                  _u64(np.array(merge, dtype=np.uint64)), ffi.from_buffer("uint32_t[]", seg))
+    layout = _i64(np.ascontiguousarray(fine, dtype=np.int64)) if fine is not None else ffi.NULL
+    if counts.size > _RANDOM_ACCESS_LIMIT and seg.shape[0] > 1:
+        cells = np.empty(seg.shape[0], dtype=np.uint64)
+        check(lib.pds_grid_cells(*shape_args, seg.shape[0], layout, counts.size, _u64(cells)),
+              "adaptive grid cells")
+        if weights is None:
+            cells.sort()
+            new = np.empty(cells.size, dtype=bool)
+            new[0] = True
+            np.not_equal(cells[1:], cells[:-1], out=new[1:])
+            starts = np.flatnonzero(new)
+            counts[cells[starts]] += np.diff(starts, append=cells.size)
+        else:
+            order = np.argsort(cells)
+            cells, w = cells[order], np.asarray(weights, dtype=np.int64)[order]
+            starts = np.flatnonzero(np.diff(cells, prepend=~cells[:1]))
+            counts[cells[starts]] += np.add.reduceat(w, starts)
+        return
+    w = ffi.NULL if weights is None else _i64(np.ascontiguousarray(weights, dtype=np.int64))
+    check(lib.pds_grid_count(*shape_args, w, seg.shape[0], layout, _i64(counts), counts.size),
+          "adaptive grid counts")

@@ -26,18 +26,21 @@ References
    section 3.3 (the rectangle structures count points per cell).
 """
 import os
+import queue
 import shutil
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..aggregates import SortedAggregator, aggregate, check_counts
+from ..aggregates import SegmentIndex, SortedAggregator, aggregate, check_counts
 from ..errors import InputError, ParameterError
 from ..params import as_offsets
 from ..rectangles.axes import Cells
 
 __all__ = ["CHUNK_ROWS", "Source", "Prepared", "RowSource", "ArraySource", "as_source",
-           "spilled_cells"]
+           "spilled_cells", "prefetch"]
 
 #: Rows per chunk read from a source (about 8 MB per int64 column).
 CHUNK_ROWS = 1 << 20
@@ -154,6 +157,62 @@ def _column_offsets(col, domain, name):
     return as_offsets(np.asarray(col).ravel(), domain, f"column {name!r}")
 
 
+def prefetch(iterator, depth=2):
+    """``iterator``'s items, computed ``depth`` ahead in a background thread.
+
+    The streams of a build are numpy and C calls that release the GIL: the
+    next chunk (a merge of sorted runs, a database fetch) is made while the
+    partition kernel consumes the current one, on a second core.
+    Exceptions reach the consumer; a consumer that stops early stops the
+    thread at its next item.
+    """
+    items, stop, done = queue.Queue(maxsize=depth), threading.Event(), object()
+
+    def produce():
+        try:
+            for item in iterator:
+                while not stop.is_set():
+                    try:
+                        items.put((True, item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            items.put((True, done))
+        except BaseException as exc:   # handed to the consumer
+            items.put((False, exc))
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        while True:
+            ok, item = items.get()
+            if not ok:
+                raise item
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+class _AxisWorkers:
+    """One thread per axis (at most one per core): numpy sorts and C lookups release the
+    GIL, so the c columns of a chunk are processed in parallel.  Each axis's state is
+    touched by its own task only."""
+
+    def __init__(self, c):
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(c, os.cpu_count() or 1)))
+
+    def map(self, fn, *iterables):
+        return list(self._pool.map(fn, *iterables))
+
+    def close(self):
+        self._pool.shutdown(wait=True)
+
+
 class _RowPrepared(Prepared):
     """Pass 1 of a row source: every row read and checked, per-axis aggregates spilled."""
 
@@ -162,11 +221,15 @@ class _RowPrepared(Prepared):
         self._tmp = tempfile.mkdtemp(prefix="pydp-source-", dir=source.spill_directory)
         self._aggs = [SortedAggregator(source.memory_entries, directory=self._tmp)
                       for _ in domains]
+        workers = _AxisWorkers(len(domains))
+
+        def add(agg, col, dom, name):
+            agg.add(_column_offsets(col, dom, name))
+
         try:
             rows = 0
             for cols in source.chunks():
-                for agg, col, dom, name in zip(self._aggs, cols, self._domains, source.columns):
-                    agg.add(_column_offsets(col, dom, name))
+                workers.map(add, self._aggs, cols, self._domains, source.columns)
                 rows += len(cols[0]) if cols else 0
                 if progress is not None:
                     progress(rows)
@@ -174,9 +237,11 @@ class _RowPrepared(Prepared):
         except BaseException:
             self.close()
             raise
+        finally:
+            workers.close()
 
     def axis(self, a):
-        return self._aggs[a].chunks()
+        return prefetch(self._aggs[a].chunks())
 
     def cells(self, ends):
         return spilled_cells(self._tmp, self._source.chunks, ends, self._domains,
@@ -200,19 +265,25 @@ def spilled_cells(directory, chunks, ends, domains, names, rows):
     """
     path = os.path.join(directory, f"cells{len(os.listdir(directory))}.u32")
     c = len(ends)
+    index = [SegmentIndex(e) for e in ends]
     done = []
 
     def first_pass():
-        seen = 0
-        with open(path, "wb") as out:
-            for cols in chunks():
-                seg = np.empty((len(cols[0]), c), dtype=np.uint32)
-                for a, (col, dom, name) in enumerate(zip(cols, domains, names)):
-                    seg[:, a] = np.searchsorted(ends[a], _column_offsets(col, dom, name),
-                                                side="left")
-                seg.tofile(out)
-                seen += seg.shape[0]
-                yield seg, None
+        seen, workers = 0, _AxisWorkers(c)
+        try:
+            with open(path, "wb") as out:
+                for cols in prefetch(iter(chunks())):
+                    seg = np.empty((len(cols[0]), c), dtype=np.uint32)
+
+                    def fill(a, col, dom, name):
+                        seg[:, a] = index[a].of(_column_offsets(col, dom, name))
+
+                    workers.map(fill, range(c), cols, domains, names)
+                    seg.tofile(out)
+                    seen += seg.shape[0]
+                    yield seg, None
+        finally:
+            workers.close()
         if seen != rows:
             raise InputError(f"the input changed while it was read ({rows} rows, then "
                              f"{seen}): nothing was written")
@@ -291,8 +362,7 @@ class _WeightedArrayPrepared(Prepared):
         return iter([aggregate(self._offsets[a], self._counts)])
 
     def cells(self, ends):
-        seg = np.stack([np.searchsorted(e, o, side="left") for e, o in
-                        zip(ends, self._offsets)], axis=1).astype(np.uint32)
+        seg = np.stack([SegmentIndex(e).of(o) for e, o in zip(ends, self._offsets)], axis=1)
         return Cells.of(seg, self._counts)
 
 

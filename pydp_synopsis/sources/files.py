@@ -327,7 +327,9 @@ class ParquetSource(_FileSource):
         import pyarrow.parquet as pq
 
         try:
-            return pq.ParquetFile(path)
+            # no pre-buffering: pyarrow would otherwise hold whole row groups
+            # of every column read (hundreds of MB), not one batch
+            return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
         except OSError as exc:
             raise InputError(f"{path}: cannot read ({exc.strerror or 'not a Parquet file'})") \
                 from None

@@ -51,7 +51,7 @@ import numpy as np
 from ..errors import InputError, ParameterError
 from ..inputs import _read_only, parse_scale, to_fixed_point
 from ..rectangles.axes import Cells
-from .base import CHUNK_ROWS, Prepared, RowSource, _column_offsets, spilled_cells
+from .base import CHUNK_ROWS, Prepared, RowSource, _column_offsets, prefetch, spilled_cells
 
 __all__ = ["parse_database", "quote_identifier", "SqlSource", "duckdb_files"]
 
@@ -157,8 +157,9 @@ class _SQLite(_Engine):
         if not os.path.isfile(self.target):
             raise InputError(f"database file {self.target!r} does not exist")
         try:
+            # one thread at a time, but not always the same: streams are prefetched
             self.con = sqlite3.connect(f"file:{urllib.parse.quote(self.target)}?mode=ro",
-                                       uri=True)
+                                       uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
             raise InputError(f"cannot open {self.shown}: {_first_line(exc)}") from None
         # mode=ro alone still lets VACUUM INTO and ATTACH create files
@@ -241,12 +242,15 @@ class _DuckDB(_Engine):
             if not os.path.isfile(self.target):
                 raise InputError(f"database file {self.target!r} does not exist")
             # the user's SQL may name other files or write them: neither is allowed
-            config.update(enable_external_access=False, lock_configuration=True)
+            config.update(enable_external_access=False)
         try:
             if files is None:
                 self.con = duckdb.connect(self.target, read_only=True, config=config)
             else:
                 self.con = duckdb.connect(":memory:", config=config)
+            # no progress bar on stdout; then nothing may change the settings
+            self.con.execute("SET enable_progress_bar = false")
+            self.con.execute("SET lock_configuration = true")
         except duckdb.Error as exc:
             raise InputError(f"cannot open {self.shown}: {_first_line(exc)}") from None
 
@@ -601,6 +605,9 @@ class _PushdownPrepared(Prepared):
         return col
 
     def axis(self, a):
+        return prefetch(self._axis(a))
+
+    def _axis(self, a):
         engine, domain, name = self._engine, self._domains[a], self._source.columns[a]
         sql = (f"SELECT {self._cast(a)} AS v, count(*) AS n FROM {self._rel} "
                f"GROUP BY {self._cols[a]} ORDER BY {self._cols[a]}")
