@@ -75,6 +75,14 @@ typedef struct pds_rng {
 pds_status pds_rng_init_os(pds_rng *rng);
 /* Reproducible stream from a 32-byte key (tests and benchmarks only). */
 pds_status pds_rng_init_key(pds_rng *rng, const uint8_t *key32);
+/* The 32-byte key of child stream `index` of a generator: the ChaCha20 block
+ * of the parent's key with nonce (index >> 32, 1, index mod 2^32), which the
+ * parent's own stream (nonce (block >> 32, 0, 0)) never produces.  A child
+ * is pds_rng_init_key of that key: keyed by (parent key, index), seekable
+ * by block like any stream, independent of the parent's stream and of the
+ * other children.  Reads the parent's key only: its position is unchanged.
+ * For shards of a distributed build, each drawing from its own stream. */
+pds_status pds_rng_derive(const pds_rng *parent, uint64_t index, uint8_t *key32);
 /* n keystream words.  Every entry point that draws first reseeds from the
  * OS if the calling process is not the one that seeded (a fork()
  * happened), so a child never replays its parent's stream. */

@@ -264,8 +264,7 @@ def _build_source(args, columns):
     if engine == "dask":
         from .sources.dask import dask_files
 
-        return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler,
-                          shards=args.shards)
+        return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler)
     options = {"memory_limit": args.memory_limit} if engine == "duckdb" else {}
     return sources.files(args.input, columns, scale=args.scale, engine=engine, **options)
 
@@ -313,12 +312,12 @@ def cmd_build(args):
     try:
         observed = _Observed(source, progress)
         if len(domain) == 1:
-            syn = IntervalSynopsis.build(observed, domain=domain[0],
-                                         epsilon=args.epsilon, beta=args.beta, rng=rng)
+            syn = IntervalSynopsis.build(observed, domain=domain[0], epsilon=args.epsilon,
+                                         beta=args.beta, rng=rng, shards=args.shards)
             what = f"interval synopsis: {len(syn):,} segments"
         else:
-            syn = RectangleSynopsis.build(observed, domain=domain,
-                                          epsilon=args.epsilon, beta=args.beta, rng=rng)
+            syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,
+                                          beta=args.beta, rng=rng, shards=args.shards)
             what = f"rectangle synopsis over {len(domain)} columns: {syn.num_nodes:,} nodes"
     finally:
         progress.close()

@@ -34,7 +34,8 @@ from .errors import DomainError, FormatError, ParameterError
 from .params import (as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
                      check_share, check_threshold_factor, exact_epsilon, is_int, split_epsilon)
 from .aggregates import aggregate, check_counts
-from .partition import Partition, fig1_threshold, partition_of_chunks, partition_of_sorted
+from .partition import Partition, fig1_threshold, partition_of_sorted
+from .shards import check_shards, partition_sharded
 from .rng import resolve_rng
 from .tails import laplace_sum_tail
 
@@ -208,7 +209,7 @@ class IntervalSynopsis:
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
               fanout=DEFAULT_FANOUT, consistency=True, estimator=DEFAULT_ESTIMATOR,
               partition_share=DEFAULT_SHARE, threshold_factor=DEFAULT_FACTOR, k=19, budget=None,
-              counts=None):
+              counts=None, shards=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -250,6 +251,13 @@ class IntervalSynopsis:
             same seeded ``rng`` the synopsis is exactly that of
             ``np.repeat(values, counts)``, built in time and memory of the
             number of distinct values.  Checked with the other arguments.
+        shards : int, optional
+            Cut the domain at ``shards - 1`` public points (equal widths)
+            and partition each piece on its own stream ``rng.derive(i)``: on
+            a cluster in parallel (a dask collection), here one after the
+            other.  Same epsilon (parallel composition), at most ``shards -
+            1`` more segments; see :mod:`pydp_synopsis.shards`.  None or 1:
+            one partition drawn from ``rng``.
 
         Returns
         -------
@@ -280,14 +288,15 @@ class IntervalSynopsis:
                                                   "epsilon * (1 - partition_share)"))
         domain = check_domain(domain)
         fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
+        n_shards = check_shards(shards, [domain])
         rng = resolve_rng(rng)
         source = _as_source(values, counts)
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
             with source.prepare([domain]) as prepared:
                 charge(budget, eps_p + eps_t, f"IntervalSynopsis over {prepared.rows} values")
-                part, counts = partition_of_chunks(prepared.axis(0), domain, eps_p, beta / 2,
-                                                   factor, rng)
+                part, counts = prepared.partition(0, domain, eps_p, beta / 2, factor, rng,
+                                                  n_shards)
             return cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                      fanout=fanout, consistency=consistency,
                                      estimator=estimator, k=k)
@@ -296,9 +305,10 @@ class IntervalSynopsis:
         offsets = offsets.ravel()
         charge(budget, eps_p + eps_t, f"IntervalSynopsis over {offsets.size} values")
 
-        if weights is not None:
-            part, counts = partition_of_chunks([aggregate(offsets, weights.ravel())], domain,
-                                               eps_p, beta / 2, factor, rng)
+        if weights is not None or n_shards > 1:
+            part, counts = partition_sharded(
+                [aggregate(offsets, None if weights is None else weights.ravel())], domain,
+                n_shards, eps_p, beta / 2, factor, rng)
         else:
             # One sort serves the partition and the segment counts.
             srt = np.sort(offsets)

@@ -90,9 +90,12 @@ def _kernel_params(size, epsilon, beta, factor):
     return t, s, fig1_threshold(size, epsilon, beta, factor)
 
 
-def _start(rng, size, epsilon, beta, factor):
-    """A kernel state for positions ``0 .. size-1``; draws the first noisy threshold."""
-    params = _kernel_params(size, epsilon, beta, factor)
+def _start(rng, size, epsilon, beta, factor, threshold_size=None):
+    """A kernel state for positions ``0 .. size-1``; draws the first noisy threshold.
+
+    ``threshold_size`` is the D of the threshold (default ``size``): a shard
+    of a larger domain keeps the whole domain's threshold."""
+    params = _kernel_params(threshold_size or size, epsilon, beta, factor)
     state = ffi.new("pds_partition *")
     with rng.native() as p:
         check(lib.pds_partition_init(state, p, size - 1, *params))
@@ -495,7 +498,8 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor,
     return Partition._checked(seals, lo, hi, epsilon, beta, threshold_factor)
 
 
-def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng):
+def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng,
+                        threshold_size=None):
     """The offline partition of a stream of sorted aggregates, and its segment weights.
 
     The streaming form of :func:`partition_of_sorted`: memory O(chunk +
@@ -509,6 +513,9 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng):
         most ``2**62``).
     domain, epsilon, beta, threshold_factor, rng
         As for :func:`partition_of_sorted`.
+    threshold_size : int, optional
+        The D of the threshold, when ``domain`` is one shard of a domain of
+        D values (:mod:`pydp_synopsis.shards`); default the domain's size.
 
     Returns
     -------
@@ -527,7 +534,7 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng):
     """
     lo, hi = domain
     last = hi - lo
-    state = _start(rng, last + 1, epsilon, beta, threshold_factor)
+    state = _start(rng, last + 1, epsilon, beta, threshold_factor, threshold_size)
     ends, weights = [], []
     open_weight = 0
     carry_pos = np.empty(0, dtype=np.uint64)

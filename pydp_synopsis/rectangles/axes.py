@@ -16,7 +16,7 @@ import numpy as np
 from .._core import LIMITS
 from ..errors import DomainError, FormatError, ParameterError
 from ..params import as_offsets, check_domain
-from ..partition import Partition, partition_of_chunks, private_partition
+from ..partition import Partition, private_partition
 
 __all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "check_domains", "check_points",
            "check_corners", "Axes", "Corners", "Cells"]
@@ -230,16 +230,19 @@ class Axes:
         return cls(parts, beta), segments, n_hat
 
     @classmethod
-    def release_chunks(cls, axis_chunks, domain, epsilon_axis, beta, threshold_factor, rng):
+    def release_chunks(cls, prepared, domain, epsilon_axis, beta, threshold_factor, rng,
+                       shards=1):
         """The c private partitions of streamed data, drawn as :meth:`release` draws them.
 
         Parameters
         ----------
-        axis_chunks : callable
-            ``axis_chunks(a)`` iterates over axis a's sorted ``(offsets,
-            counts)`` aggregates (:meth:`pydp_synopsis.sources.Prepared.axis`).
+        prepared : pydp_synopsis.sources.Prepared
+            The checked source: :meth:`~pydp_synopsis.sources.Prepared.partition`
+            of axis a runs the partition over its sorted aggregates.
         domain, epsilon_axis, beta, threshold_factor, rng
             As for :meth:`release`.
+        shards : int
+            Public shards per axis (:mod:`pydp_synopsis.shards`); 1: none.
 
         Returns
         -------
@@ -249,15 +252,15 @@ class Axes:
 
         Notes
         -----
-        Under a seed, the same partitions as :meth:`release` of the same
-        multiset (:func:`~pydp_synopsis.partition.partition_of_chunks`);
+        With one shard, under a seed, the same partitions as :meth:`release`
+        of the same multiset (:func:`~pydp_synopsis.partition.partition_of_chunks`);
         memory O(chunk + segments).
         """
         c = len(domain)
         parts, n_hat = [], 0.0
         for a, axis_domain in enumerate(domain):
-            part, _ = partition_of_chunks(axis_chunks(a), axis_domain, epsilon_axis,
-                                          beta / (2 * c), threshold_factor, rng)
+            part, _ = prepared.partition(a, axis_domain, epsilon_axis, beta / (2 * c),
+                                         threshold_factor, rng, shards)
             parts.append(part)
             n_hat = max(n_hat, float(len(part)) * part.threshold)
         return cls(parts, beta), n_hat

@@ -11,10 +11,11 @@ from collections import namedtuple
 from .. import persist
 from ..budget import charge
 from ..errors import FormatError, ParameterError
+from ..aggregates import check_counts
 from ..params import check_beta, check_choice, check_int, exact_epsilon
 from ..rng import resolve_rng
+from ..shards import check_shards
 from . import options
-from ..aggregates import check_counts
 from .axes import Axes, Cells, as_int_array, check_corners, check_domains, check_points
 from .grid import AdaptiveGrid
 from .multitree import MultiTree
@@ -110,7 +111,7 @@ class RectangleSynopsis:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
-              structure="auto", budget=None, counts=None, **tuning):
+              structure="auto", budget=None, counts=None, shards=None, **tuning):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
@@ -142,6 +143,10 @@ class RectangleSynopsis:
             (totalling at most ``2**62``).  With the same seeded ``rng`` the
             synopsis is exactly that of ``np.repeat(points, counts, axis=0)``,
             built in time and memory of the number of distinct rows.
+        shards : int, optional
+            Cut every axis at ``shards - 1`` public points and partition the
+            pieces on their own streams (:mod:`pydp_synopsis.shards`: same
+            epsilon, at most ``shards - 1`` more segments per axis).
         **tuning
             The options below.  Each starts at the value of the profile the
             structure and ``config`` select (``ADAPTIVE_2D``, ``ADAPTIVE``,
@@ -228,14 +233,19 @@ class RectangleSynopsis:
         eps_axis = exact_epsilon(eps * opts.partition_share / c, "epsilon * partition_share / c")
         eps_tree = exact_epsilon(eps - c * eps_axis, "epsilon * (1 - partition_share)")
         split = mechanism.split_budget(eps_tree, opts, c)
+        n_shards = check_shards(shards, domain)
         rng = resolve_rng(rng)
+        if source is None and n_shards > 1:     # shards run on the streamed path
+            from ..sources import ArraySource
+
+            source = ArraySource(list(arr.T), counts=weights)
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
             with source.prepare(domain) as prepared:
                 charge(budget, c * eps_axis + eps_tree,
                        f"RectangleSynopsis over {prepared.rows} points")
-                axes, n_hat = Axes.release_chunks(prepared.axis, domain, eps_axis, beta,
-                                                  opts.threshold_factor, rng)
+                axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
+                                                  opts.threshold_factor, rng, n_shards)
                 built = mechanism.build(axes, prepared.cells(axes.ends), n_hat, eps_tree, split,
                                         opts, rng)
             return cls._from_parts(axes, built, config)
@@ -528,6 +538,7 @@ def _as_source(points, counts):
     from ..sources import as_source   # the sources import the synopses: import late
 
     return as_source(points, counts)
+
 
 
 persist.register(_KIND)(RectangleSynopsis._from_record)

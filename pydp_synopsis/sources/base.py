@@ -38,6 +38,7 @@ from ..aggregates import SegmentIndex, SortedAggregator, aggregate, check_counts
 from ..errors import InputError, ParameterError
 from ..params import as_offsets
 from ..rectangles.axes import Cells
+from ..shards import partition_sharded
 
 __all__ = ["CHUNK_ROWS", "Source", "Prepared", "RowSource", "ArraySource", "as_source",
            "spilled_cells", "prefetch"]
@@ -109,6 +110,16 @@ class Prepared:
         """Axis ``a``'s sorted ``(offsets, counts)`` chunks: uint64 offsets from the
         axis's ``lo``, strictly increasing across chunks, int64 counts > 0."""
         raise NotImplementedError
+
+    def partition(self, a, domain, epsilon, beta, threshold_factor, rng, shards=1):
+        """Axis ``a``'s private partition and its true segment weights.
+
+        The default runs :func:`~pydp_synopsis.shards.partition_sharded` over
+        :meth:`axis` in this process; a cluster runs the shards on its
+        workers (:mod:`pydp_synopsis.sources.dask`).
+        """
+        return partition_sharded(self.axis(a), domain, shards, epsilon, beta,
+                                 threshold_factor, rng)
 
     def cells(self, ends):
         """The rows' partition cells, as :class:`~pydp_synopsis.rectangles.axes.Cells`.
