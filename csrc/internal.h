@@ -37,4 +37,29 @@ int pds_rng_coin(pds_rng *rng);
 /* Uniform in [0, n) without modulo bias (Lemire); 0 for n <= 1. */
 uint64_t pds_uniform_below(pds_rng *rng, uint64_t n);
 
+/* ------------------------------------------------------------- lookup.c */
+
+/* The segment of x <= ends[m - 1] through a table filled by pds_lookup_init
+ * (the file comment of lookup.c): the first i with ends[i] >= x.  Inline, so
+ * that query kernels fuse it with their answers.  Reads stay inside ends and
+ * table even for a corrupted table (the indices are clamped to m - 1). */
+static inline uint64_t pds_lookup_one(const pds_lookup *lk, uint64_t x)
+{
+    uint64_t d = x >= lk->origin ? x - lk->origin : 0;
+    uint64_t b = d >> lk->shift;
+    b = b < lk->n_buckets ? b : lk->n_buckets - 1;
+    uint64_t base = lk->table[b], top = lk->table[b + 1];
+    top = top < lk->m ? top : lk->m - 1;
+    base = base < top ? base : top;
+    /* answer in [base, top] and ends[top] >= x: branch-free lower bound */
+    uint64_t len = top - base + 1;
+    const uint64_t *e = lk->ends;
+    while (len > 1) {
+        uint64_t half = len >> 1;
+        base = e[base + half - 1] < x ? base + half : base;
+        len -= half;
+    }
+    return base;
+}
+
 #endif /* PDS_INTERNAL_H */

@@ -23,5 +23,6 @@ pds_status pds_get_limits(pds_limits *out)
     out->multitree_segment_limit = PDS_MT_SEGMENT_LIMIT;
     out->multitree_point_limit = PDS_MT_POINT_LIMIT;
     out->max_multitree_records = PDS_MT_MAX_RECORDS;
+    out->lookup_segment_limit = PDS_LOOKUP_SEGMENT_LIMIT;
     return PDS_OK;
 }

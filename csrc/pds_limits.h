@@ -48,6 +48,11 @@ enum { PDS_MAX_AXES = 8 };
 #define PDS_MT_MAX_RECORDS ((uint64_t)1 << 40)
 enum { PDS_MT_MAX_LEVELS = 33 };
 
+/* lookup.c: m < 2^32 segments (uint32 table entries); at most 2^28 buckets
+ * (a 1 GiB table only for m > 2^27). */
+#define PDS_LOOKUP_SEGMENT_LIMIT ((uint64_t)1 << 32)
+enum { PDS_LOOKUP_MAX_BITS = 28 };
+
 _Static_assert(PDS_TREE_SEGMENT_LIMIT <= ((uint64_t)1 << (PDS_TREE_MAX_LEVELS - 1)),
                "a tree of fanout >= 2 has at most PDS_TREE_MAX_LEVELS levels");
 _Static_assert(PDS_MT_SEGMENT_LIMIT <= ((uint64_t)1 << (PDS_MT_MAX_LEVELS - 1)),

@@ -48,6 +48,7 @@ typedef struct pds_limits {
     uint64_t multitree_segment_limit; /* segments m[a] per multi-tree axis: 2^32 */
     uint64_t multitree_point_limit;   /* points n of a multi-tree build: 2^32 */
     uint64_t max_multitree_records;   /* max_records of a multi-tree: 2^40 */
+    uint64_t lookup_segment_limit;    /* segments m of a lookup.c table: 2^32 */
 } pds_limits;
 
 /* Fill *out; PDS_EINVAL if out is NULL. */
@@ -169,6 +170,40 @@ pds_status pds_partition_feed(pds_partition *p, pds_rng *rng, const uint64_t *po
  * pds_partition_feed call continues from it.  Draws nothing. */
 pds_status pds_partition_resolve(pds_partition *p, int32_t outcome);
 
+/* -------------------------------------------------------------- lookup.c --
+ * The segment of an offset x: the first i with ends[i] >= x (numpy's
+ * searchsorted(ends, x, side="left")) through a bucket table on the top bits
+ * of x - origin.  ends[m] strictly increasing, 1 <= m < 2^32; the last end
+ * is the domain's last offset, which every key is at most.  The caller owns
+ * ends and the table (pds_lookup_table_len(m) uint32 entries) and keeps them
+ * alive and unchanged while the struct is used; pds_lookup_init fills both.
+ */
+typedef struct pds_lookup {
+    const uint64_t *ends;
+    uint64_t m;
+    const uint32_t *table;  /* n_buckets + 1 entries */
+    uint64_t n_buckets;
+    uint64_t origin;        /* bucket b holds keys origin + [b, b+1) 2^shift */
+    uint32_t shift;
+} pds_lookup;
+
+/* Table entries needed for m segments (no error sentinel: any m). */
+uint64_t pds_lookup_table_len(uint64_t m);
+/* Check ends (strictly increasing), fill table and *lk; PDS_EINVAL if ends
+ * are not increasing, m is 0 or >= 2^32, or table_len is not
+ * pds_lookup_table_len(m). */
+pds_status pds_lookup_init(pds_lookup *lk, const uint64_t *ends, uint64_t m,
+                           uint32_t *table, uint64_t table_len);
+/* out[q] = segment of x[q]; PDS_EINVAL if some x[q] > ends[m - 1] (out is
+ * then written only before q). */
+pds_status pds_lookup_find(const pds_lookup *lk, const uint64_t *x, size_t n,
+                           int64_t *out);
+/* The same for strided arrays (strides in elements, >= 1): out[q out_stride]
+ * = segment of x[q x_stride], as uint32 (m <= 2^32). */
+pds_status pds_lookup_find_u32(const pds_lookup *lk, const uint64_t *x,
+                               size_t x_stride, size_t n, uint32_t *out,
+                               size_t out_stride);
+
 /* ----------------------------------------------------------- counters.c --
  * Continual counters (Andersson, Pagh, Torkamani): fanout 2 is the binary
  * tree mechanism of their section 3.1, odd fanout 3..65535 is Algorithm 2
@@ -289,6 +324,18 @@ pds_status pds_interval_answer_prefix(const double *prefix, uint64_t m,
                                       const uint64_t *hi, const uint64_t *seg_lo,
                                       const uint64_t *seg_hi, size_t count,
                                       int estimator, double tau, double *out);
+/* The same answers with the segments of lo and hi found through a
+ * pds_lookup of the ends (lookup.c) in the same pass: lk->ends and lk->m
+ * are the ends and m above.  PDS_EINVAL as above (lo > hi, hi past the
+ * domain). */
+pds_status pds_interval_answer_tree_lookup(const int64_t *nodes, uint32_t fanout,
+                                           const pds_lookup *lk, const uint64_t *lo,
+                                           const uint64_t *hi, size_t count,
+                                           int estimator, double tau, double *out);
+pds_status pds_interval_answer_prefix_lookup(const double *prefix,
+                                             const pds_lookup *lk, const uint64_t *lo,
+                                             const uint64_t *hi, size_t count,
+                                             int estimator, double tau, double *out);
 
 /* ---------------------------------------------------------- multitree.c --
  * DNRR section 3.3 and Remark 3.4: the c-dimensional multi-tree over the

@@ -537,3 +537,93 @@ pds_status pds_interval_answer_prefix(const double *prefix, uint64_t m,
     }
     return PDS_OK;
 }
+
+/* The query path with the segments found in the same pass (lookup.c), block
+ * by block, no seg_lo/seg_hi arrays.  The lookup is exactly searchsorted-
+ * left, so the answers are those of the functions above. */
+enum { LOOKUP_BLOCK = 64 };
+static int lookup_args_ok(const pds_lookup *lk, const uint64_t *lo,
+                          const uint64_t *hi, size_t count, int estimator,
+                          double tau, const double *out)
+{
+    if (lk == NULL || lk->ends == NULL || lk->table == NULL || lk->m == 0 ||
+        lk->n_buckets == 0 || lk->shift >= 64)
+        return 0;
+    return answer_args_ok(lk->m, lk->ends, lo, hi, lo, hi, count, estimator,
+                          tau, out);
+}
+
+pds_status pds_interval_answer_tree_lookup(const int64_t *nodes, uint32_t fanout,
+                                           const pds_lookup *lk, const uint64_t *lo,
+                                           const uint64_t *hi, size_t count,
+                                           int estimator, double tau, double *out)
+{
+    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
+    uint32_t levels;
+    uint64_t total, k[LOOKUP_BLOCK], r[LOOKUP_BLOCK];
+    int st;
+
+    if (nodes == NULL || !lookup_args_ok(lk, lo, hi, count, estimator, tau, out))
+        return PDS_EINVAL;
+    uint64_t m = lk->m;
+    st = pds_tree_shape(m, fanout, &levels, &total);
+    if (st != PDS_OK)
+        return st;
+    tree_layout(m, fanout, levels, start, width);
+    for (size_t q0 = 0; q0 < count; q0 += LOOKUP_BLOCK) {
+        size_t nq = count - q0 < LOOKUP_BLOCK ? count - q0 : LOOKUP_BLOCK;
+        for (size_t j = 0; j < nq; j++) {
+            k[j] = pds_lookup_one(lk, lo[q0 + j]);
+            r[j] = pds_lookup_one(lk, hi[q0 + j]);
+        }
+        for (size_t j = 0; j < nq; j++) {
+            size_t q = q0 + j;
+            interval_plan p;
+            int64_t whole = 0;
+            st = plan_query(m, lk->ends, lo[q], hi[q], k[j], r[j], estimator, &p);
+            if (st != PDS_OK)
+                return st;
+            if (p.wa < p.wb) {
+                st = cover_sum(nodes, start, m, fanout, levels, p.wa, p.wb, &whole);
+                if (st != PDS_OK)
+                    return st;
+            }
+            out[q] = (double)whole + contribution(p.ul, (double)nodes[p.kl], tau)
+                     + contribution(p.ur, (double)nodes[p.kr], tau);
+        }
+    }
+    return PDS_OK;
+}
+
+pds_status pds_interval_answer_prefix_lookup(const double *prefix,
+                                             const pds_lookup *lk, const uint64_t *lo,
+                                             const uint64_t *hi, size_t count,
+                                             int estimator, double tau, double *out)
+{
+    int st;
+    uint64_t k[LOOKUP_BLOCK], r[LOOKUP_BLOCK];
+    if (prefix == NULL || !lookup_args_ok(lk, lo, hi, count, estimator, tau, out))
+        return PDS_EINVAL;
+    for (size_t q0 = 0; q0 < count; q0 += LOOKUP_BLOCK) {
+        size_t nq = count - q0 < LOOKUP_BLOCK ? count - q0 : LOOKUP_BLOCK;
+        /* a tight loop of independent lookups keeps many misses in flight */
+        for (size_t j = 0; j < nq; j++) {
+            k[j] = pds_lookup_one(lk, lo[q0 + j]);
+            r[j] = pds_lookup_one(lk, hi[q0 + j]);
+        }
+        for (size_t j = 0; j < nq; j++) {
+            size_t q = q0 + j;
+            interval_plan p;
+            double a = 0.0;
+            st = plan_query(lk->m, lk->ends, lo[q], hi[q], k[j], r[j], estimator, &p);
+            if (st != PDS_OK)
+                return st;
+            if (p.wa < p.wb)
+                a = prefix[p.wb] - prefix[p.wa];
+            a += contribution(p.ul, prefix[p.kl + 1] - prefix[p.kl], tau);
+            a += contribution(p.ur, prefix[p.kr + 1] - prefix[p.kr], tau);
+            out[q] = a;
+        }
+    }
+    return PDS_OK;
+}

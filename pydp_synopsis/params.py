@@ -472,7 +472,8 @@ def as_offsets(values, domain, name="values"):
 
     Notes
     -----
-    O(n): one min/max pass and one subtraction.
+    O(n): a min and a max pass (none when every value of the dtype is
+    inside the domain) and one subtraction.
 
     Examples
     --------
@@ -499,7 +500,9 @@ def as_offsets(values, domain, name="values"):
         return np.array([int(v) - lo for v in flat], dtype=np.uint64).reshape(arr.shape)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must be an array of integers, got dtype {arr.dtype}")
-    if int(arr.min()) < lo or int(arr.max()) > hi:
+    info = np.iinfo(arr.dtype)
+    # a dtype whose every value lies in [lo, hi] needs no min/max pass
+    if (info.min < lo or info.max > hi) and (int(arr.min()) < lo or int(arr.max()) > hi):
         raise DomainError(_outside(name, lo, hi))
     if arr.dtype == np.uint64 and lo == 0:
         return arr

@@ -200,7 +200,8 @@ def coefficient_bound(m, fanout, max_work=None):
     return min(float(out[0]) * (1 + 1e-9) + 1e-12, fallback)
 
 
-def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, prefix=None):
+def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, prefix=None,
+                     lookup=None):
     """Answers of the inclusive offset intervals ``[lo[q], hi[q]]`` from a released tree.
 
     Parameters
@@ -218,6 +219,9 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
         The raw noisy tree of fanout ``fanout`` (answers from minimal covers) ...
     prefix : numpy.ndarray of float64, optional
         ... or the ``m + 1`` prefix sums of segment estimates (``prefix[0] = 0``).
+    lookup : SegmentLookup, optional
+        The :class:`~pydp_synopsis.lookup.SegmentLookup` of ``ends``: the
+        segments are then found in the same C pass as the answers.
 
     Returns
     -------
@@ -225,12 +229,22 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
 
     Notes
     -----
-    O(q log m): a ``searchsorted`` of the endpoints into ``ends``, then one C
-    call reading ``<= 2 (f - 1) L + 2`` nodes or 4 prefix sums per interval.
+    One C call: the segments of both endpoints (through ``lookup``: O(1)
+    for ends spread like data, else ``searchsorted``, O(log m)), then
+    ``<= 2 (f - 1) L + 2`` nodes or 4 prefix sums read per interval.
     """
+    out = np.empty(lo.size, dtype=np.float64)
+    if lookup is not None and lookup.native is not None:
+        args = (lookup.native, u64(lo), u64(hi), lo.size, ESTIMATORS.index(estimator), tau,
+                f64(out))
+        if prefix is None:
+            check(lib.pds_interval_answer_tree_lookup(i64(nodes), fanout, *args),
+                  "interval answers")
+        else:
+            check(lib.pds_interval_answer_prefix_lookup(f64(prefix), *args), "interval answers")
+        return out
     seg_lo = np.searchsorted(ends, lo, side="left").astype(np.uint64)
     seg_hi = np.searchsorted(ends, hi, side="left").astype(np.uint64)
-    out = np.empty(lo.size, dtype=np.float64)
     args = (u64(ends), u64(lo), u64(hi), u64(seg_lo), u64(seg_hi), lo.size,
             ESTIMATORS.index(estimator), tau, f64(out))
     if prefix is None:

@@ -18,7 +18,7 @@ def test_limits_are_read_only_ints_with_the_documented_values():
         "max_counter_fanout": 65535, "max_threshold": 2**53, "max_noise": 2**61,
         "tree_segment_limit": 2**62, "max_tree_fanout": 2**24, "max_axes": 8,
         "multitree_segment_limit": 2**32, "multitree_point_limit": 2**32,
-        "max_multitree_records": 2**40,
+        "max_multitree_records": 2**40, "lookup_segment_limit": 2**32,
     }
     assert lib.pds_get_limits(ffi.NULL) == lib.PDS_EINVAL
 
@@ -75,3 +75,14 @@ def test_tree_and_multitree_limits_are_the_enforced_ones():
     assert build(1, 1, n=LIMITS.multitree_point_limit) == lib.PDS_EINVAL
     assert build(1, 1, max_records=LIMITS.max_multitree_records) == lib.PDS_OK
     assert build(1, 1, max_records=LIMITS.max_multitree_records + 1) == lib.PDS_EINVAL
+
+
+def test_lookup_limit_is_the_enforced_one():
+    lk = ffi.new("pds_lookup *")
+    ends = ffi.new("uint64_t[]", [1, 5])
+    table = ffi.new("uint32_t[]", 3)
+    assert lib.pds_lookup_table_len(2) == 3
+    assert lib.pds_lookup_init(lk, ends, 2, table, 3) == lib.PDS_OK
+    # m is refused before any entry is read
+    big = LIMITS.lookup_segment_limit
+    assert lib.pds_lookup_init(lk, ends, big, table, lib.pds_lookup_table_len(big)) == lib.PDS_EINVAL

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._core import LIMITS
 from ..errors import DomainError, FormatError, ParameterError
+from ..lookup import SegmentLookup
 from ..params import as_offsets, check_domain
 from ..partition import Partition, private_partition
 
@@ -127,9 +128,11 @@ class Axes:
         Per axis, the segments' right ends as offsets from ``lo``.
     sizes : tuple of int
         Per axis, the number of partition segments ``m_a``.
+    lookups : tuple of SegmentLookup
+        Per axis, the segment lookup of ``ends`` (post-processing, O(m_a)).
     """
 
-    __slots__ = ("partitions", "beta", "ends", "sizes")
+    __slots__ = ("partitions", "beta", "ends", "sizes", "lookups")
 
     def __init__(self, partitions, beta):
         self.partitions = tuple(partitions)
@@ -137,6 +140,7 @@ class Axes:
         self.ends = tuple(np.ascontiguousarray(p.end_offsets, dtype=np.uint64)
                           for p in self.partitions)
         self.sizes = tuple(len(p) for p in self.partitions)
+        self.lookups = tuple(SegmentLookup(e) for e in self.ends)
 
     @classmethod
     def release(cls, points, offsets, domain, epsilon_axis, beta, threshold_factor, rng):
@@ -183,7 +187,7 @@ class Axes:
                                      beta=beta / (2 * c), rng=rng,
                                      threshold_factor=threshold_factor)
             parts.append(part)
-            segments[:, a] = np.searchsorted(part.end_offsets, offsets[:, a], side="left")
+            SegmentLookup(part.end_offsets).find_into(offsets[:, a], segments[:, a])
             n_hat = max(n_hat, float(len(part)) * part.threshold)
         return cls(parts, beta), segments, n_hat
 
@@ -214,11 +218,12 @@ class Axes:
         Returns
         -------
         Corners
-            O(q log m_a).
+            O(q) for ends spread like data (:class:`~pydp_synopsis.lookup.SegmentLookup`),
+            O(q log m_a) at worst.
         """
         ends, one = self.ends[a], np.uint64(1)
-        k = np.searchsorted(ends, lo, side="left")
-        r = np.searchsorted(ends, hi, side="left")
+        k = self.lookups[a].find(lo)
+        r = self.lookups[a].find(hi)
         k_first = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + one)
         r_first = np.where(r == 0, np.uint64(0), ends[np.maximum(r, 1) - 1] + one)
         return Corners(k, r, k_first, r_first, (ends[k] - k_first).astype(np.float64) + 1.0,
