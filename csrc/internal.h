@@ -22,6 +22,11 @@
 pds_status pds_rng_check_fork(pds_rng *rng);
 /* Next keystream word.  Cannot fail: no error sentinel. */
 uint64_t pds_rng_u64(pds_rng *rng);
+/* The unread words of the current batch (refilled first if empty), *avail
+ * >= 1 of them, for kernels that read a block at once; they are the next
+ * words pds_rng_u64 would return.  The caller marks the k it used with
+ * rng->pos += k (k <= *avail) before drawing anything else. */
+const uint64_t *pds_rng_words(pds_rng *rng, size_t *avail);
 
 /* -------------------------------------------------------------- noise.c */
 

@@ -107,6 +107,18 @@ pds_status pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
  * s >= 1). */
 pds_status pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
                                      int64_t *out, size_t count);
+/* The same law by inversion of one keystream word per sample (faster; see
+ * the proof in noise.c): out[0 .. *done) are written.  PDS_OK: all count.
+ * PDS_EPRECISION: sample *done is undecided in double; *pending holds its
+ * word (top bit: sign; low 63 bits: the first bits of its uniform U) for
+ * pydp_synopsis/_exact.py to decide, drawing further words of U from the
+ * same stream, after which the caller continues at *done + 1.  slack
+ * (>= 1e-12; tests raise it to force the exact path) is the relative error
+ * allowed for each elementary function.  Scales t/s > 2^24 use the integer
+ * sampler of pds_discrete_laplace_fill (no PDS_EPRECISION). */
+pds_status pds_discrete_laplace_invert(pds_rng *rng, uint64_t t, uint64_t s,
+                                       double slack, int64_t *out, size_t count,
+                                       size_t *done, uint64_t *pending);
 
 /* ---------------------------------------------------------- partition.c --
  * DNRR Fig. 1 private partition (online), with the exact skip of Remark 2.2

@@ -160,6 +160,13 @@ uint64_t pds_rng_u64(pds_rng *rng)
     return rng->buf[rng->pos++];
 }
 
+const uint64_t *pds_rng_words(pds_rng *rng, size_t *avail)
+{
+    if (rng->pos >= 8 * LANES) refill(rng);
+    *avail = 8 * LANES - rng->pos;
+    return rng->buf + rng->pos;
+}
+
 pds_status pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n)
 {
     int st = pds_rng_check_fork(rng);

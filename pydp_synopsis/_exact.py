@@ -1,4 +1,4 @@
-"""The partition kernel's exact fallback: comparisons decided with correctly rounded decimals.
+"""The exact fallbacks of the partition kernel and of the discrete Laplace inversion sampler.
 
 The C kernel (``csrc/partition.c``) samples each seal of DNRR's partition by
 comparisons ``U < pi`` of a CSPRNG uniform ``U`` with an irrational ``pi``.
@@ -10,8 +10,14 @@ extending ``U`` with further words of the same stream, and hands the outcome
 back to the kernel, so every decision is exactly Bernoulli(``pi``): the
 partition keeps the exact law of Fig. 1.
 
+The bulk discrete Laplace sampler (``csrc/noise.c``, inversion of one
+keystream word per sample) likewise leaves the rare samples whose word
+cannot be decided in double to :func:`resolve_laplace`.
+
 Package-internal: :mod:`pydp_synopsis.partition` calls :func:`settle` and
-:func:`apply_forced_slack`; tests call :func:`compare_exact`,
+:func:`apply_forced_slack`, :mod:`pydp_synopsis.noise` calls
+:func:`resolve_laplace` and :func:`current_slack`; tests call
+:func:`compare_exact`, :func:`laplace_magnitude_exact`,
 :func:`resolve_pending` and :func:`forcing_exact`.
 
 References
@@ -28,13 +34,15 @@ from ._core import check, ffi, lib
 from .errors import NativeError
 
 __all__ = ["UNDECIDED", "compare_exact", "resolve_pending", "settle", "forcing_exact",
-           "apply_forced_slack"]
+           "apply_forced_slack", "laplace_magnitude_exact", "resolve_laplace", "current_slack"]
 
 #: What :func:`compare_exact` returns when ``U`` still straddles the bounds of ``pi``.
 UNDECIDED = None
 
-# The kernel's error allowance for new states while :func:`forcing_exact` is active.
+# The kernels' error allowance for new states while :func:`forcing_exact` is active.
 _forced_slack = None
+# The allowance otherwise (csrc/partition.c and csrc/noise.c set the same).
+_DEFAULT_SLACK = 1e-12
 
 
 def _contexts(digits):
@@ -136,6 +144,94 @@ def compare_exact(kind, m, t, s, mult, words, digits):
     return UNDECIDED
 
 
+def laplace_magnitude_exact(t, s, words, digits):
+    """Decide the magnitude ``M`` of csrc/noise.c's inversion sampler with correctly rounded decimals.
+
+    Parameters
+    ----------
+    t, s : int
+        The scale ``b = t/s``.
+    words : list of int
+        The sample's first word (its low 63 bits are the first bits of
+        ``U``; the top bit is the sign, ignored here), then the further
+        64-bit words of ``U`` drawn so far: ``U`` lies in
+        ``[N 2^-K, (N+1) 2^-K)``, ``N`` their concatenation,
+        ``K = 63 + 64 (len(words) - 1)``.
+    digits : int
+        Decimal precision of the bounds.
+
+    Returns
+    -------
+    int or None
+        ``M = max(0, ceil(x(U)) - 1)`` with ``x(U) = b (ln c - ln U)``,
+        ``c = 2 / (1 + e^{-1/b})`` (the derivation is in csrc/noise.c), or
+        :data:`UNDECIDED` when ``x`` over the interval of ``U`` still
+        straddles an integer.
+
+    Notes
+    -----
+    Interval arithmetic as in :func:`compare_exact`.  ``x`` decreases in
+    ``U``: its upper bound comes from the interval's left end, its lower
+    bound from the right end.
+    """
+    dn, up = _contexts(digits)
+    dec = decimal.Decimal
+    n = int(words[0]) & ((1 << 63) - 1)
+    for w in words[1:]:
+        n = (n << 64) | int(w)
+    if n == 0:
+        return UNDECIDED                                  # U may be 0: x unbounded
+    k = 63 + 64 * (len(words) - 1)
+    two_k = dec(1 << k)
+    b_lo, b_hi = dn.divide(dec(t), dec(s)), up.divide(dec(t), dec(s))
+    q_dn, q_up = dn.divide(dec(s), dec(t)), up.divide(dec(s), dec(t))
+    # ln c = ln 2 - ln(1 + a), a = e^{-s/t}
+    a_lo = max(dn.exp(q_up.copy_negate()).next_minus(dn), dec(0))
+    a_hi = up.exp(q_dn.copy_negate()).next_plus(up)
+    ln2_lo, ln2_hi = dn.ln(dec(2)).next_minus(dn), up.ln(dec(2)).next_plus(up)
+    lnc_lo = dn.subtract(ln2_lo, up.ln(up.add(1, a_hi)).next_plus(up))
+    lnc_hi = up.subtract(ln2_hi, dn.ln(dn.add(1, a_lo)).next_minus(dn))
+    u_lo, u_hi = dn.divide(dec(n), two_k), up.divide(dec(n + 1), two_k)
+    neg_ln_u_lo = max(up.ln(u_hi).next_plus(up).copy_negate(), dec(0))   # -ln U at U's right end
+    neg_ln_u_hi = dn.ln(u_lo).next_minus(dn).copy_negate()              # -ln U at U's left end
+    x_lo = dn.multiply(b_lo, max(dn.add(lnc_lo, neg_ln_u_lo), dec(0)))
+    x_hi = up.multiply(b_hi, up.add(lnc_hi, neg_ln_u_hi))
+    m = int(x_lo.to_integral_value(rounding=decimal.ROUND_FLOOR))
+    if m < x_lo and x_hi < m + 1:
+        return max(0, m)
+    return UNDECIDED
+
+
+def resolve_laplace(t, s, word, rng_ptr):
+    """The exact sample of csrc/noise.c's inversion sampler whose first word is ``word``.
+
+    Draws further words of ``U`` from ``rng_ptr`` (held by the caller) until
+    :func:`laplace_magnitude_exact` decides; the sign is ``word``'s top bit.
+
+    Raises
+    ------
+    NativeError
+        Still undecided after 256 extra words (probability < 2^-10000).
+    """
+    words = [int(word)]
+    digits = 40
+    buf = ffi.new("uint64_t[1]")
+    for _ in range(256):
+        mag = laplace_magnitude_exact(t, s, words, digits)
+        if mag is not UNDECIDED:
+            return -mag if words[0] >> 63 else mag
+        check(lib.pds_rng_fill_u64(rng_ptr, buf, 1))
+        words.append(int(buf[0]))
+        digits += 40
+    raise NativeError("the exact discrete Laplace inversion did not converge "
+                      "(probability < 2^-10000)")
+
+
+def current_slack():
+    """The error allowance for kernels started now: :func:`forcing_exact`'s, else ``1e-12``."""
+    return _DEFAULT_SLACK if _forced_slack is None else _forced_slack
+
+
 def resolve_pending(state, rng_ptr):
     """Decide the pending comparison of a kernel state exactly.
 
@@ -182,13 +278,15 @@ def settle(state, rng_ptr):
 
 @contextlib.contextmanager
 def forcing_exact(slack=1e300):
-    """Test hook: every partition kernel state started inside uses error allowance ``slack``.
+    """Test hook: every partition kernel state started inside, and every
+    discrete Laplace inversion fill, uses error allowance ``slack``.
 
-    The kernel allows a relative error of ``1e-12`` per elementary function
-    before it hands a comparison to this module; a huge ``slack`` makes the
-    double path give up on every comparison its fast path does not settle,
-    so the output law can be tested with the decimal path deciding them.
-    Not thread-safe; for tests only.
+    The kernels allow a relative error of ``1e-12`` per elementary function
+    before they hand a decision to this module; a huge ``slack`` makes the
+    double path give up on every comparison the partition's fast path does
+    not settle, and on every discrete Laplace sample, so the output law can
+    be tested with the decimal path deciding them.  Not thread-safe; for
+    tests only.
 
     Examples
     --------

@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from . import _exact
 from ._core import check, ffi, lib
 from .params import check_sample_shape, exact_scale, scale_parts
 from .rng import Rng, resolve_rng  # noqa: F401  (Rng: doctests)
@@ -44,8 +45,14 @@ def discrete_laplace(scale, size=None, *, rng=None):
 
     Notes
     -----
-    O(size) expected time, a few ChaCha20 words per sample, all in one C
-    call.  Variance: :func:`discrete_laplace_variance`.
+    O(size), one C call: scales up to ``2**24`` invert one ChaCha20 word
+    per sample (sign from its top bit, the magnitude from the other 63
+    bits read as a uniform ``U``: ``M = max(0, ceil(b (ln c - ln U)) - 1)``,
+    decided in double under rigorous error bounds, the rare undecided
+    sample -- about ``2**-42 (b + abs(z))`` of them -- decided exactly in
+    :mod:`pydp_synopsis._exact` with further words of ``U``; the proof is in
+    ``csrc/noise.c``).  Larger scales use the integer sampler of [CKS20]_.
+    Both laws are exact.  Variance: :func:`discrete_laplace_variance`.
 
     References
     ----------
@@ -62,9 +69,21 @@ def discrete_laplace(scale, size=None, *, rng=None):
     rng = resolve_rng(rng)
     t, s = scale_parts(frac)
     out = np.empty(count, dtype=np.int64)
+    base = ffi.cast("int64_t *", ffi.from_buffer("int64_t[]", out)) if count else ffi.NULL
+    done, pending = ffi.new("size_t *"), ffi.new("uint64_t *")
+    slack = _exact.current_slack()
+    filled = 0
     with rng.native() as p:
-        check(lib.pds_discrete_laplace_fill(p, t, s, ffi.from_buffer("int64_t[]", out), count),
-              "discrete_laplace")
+        while True:
+            st = lib.pds_discrete_laplace_invert(p, t, s, slack, base + filled if count else base,
+                                                 count - filled, done, pending)
+            filled += done[0]
+            if st != lib.PDS_EPRECISION:
+                break
+            # a sample C could not decide in double: decided exactly, same stream
+            out[filled] = _exact.resolve_laplace(t, s, pending[0], p)
+            filled += 1
+    check(st, "discrete_laplace")
     return int(out[0]) if shape is None else out.reshape(shape)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
+from pydp_synopsis import _exact
 from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import ParameterError
 from pydp_synopsis.params import check_beta, scale_parts
@@ -405,3 +406,154 @@ def test_laplace_sum_tail_sums_and_arguments():
                             (("1", b, 5.0), TypeError, "terms"), ((1, None, 5.0), TypeError, "scale")):
         with pytest.raises(exc, match=name):
             laplace_sum_tail(*args)
+
+
+# ------------------------------------------- the inversion sampler's exactness
+# ps.discrete_laplace inverts one keystream word per sample (csrc/noise.c):
+# sign = the top bit, magnitude M = max(0, ceil(x(U)) - 1), x(U) = b (ln c -
+# ln U), c = 2 / (1 + e^{-1/b}), U = the low 63 bits then further words.
+
+def _mp_magnitude(scale, words):
+    """M for the uniform U of these words by mpmath at 300 bits, or None if
+    the interval of U straddles an integer of x."""
+    import mpmath
+    with mpmath.workprec(300):
+        b = mpmath.mpf(Fraction(scale).numerator) / Fraction(scale).denominator
+        lnc = mpmath.log(2 / (1 + mpmath.exp(-1 / b)))
+        n = words[0] & (2**63 - 1)
+        for w in words[1:]:
+            n = (n << 64) | w
+        k = 63 + 64 * (len(words) - 1)
+        x_left = b * (lnc - mpmath.log(mpmath.mpf(n) / 2**k)) if n else mpmath.inf
+        x_right = b * (lnc - mpmath.log(mpmath.mpf(n + 1) / 2**k))
+        lo_int, hi_int = int(mpmath.ceil(x_right)), int(mpmath.ceil(x_left))
+        return max(0, lo_int - 1) if lo_int == hi_int and x_left != mpmath.inf else None
+
+
+def _words_near_boundaries(scale, sign_seed):
+    """Words whose 63-bit interval lies within a few units of 2^63 tau_k."""
+    import mpmath
+    gen = np.random.default_rng(sign_seed)
+    out = []
+    with mpmath.workprec(300):
+        b = mpmath.mpf(Fraction(scale).numerator) / Fraction(scale).denominator
+        a = mpmath.exp(-1 / b)
+        c = 2 / (1 + a)
+        for k in [1, 2, 3] + [int(b * f) + 1 for f in (0.5, 1, 3, 10)]:
+            edge = int(mpmath.floor(c * a**k * 2**63))
+            for d in (-2**20, -1000, -3, -2, -1, 0, 1, 2, 1000, 2**20):
+                u = edge + d
+                if 2**20 <= u < 2**63:
+                    out.append(u | (int(gen.integers(0, 2)) << 63))
+    return out
+
+
+def _invert_words(scale, words):
+    """The C sampler's output for each of these words, one sample per word: the
+    word is put first in a seeded generator's buffer (an undecided sample's
+    further words of U then come from the rest of that buffer)."""
+    from pydp_synopsis.rng import Rng
+    st = Rng(seed=1)._to_state()
+    filler = [str(int(w)) for w in Rng(seed=2).random_uint64(63)]
+    out = []
+    for w in words:
+        rng = Rng._from_state(dict(st, buf=[str(w)] + filler, pos=0))
+        out.append(ps.discrete_laplace(scale, rng=rng))
+    return out
+
+
+@pytest.mark.parametrize("scale", [1, Fraction(7, 3), 1000, 10**6, 2**24])
+def test_inversion_decides_words_at_the_boundaries_exactly(scale):
+    """Words whose first 63 bits sit next to a boundary 2^63 tau_k: every output
+    (decided in double, or by the decimal path with further words) is the exact M."""
+    words = _words_near_boundaries(scale, 3)
+    got = _invert_words(scale, words)
+    checked = 0
+    for w, z in zip(words, got):
+        want = _mp_magnitude(scale, [w])
+        if want is None:       # straddles: the decimal path extended U; any side is possible
+            continue
+        assert z == (-want if w >> 63 else want), (w, z, want)
+        checked += 1
+    assert checked >= len(words) * 0.8
+
+
+@pytest.mark.parametrize("scale", [1, 10, 10**6])
+def test_inversion_equals_the_exact_magnitude_of_random_words(scale):
+    words = [int(w) for w in ps.Rng(seed=77).random_uint64(1500)]
+    got = _invert_words(scale, words)
+    for w, z in zip(words, got):
+        want = _mp_magnitude(scale, [w])
+        if want is not None:
+            assert z == (-want if w >> 63 else want)
+
+
+def test_decimal_magnitude_matches_mpmath():
+    for scale, t, s in ((1, 1, 1), (Fraction(7, 3), 7, 3), (10**6, 10**6, 1)):
+        for w in _words_near_boundaries(scale, 4)[::3]:
+            for ext in ([], [2**63], [0], [2**64 - 1]):
+                words = [w] + ext
+                want = _mp_magnitude(scale, words)
+                got = _exact.laplace_magnitude_exact(t, s, words, 60 + 40 * len(ext))
+                assert got == want or (got is None and want is not None
+                                       and len(ext) == 0) or want is None and got is None, \
+                    (scale, words, got, want)
+
+
+@pytest.mark.parametrize("scale", [1, Fraction(7, 3)])
+def test_inversion_with_the_decimal_path_forced_matches_the_exact_law(scale):
+    """Every sample decided by pydp_synopsis._exact (slack raised): same law."""
+    n = 12_000
+    with _exact.forcing_exact():
+        z = ps.discrete_laplace(scale, size=n, rng=ps.Rng(seed=51))
+    b = float(scale)
+    edges = list(range(-8, 9))
+    cdf = [dlap_cdf(e, b) for e in edges]
+    probs = [cdf[0]] + [cdf[i] - cdf[i - 1] for i in range(1, len(edges))]
+    counts = np.bincount(np.searchsorted(np.array(edges), z, side="left"), minlength=len(edges) + 1)
+    assert_gof(counts, probs)
+
+
+def test_inversion_beyond_its_range_uses_the_integer_sampler_and_fits():
+    scale = 2**24 + 1       # the first scale past the inversion's range
+    z = ps.discrete_laplace(scale, size=200_000, rng=ps.Rng(seed=9))
+    assert_mean_var(z, 0.0, ps.discrete_laplace_variance(scale))
+    out = np.empty(8, dtype=np.int64)
+    a, b = ps.Rng(seed=4), ps.Rng(seed=4)
+    done, pending = ffi.new("size_t *"), ffi.new("uint64_t *")
+    with a.native() as p:
+        assert lib.pds_discrete_laplace_invert(p, scale, 1, 1e-12, ffi.from_buffer("int64_t[]", out),
+                                               8, done, pending) == lib.PDS_OK
+    want = np.empty(8, dtype=np.int64)
+    with b.native() as p:
+        assert lib.pds_discrete_laplace_fill(p, scale, 1, ffi.from_buffer("int64_t[]", want), 8) == 0
+    assert out.tolist() == want.tolist() and done[0] == 8
+
+
+def test_inversion_entry_point_checks_and_reports_undecided_samples():
+    out = np.empty(4, dtype=np.int64)
+    done, pending = ffi.new("size_t *"), ffi.new("uint64_t *")
+    rng = ps.Rng(seed=6)
+    buf = ffi.from_buffer("int64_t[]", out)
+    with rng.native() as p:
+        for t, s, slack in ((0, 1, 1e-12), (1, 0, 1e-12), (1, 1, 1e-13), (1, 1, float("nan")),
+                            (2**62, 1, 1e-12)):
+            assert lib.pds_discrete_laplace_invert(p, t, s, slack, buf, 4, done, pending) \
+                == lib.PDS_EINVAL
+        assert lib.pds_discrete_laplace_invert(p, 1, 1, 1e300, buf, 4, done, pending) \
+            == lib.PDS_EPRECISION
+    assert done[0] == 0
+    first = int(ps.Rng(seed=6).random_uint64())
+    assert pending[0] == first        # the undecided sample's word, just consumed
+
+
+@pytest.mark.parametrize("scale", [1, Fraction(7, 3), 1000, 10**6])
+def test_double_and_decimal_decisions_give_the_same_samples(scale):
+    """Both paths compute the same function M(U) of the stream's bits: forcing the
+    decimal path on every sample changes no output (as long as no sample needs a
+    further word of U, which at 40 digits has probability ~1e-30)."""
+    with _exact.forcing_exact():
+        forced = ps.discrete_laplace(scale, size=1500, rng=ps.Rng(seed=12))
+        again = ps.discrete_laplace(scale, size=1500, rng=ps.Rng(seed=12))
+    assert np.array_equal(forced, again)
+    assert np.array_equal(forced, ps.discrete_laplace(scale, size=1500, rng=ps.Rng(seed=12)))
