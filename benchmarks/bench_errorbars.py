@@ -62,7 +62,8 @@ def _queries(gen, q, region, points):
     a = np.column_stack([gen.integers(lo, hi + 1, (half, 2)) for lo, hi in region])
     a = a.reshape(half, c, 2) if c > 1 else a.reshape(half, 1, 2)
     uni_lo, uni_hi = a.min(axis=2), a.max(axis=2)
-    p, r = points[gen.integers(0, len(points), q - half)], points[gen.integers(0, len(points), q - half)]
+    p = points[gen.integers(0, len(points), q - half)]
+    r = points[gen.integers(0, len(points), q - half)]
     lo = np.concatenate([uni_lo, np.minimum(p, r)])
     hi = np.concatenate([uni_hi, np.maximum(p, r)])
     return lo.astype(np.int64), hi.astype(np.int64)

@@ -217,7 +217,8 @@ def _segment_weights(part, lo, hi):
     return np.clip((np.minimum(e, hi) - np.maximum(first, lo) + 1) / (e - first + 1), 0.0, 1.0)
 
 
-@pytest.mark.parametrize("c,size,eps,n", [(2, 255, 1.0, 400), (2, 4095, 4.0, 600), (3, 63, 2.0, 300)])
+@pytest.mark.parametrize("c,size,eps,n", [(2, 255, 1.0, 400), (2, 4095, 4.0, 600),
+                                          (3, 63, 2.0, 300)])
 def test_grid_noise_weights_and_cut_cells(c, size, eps, n):
     pts = DATA.integers(0, size + 1, (n, c))
     pts[: n // 3] //= 8                               # a dense corner: refined coarse cells
@@ -899,3 +900,23 @@ def test_grid_and_multitree_noise_kernels_check_their_arrays():
             ffi.from_buffer("uint32_t[]", np.array(tree.fanout, dtype=np.uint32)), u64(wa),
             u64(wb), u64(zero_u), f64(zero_f), u64(zero_u), f64(zero_f), 1, f64(out), f64(mx))
         assert st == (lib.PDS_OK if succ_ is succ else lib.PDS_ESTATE)
+
+
+@pytest.mark.parametrize("kw", [{}, {"consistency": False}, {"tree": "binary"},
+                                {"tree": "kary", "k": 7}])
+def test_synopsis_std_uses_the_release_noise_scale(kw, interval_synopsis):
+    values, _ = interval_synopsis
+    s = ps.IntervalSynopsis.build(values, domain=(0, 10**6 - 1), epsilon=1.0,
+                                  rng=ps.Rng(seed=36), **kw)
+    lo, hi = np.array([10, 5000, 0]), np.array([70_000, 900_000, 10**6 - 1])
+    ends = s.partition.end_offsets
+    if s.tree == "kary":
+        sumsq, _ = trees.interval_noise(ends, lo.astype(np.uint64), hi.astype(np.uint64),
+                                        s.estimator, kary=s.k)
+        scale = ps.KaryTreeCounter(horizon=len(s), epsilon=s.epsilon_tree, k=s.k).noise_scale
+    else:
+        sumsq, _ = trees.interval_noise(ends, lo.astype(np.uint64), hi.astype(np.uint64),
+                                        s.estimator, fanout=s.fanout, consistent=s.consistency)
+        scale = trees.noise_scale(trees.tree_shape(len(s), s.fanout)[0], s.epsilon_tree)
+    want = np.sqrt(sumsq[:, 3] * ps.discrete_laplace_variance(scale))
+    np.testing.assert_allclose(s.count_many(lo, hi, return_std=True)[1], want, rtol=RTOL)
