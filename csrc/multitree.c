@@ -78,6 +78,7 @@ typedef struct {
     mt_shape sh;
     pds_rng *rng;
     const uint32_t *seg;
+    const int64_t *weight;             /* NULL: every point weighs 1 */
     uint32_t *idx, *scratch;
     uint64_t *buckets[PDS_MAX_AXES];   /* (levels + 1) x (k + 1) offsets */
     uint64_t t[2], s[2];
@@ -145,11 +146,24 @@ static void distribute(mt_build *b, uint32_t a, uint64_t s, uint64_t e,
 static int build_tree(mt_build *b, uint32_t a, uint64_t s, uint64_t e,
                       int64_t *top);
 
+/* True count of the points idx[s .. e): their number, or the sum of their
+ * weights (checked at entry to total at most PDS_MAX_COUNT: no overflow).
+ * O(e - s), the order of the node's distribute pass. */
+static int64_t range_count(const mt_build *b, uint64_t s, uint64_t e)
+{
+    if (b->weight == NULL)
+        return (int64_t)(e - s);
+    int64_t total = 0;
+    for (uint64_t i = s; i < e; i++)
+        total += b->weight[b->idx[i]];
+    return total;
+}
+
 static int build_node(mt_build *b, uint32_t a, uint32_t l, uint64_t u,
                       uint64_t s, uint64_t e, int64_t rec)
 {
     int cls = a + 1 == b->sh.c;
-    int64_t noisy = (int64_t)(e - s);
+    int64_t noisy = range_count(b, s, e);
     pds_multitree *t = b->out;
     int st;
 
@@ -234,6 +248,20 @@ pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
                                uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
                                uint64_t max_records, pds_multitree *out)
 {
+    return pds_multitree_build_weighted(rng, seg, NULL, n, c, m, k, t_int, s_int,
+                                        thr_int, t_fin, s_fin, thr_fin,
+                                        max_records, out);
+}
+
+pds_status pds_multitree_build_weighted(pds_rng *rng, const uint32_t *seg,
+                                        const int64_t *weight, uint64_t n,
+                                        uint32_t c, const uint64_t *m,
+                                        const uint32_t *k, uint64_t t_int,
+                                        uint64_t s_int, int64_t thr_int,
+                                        uint64_t t_fin, uint64_t s_fin,
+                                        int64_t thr_fin, uint64_t max_records,
+                                        pds_multitree *out)
+{
     mt_build b;
     int64_t top;
     int st;
@@ -272,6 +300,18 @@ pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
         for (uint32_t a = 0; a < c; a++)
             if (seg[i * c + a] >= m[a])
                 return PDS_EINVAL;
+    if (weight != NULL) {
+        /* Every node's count is a partial sum of the weights: bounding the
+         * total bounds them all, with no overflow check per node. */
+        int64_t total = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            if (weight[i] < 0)
+                return PDS_EINVAL;
+            if (weight[i] > PDS_MAX_COUNT - total)
+                return PDS_ERANGE;
+            total += weight[i];
+        }
+    }
     if (t_int != 0 || t_fin != 0) {
         st = pds_rng_check_fork(rng);
         if (st != PDS_OK)
@@ -279,6 +319,7 @@ pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
     }
     b.rng = rng;
     b.seg = seg;
+    b.weight = weight;
     b.t[0] = t_int;
     b.s[0] = s_int;
     b.thr[0] = thr_int;

@@ -75,6 +75,14 @@ typedef struct pds_rng {
 pds_status pds_rng_init_os(pds_rng *rng);
 /* Reproducible stream from a 32-byte key (tests and benchmarks only). */
 pds_status pds_rng_init_key(pds_rng *rng, const uint8_t *key32);
+/* The 32-byte key of child stream `index` of a generator: the ChaCha20 block
+ * of the parent's key with nonce (index >> 32, 1, index mod 2^32), which the
+ * parent's own stream (nonce (block >> 32, 0, 0)) never produces.  A child
+ * is pds_rng_init_key of that key: keyed by (parent key, index), seekable
+ * by block like any stream, independent of the parent's stream and of the
+ * other children.  Reads the parent's key only: its position is unchanged.
+ * For shards of a distributed build, each drawing from its own stream. */
+pds_status pds_rng_derive(const pds_rng *parent, uint64_t index, uint8_t *key32);
 /* n keystream words.  Every entry point that draws first reseeds from the
  * OS if the calling process is not the one that seeded (a fork()
  * happened), so a child never replays its parent's stream. */
@@ -395,6 +403,19 @@ pds_status pds_multitree_build(pds_rng *rng, const uint32_t *seg, uint64_t n,
                                uint64_t t_int, uint64_t s_int, int64_t thr_int,
                                uint64_t t_fin, uint64_t s_fin, int64_t thr_fin,
                                uint64_t max_records, pds_multitree *out);
+/* The same with point weights: weight[i] >= 0 copies of point i (NULL: 1
+ * each), so a node's true count is the sum of its points' weights -- the
+ * release of the points repeated by their weights, drawn identically, in
+ * O(n) for n distinct points.  PDS_EINVAL for a negative weight, PDS_ERANGE
+ * when the weights total more than 2^62 (pds_limits.max_count). */
+pds_status pds_multitree_build_weighted(pds_rng *rng, const uint32_t *seg,
+                                        const int64_t *weight, uint64_t n,
+                                        uint32_t c, const uint64_t *m,
+                                        const uint32_t *k, uint64_t t_int,
+                                        uint64_t s_int, int64_t thr_int,
+                                        uint64_t t_fin, uint64_t s_fin,
+                                        int64_t thr_fin, uint64_t max_records,
+                                        pds_multitree *out);
 void pds_multitree_free(pds_multitree *tree);
 /* Check that caller-supplied records describe a well-formed multi-tree for
  * (c, m, k): every block in bounds, every record reached exactly once.
@@ -561,3 +582,50 @@ typedef enum {
 /* Select the mutant (PDS_MUTANT_NONE: none).  PDS_EINVAL in every build
  * without PDS_TEST_MUTANTS, and for an unknown mutant. */
 pds_status pds_test_mutation(int32_t mutant);
+
+/* ---------------------------------------------------------- aggregate.c --
+ * The data path of streamed builds (pydp_synopsis/aggregates.py).
+ */
+/* Merge k runs of (key, count) pairs, each sorted by key (non-decreasing;
+ * PDS_EINVAL otherwise), into out_keys/out_counts (capacity entries, at
+ * least the runs' total): keys strictly increasing, the counts of equal keys
+ * summed.  The counts must total less than 2^63 (sums are taken modulo
+ * 2^64, never overflowing).  *n_out = entries written.  O(n log k) time,
+ * O(k) scratch memory. */
+pds_status pds_merge_runs(uint32_t k, const uint64_t *const *keys,
+                          const int64_t *const *counts, const uint64_t *lens,
+                          uint64_t *out_keys, int64_t *out_counts,
+                          uint64_t capacity, uint64_t *n_out);
+/* out[i] = the number of ends[0 .. m) below x[i] (numpy's searchsorted(ends,
+ * x, 'left')): the segment of x[i] for a partition with those segment ends.
+ * ends strictly increasing, 1 <= m <= 2^32 - 1, every x[i] <= ends[m - 1].
+ * table (table_len = (ends[m - 1] >> shift) + 2 entries, non-decreasing, each
+ * <= m) holds table[b] = the number of ends below b << shift (the last entry
+ * m): it narrows each search to one bucket.  A table that does not satisfy
+ * this gives wrong answers but never reads outside the arrays (its entries
+ * and the x[i] are checked: PDS_EINVAL).  O(n log(ends per bucket)). */
+pds_status pds_segment_index(const uint64_t *ends, uint64_t m, const uint32_t *table,
+                             uint64_t table_len, uint32_t shift, const uint64_t *x,
+                             size_t n, uint32_t *out);
+/* Add the rows to the adaptive grid's counts (rectangles/grid.py, the
+ * layout of grid.c): row i lies in partition segments seg[i c + a] < m[a]
+ * and weighs weight[i] (NULL: 1).  Coarse cells are runs of g[a] partition
+ * segments per axis, t1[a] = ceil(m[a] / g[a]) of them, row-major.  With
+ * fine NULL, counts (n_counts = prod t1 entries) gets each row's coarse
+ * cell; otherwise fine holds one record of c + 1 entries per coarse cell i,
+ * its base and its q[0 .. c): the cell holds a fine grid of q[a] runs per
+ * axis (run j of its w segments starting at ceil(j w / q[a])), row-major at
+ * counts[base ...], and counts gets each row's fine cell.  Every segment is
+ * checked against m first; a fine grid that does not fit (a q outside
+ * [1, w], a cell at or beyond n_counts) is PDS_EINVAL when a row meets it,
+ * the rows before it counted: counts is never written outside its n_counts
+ * entries.  One pass: O(n c). */
+pds_status pds_grid_count(uint32_t c, const uint64_t *m, const uint64_t *g,
+                          const uint32_t *seg, const int64_t *weight, uint64_t n,
+                          const int64_t *fine, int64_t *counts, uint64_t n_counts);
+/* The same cells as pds_grid_count, written to cells[i] (one per row)
+ * instead of counted: for count arrays too large for the cache, the caller
+ * sorts the cells and adds them in order. */
+pds_status pds_grid_cells(uint32_t c, const uint64_t *m, const uint64_t *g,
+                          const uint32_t *seg, uint64_t n, const int64_t *fine,
+                          uint64_t n_counts, uint64_t *cells);

@@ -145,6 +145,26 @@ pds_status pds_rng_init_key(pds_rng *rng, const uint8_t *key32)
     return PDS_OK;
 }
 
+pds_status pds_rng_derive(const pds_rng *parent, uint64_t index, uint8_t *key32)
+{
+    if (parent == NULL || key32 == NULL)
+        return PDS_EINVAL;
+    /* The parent's stream uses nonce words (block >> 32, 0, 0); a child key
+     * is the first 32 bytes of the block with nonce (index >> 32, 1, index)
+     * under the parent's key, so no child key is ever a block of the
+     * parent's stream, and children of different indices are independent
+     * (ChaCha20 is a PRF in its nonce).  Nothing of the parent changes. */
+    uint32_t nonce[3] = {(uint32_t)(index >> 32), 1u, (uint32_t)index};
+    uint32_t blocks[LANES][16];
+    chacha_blocks(parent->key, 0, nonce, blocks);
+    for (int i = 0; i < 8; i++)
+        for (int b = 0; b < 4; b++)
+            key32[4 * i + b] = (uint8_t)(blocks[0][i] >> (8 * b));
+    memset(blocks, 0, sizeof blocks);
+    __asm__ __volatile__("" : : "r"(blocks) : "memory");
+    return PDS_OK;
+}
+
 pds_status pds_rng_check_fork(pds_rng *rng)
 {
     if (!rng) return PDS_EINVAL;

@@ -29,10 +29,11 @@ from . import persist
 from .budget import Budget
 from .counters import BinaryTreeCounter, KaryTreeCounter
 from .errors import HorizonError, InputError, SynopsisError, UsageError
-from .inputs import read_columns, to_fixed_point
+from .inputs import parse_scale, to_fixed_point
+from .sources import Source
 from .sparse_counter import SparseStreamCounter
 from .intervals import IntervalSynopsis
-from .params import exact_epsilon
+from .params import check_beta, exact_epsilon
 from .rng import Rng
 from .rectangles import RectangleSynopsis
 
@@ -161,28 +162,165 @@ def _database_file(database):
 
 
 # ------------------------------------------------------------------ build
+ENGINES = ("local", "duckdb", "dask")
+
+
+class _BuildProgress:
+    """A progress line for ``build``: the phase, the rows read, the seconds elapsed.
+
+    Only on a terminal, and only once the work has run ~2 s (the environment
+    variable ``PYDP_SYNOPSIS_PROGRESS_DELAY`` sets the delay, for tests); a
+    background thread keeps it ticking while a database works.  The row count
+    is shown to the operator on their terminal only, never written to stdout
+    or to a file.
+    """
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.delay = float(os.environ.get("PYDP_SYNOPSIS_PROGRESS_DELAY", "2"))
+        self.start = time.monotonic()
+        self.phase, self.rows, self.shown = "reading", None, False
+        self._stop = None
+        import threading
+
+        self._lock = threading.Lock()
+        if self.enabled:
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+
+    def _tick(self):
+        while not self._stop.wait(0.2):
+            self.show()
+
+    def show(self):
+        now = time.monotonic()
+        if not self.enabled or now - self.start < self.delay:
+            return
+        with self._lock:
+            rows = f": {self.rows:,} rows" if self.rows is not None else ""
+            self.stream.write(f"\rpydp-synopsis build: {self.phase}{rows} "
+                              f"({now - self.start:.0f} s)  ")
+            self.stream.flush()
+            self.shown = True
+
+    def read(self, rows):
+        self.rows = rows
+
+    def enter(self, phase):
+        self.phase, self.rows = phase, None
+        self.show()
+
+    def close(self):
+        if self._stop is not None:
+            self._stop.set()
+            self._thread.join()
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+class _Observed(Source):
+    """A source whose reading is reported to a :class:`_BuildProgress`."""
+
+    def __init__(self, source, progress):
+        self._source, self._progress = source, progress
+        self.columns = source.columns
+
+    def prepare(self, domains, progress=None):
+        self._progress.enter("reading")
+        prepared = self._source.prepare(domains, progress=self._progress.read)
+        self._progress.enter("partitioning and counting")
+        return prepared
+
+
+def _columns(text):
+    return [c.strip() for c in (text or "").split(",") if c.strip()]
+
+
+def _build_source(args, columns):
+    """The source the arguments name (files are expanded, nothing is opened)."""
+    from . import sources
+
+    if args.database is not None or args.table is not None or args.sql is not None:
+        if args.input is not None:
+            raise UsageError("give --input files or --database with --table/--sql, not both")
+        if args.database is None:
+            raise UsageError("--table and --sql need --database (sqlite:///file.db, "
+                             "duckdb:///file.duckdb, postgresql://...)")
+        if (args.table is None) == (args.sql is None):
+            raise UsageError("give --table (with --columns) or --sql, not both")
+        if args.table is not None and not columns:
+            raise UsageError("--table needs --columns a,b (the integer columns to read)")
+        if args.engine not in (None, "local"):
+            raise UsageError("--engine applies to --input files; a --database runs its own")
+        return sources.SqlSource(args.database, columns, table=args.table, sql=args.sql,
+                                 scale=args.scale, memory_limit=args.memory_limit)
+    if args.input is None:
+        raise UsageError("give an input (--input FILE, GLOB or DIRECTORY) or a database "
+                         "(--database with --table or --sql)")
+    engine = args.engine or "local"
+    if engine == "dask":
+        from .sources.dask import dask_files
+
+        return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler)
+    options = {"memory_limit": args.memory_limit} if engine == "duckdb" else {}
+    return sources.files(args.input, columns, scale=args.scale, engine=engine, **options)
+
+
+def _input_paths(args):
+    """The files a build reads (for the output-is-an-input check), globs expanded."""
+    from .sources import expand_paths, parse_database
+
+    paths = []
+    if args.input is not None:
+        try:
+            paths += expand_paths(args.input)[0]
+        except InputError:
+            paths.append(args.input)
+    if args.database is not None:
+        try:
+            engine, target, _ = parse_database(args.database)
+        except InputError:
+            target, engine = None, None
+        if engine in ("sqlite", "duckdb"):
+            paths.append(target)
+    return paths
+
+
 def cmd_build(args):
+    # Every argument is checked before any data is read: a typo costs nothing.
     if args.epsilon is None:
         raise UsageError("--epsilon is required (the privacy loss of this release, e.g. --epsilon 1)")
     exact_epsilon(args.epsilon)
-    columns = [c for c in (args.columns or "").split(",") if c.strip()]
-    _check_output(args.output, args.input, _database_file(args.database))
-    progress = Progress("reading")
-    cols = read_columns(args.input, columns, sql=args.sql, database=args.database, scale=args.scale)
-    if not cols:
-        raise UsageError("no columns selected (--columns a,b)")
-    domain = parse_domain(args.domain, len(cols), args.scale)
-    progress.close()
+    check_beta(args.beta)
+    parse_scale(args.scale)
+    if args.scheduler is not None and args.engine != "dask":
+        raise UsageError("--scheduler needs --engine dask")
+    if args.shards is not None and args.engine != "dask":
+        raise UsageError("--shards needs --engine dask")
+    columns = _columns(args.columns)
+    if args.domain is None:
+        parse_domain(None, 1)
+    dims = len(columns) or len(args.domain.split(","))
+    domain = parse_domain(args.domain, dims, args.scale)
+    _check_output(args.output, *_input_paths(args))
+    source = _build_source(args, columns)
     rng = _rng(args)
-    if len(cols) == 1:
-        syn = IntervalSynopsis.build(cols[0], domain=domain[0], epsilon=args.epsilon, beta=args.beta, rng=rng)
-        what = f"interval synopsis: {len(syn):,} segments"
-    else:
-        if len({len(c) for c in cols}) != 1:
-            raise InputError("columns have different lengths")
-        points = np.column_stack(cols)
-        syn = RectangleSynopsis.build(points, domain=domain, epsilon=args.epsilon, beta=args.beta, rng=rng)
-        what = f"rectangle synopsis over {len(cols)} columns: {syn.num_nodes:,} nodes"
+    progress = _BuildProgress()
+    try:
+        observed = _Observed(source, progress)
+        if len(domain) == 1:
+            syn = IntervalSynopsis.build(observed, domain=domain[0], epsilon=args.epsilon,
+                                         beta=args.beta, rng=rng, shards=args.shards)
+            what = f"interval synopsis: {len(syn):,} segments"
+        else:
+            syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,
+                                          beta=args.beta, rng=rng, shards=args.shards)
+            what = f"rectangle synopsis over {len(domain)} columns: {syn.num_nodes:,} nodes"
+    finally:
+        progress.close()
     syn.save(args.output)
     # the true number of rows is not private: it is never printed
     print(f"wrote {args.output}: {what}, epsilon={syn.epsilon}")
@@ -601,9 +739,23 @@ def build_parser():
     d.set_defaults(func=cmd_demo)
 
     b = sub.add_parser("build", help="build a synopsis of a table")
-    b.add_argument("--input", metavar="FILE", help=".csv, .npy, .npz or .parquet")
-    b.add_argument("--sql", help="query to run instead of --input")
-    b.add_argument("--database", help="sqlite:///path/to/file.db (with --sql)")
+    b.add_argument("--input", metavar="PATH",
+                   help="a .csv, .parquet, .npy or .npz file, a glob ('data/*.parquet') or a directory")
+    b.add_argument("--engine", choices=ENGINES, default=None,
+                   help="who reads --input: local (pyarrow, default), duckdb, or dask (a cluster)")
+    b.add_argument("--scheduler", metavar="ADDRESS",
+                   help="dask scheduler address (with --engine dask; default: a local cluster)")
+    b.add_argument("--shards", type=int, metavar="N",
+                   help="dask: cut the domain at N-1 public points (equal widths) into N shards "
+                        "partitioned in parallel")
+    b.add_argument("--database", metavar="URL",
+                   help="sqlite:///file.db, duckdb:///file.duckdb, postgresql://user@host/db, "
+                        "or a .db/.sqlite/.duckdb path (opened read-only)")
+    b.add_argument("--table", help="table to read (with --database and --columns); "
+                                   "the GROUP BY queries are built with quoted names")
+    b.add_argument("--sql", help="a custom query instead of --table (with --database)")
+    b.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
+                   help="DuckDB's memory limit, e.g. 1GB (it spills to disk beyond it)")
     b.add_argument("--columns", help="comma-separated column names (one: intervals; several: rectangles)")
     b.add_argument("--domain", help="public bounds lo:hi per column, comma separated, or a type name "
                                     "(int32, uint64, ...); never taken from the data")

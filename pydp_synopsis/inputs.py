@@ -1,4 +1,9 @@
-"""Reading integer columns from files and databases, exactly.
+"""Reading integer columns exactly: the conversions every source uses, and whole-file reads.
+
+The streaming readers (files, databases, clusters) are in
+:mod:`pydp_synopsis.sources`; they convert values with :func:`to_fixed_point`
+and guard SQLite with :func:`_read_only` from here.  :func:`read_columns`
+reads a whole file (or a SQLite query) into memory.
 
 The synopses take integers.  This module turns a user's table into int64
 columns without floating-point surprises:

@@ -34,7 +34,9 @@ from .errorbars import assemble, noise_std
 from .errors import DomainError, FormatError, ParameterError
 from .params import (as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
                      check_share, check_threshold_factor, exact_epsilon, is_int, split_epsilon)
+from .aggregates import aggregate, check_counts
 from .partition import Partition, fig1_threshold, partition_of_sorted
+from .shards import check_shards, partition_sharded
 from .rng import resolve_rng
 from .tails import laplace_sum_tail, laplace_weighted_tail
 
@@ -207,13 +209,17 @@ class IntervalSynopsis:
     @classmethod
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
               fanout=DEFAULT_FANOUT, consistency=True, estimator=DEFAULT_ESTIMATOR,
-              partition_share=DEFAULT_SHARE, threshold_factor=DEFAULT_FACTOR, k=19, budget=None):
+              partition_share=DEFAULT_SHARE, threshold_factor=DEFAULT_FACTOR, k=19, budget=None,
+              counts=None, shards=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
         ----------
-        values : array_like of int
-            The data items (duplicates allowed), all inside ``domain``.
+        values : array_like of int, or a Source
+            The data items (duplicates allowed), all inside ``domain``; or a
+            one-column :class:`~pydp_synopsis.sources.Source` (a file, a
+            database table, a dask collection), read in chunks with memory
+            independent of its length (README, "From a database").
         domain : (int, int)
             Inclusive bounds; ``hi - lo + 1`` may be up to ``2**64``.
         epsilon : float or Fraction
@@ -240,6 +246,19 @@ class IntervalSynopsis:
             Fanout of the kary tree (odd, >= 3).
         budget : Budget, optional
             Charged ``epsilon`` after every check, before any noise is drawn.
+        counts : array_like of int, optional
+            Multiplicities, one per value (same shape): ``values[i]`` occurs
+            ``counts[i] >= 0`` times, totalling at most ``2**62``.  With the
+            same seeded ``rng`` the synopsis is exactly that of
+            ``np.repeat(values, counts)``, built in time and memory of the
+            number of distinct values.  Checked with the other arguments.
+        shards : int, optional
+            Cut the domain at ``shards - 1`` public points (equal widths)
+            and partition each piece on its own stream ``rng.derive(i)``: on
+            a cluster in parallel (a dask collection), here one after the
+            other.  Same epsilon (parallel composition), at most ``shards -
+            1`` more segments; see :mod:`pydp_synopsis.shards`.  None or 1:
+            one partition drawn from ``rng``.
 
         Returns
         -------
@@ -249,7 +268,8 @@ class IntervalSynopsis:
         -----
         O(n log n) for the one sort, O(n + m) kernel steps for the partition
         (independent of D), O(m log n) for the segment counts, O(m) for the
-        tree; memory O(n + m).
+        tree; memory O(n + m).  With ``counts``, n is the number of
+        distinct values; from a Source, memory is O(chunk + m).
 
         Examples
         --------
@@ -268,19 +288,43 @@ class IntervalSynopsis:
         eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
                                                   "epsilon * (1 - partition_share)"))
         domain = check_domain(domain)
-        offsets = as_offsets(values, domain, "values").ravel()
         fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
+        n_shards = check_shards(shards, [domain])
         rng = resolve_rng(rng)
-        charge(budget, eps_p + eps_t,
-               describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t))
+        source = _as_source(values, counts)
+        if source is not None:
+            # every argument is checked: now read and check the data (draws nothing)
+            with source.prepare([domain]) as prepared:
+                charge(budget, eps_p + eps_t, describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t))
+                part, counts = prepared.partition(0, domain, eps_p, beta / 2, factor, rng,
+                                                  n_shards)
+            return cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
+                                     fanout=fanout, consistency=consistency,
+                                     estimator=estimator, k=k)
+        offsets = as_offsets(values, domain, "values")
+        weights = check_counts(counts, offsets.shape)
+        offsets = offsets.ravel()
+        charge(budget, eps_p + eps_t, describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t))
 
-        # One sort serves the partition and the segment counts.
-        srt = np.sort(offsets)
-        part = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng)
-        cut = np.searchsorted(srt, part.end_offsets, side="right")
-        counts = np.diff(cut, prepend=0).astype(np.int64)
-        if int(cut[-1]) != offsets.size:
-            raise AssertionError("partition weights do not add up to the number of values")
+        if weights is not None or n_shards > 1:
+            part, counts = partition_sharded(
+                [aggregate(offsets, None if weights is None else weights.ravel())], domain,
+                n_shards, eps_p, beta / 2, factor, rng)
+        else:
+            # One sort serves the partition and the segment counts.
+            srt = np.sort(offsets)
+            part = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng)
+            cut = np.searchsorted(srt, part.end_offsets, side="right")
+            counts = np.diff(cut, prepend=0).astype(np.int64)
+            if int(cut[-1]) != offsets.size:
+                raise AssertionError("partition weights do not add up to the number of values")
+        return cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
+                                 consistency=consistency, estimator=estimator, k=k)
+
+    @classmethod
+    def _release_tree(cls, part, counts, eps_t, rng, *, beta, tree, fanout, consistency,
+                      estimator, k):
+        """The tree over the released partition's true segment ``counts`` (DNRR section 3.2)."""
         if tree == "kary":
             counter = KaryTreeCounter(horizon=len(part), epsilon=eps_t, k=k, rng=rng)
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)
@@ -737,6 +781,14 @@ class IntervalSynopsis:
         }
         arrays = {"end_offsets": self._ends, "released": self._released}
         return _KIND, meta, arrays, None
+
+
+def _as_source(values, counts):
+    """``values`` as a :class:`~pydp_synopsis.sources.Source` if it is one (or a dask
+    collection), else None (an array: the in-memory build)."""
+    from .sources import as_source   # the sources import the synopses: import late
+
+    return as_source(values, counts)
 
 
 @persist.register(_KIND)

@@ -45,6 +45,7 @@ import numpy as np
 
 from . import _exact
 from ._core import LIMITS, check, ffi, lib
+from .aggregates import aggregate, check_counts
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .params import (as_offsets, check_beta, check_domain, check_positions, check_threshold_factor,
                      exact_epsilon, is_int, scale_parts)
@@ -91,9 +92,12 @@ def _kernel_params(size, epsilon, beta, factor):
     return t, s, fig1_threshold(size, epsilon, beta, factor)
 
 
-def _start(rng, size, epsilon, beta, factor):
-    """A kernel state for positions ``0 .. size-1``; draws the first noisy threshold."""
-    params = _kernel_params(size, epsilon, beta, factor)
+def _start(rng, size, epsilon, beta, factor, threshold_size=None):
+    """A kernel state for positions ``0 .. size-1``; draws the first noisy threshold.
+
+    ``threshold_size`` is the D of the threshold (default ``size``): a shard
+    of a larger domain keeps the whole domain's threshold."""
+    params = _kernel_params(threshold_size or size, epsilon, beta, factor)
     state = ffi.new("pds_partition *")
     with rng.native() as p:
         check(lib.pds_partition_init(state, p, size - 1, *params))
@@ -196,7 +200,9 @@ class _Fig1:
         """
         e = float(self._epsilon)
         # D a^k / (1 + a) <= beta/2 for each of the two unions (total beta)
-        x = (math.log(self._size) + math.log(2.0 / self._beta) - math.log1p(math.exp(-e))) / e
+        # log(2) - log(beta), not log(2 / beta): a subnormal beta would overflow
+        x = (math.log(self._size) + math.log(2.0) - math.log(self._beta)
+             - math.log1p(math.exp(-e))) / e
         k = math.ceil(x * (1 + 1e-12))
         return float(self.threshold + 2 * (k - 1))
 
@@ -366,7 +372,7 @@ class Partition(_Fig1):
 
 
 def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold_factor=3,
-                      presorted=False):
+                      presorted=False, counts=None):
     """An epsilon-DP partition of ``domain`` for the multiset ``values`` (offline).
 
     Parameters
@@ -392,6 +398,13 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
         ``values`` are already in non-decreasing order (checked, O(n)): the
         sort is skipped, for callers that sort the data themselves (one sort,
         not two).  DomainError if they are not.
+    counts : array_like of int, optional
+        Multiplicities: ``values[i]`` occurs ``counts[i] >= 0`` times (same
+        shape as ``values``; duplicates in ``values`` add up; the counts
+        total at most ``2**62``).  With the same seeded ``rng`` the result is
+        exactly that of ``np.repeat(values, counts)``, at a cost in the
+        number of distinct values, not in their total (checked before any
+        randomness is drawn: :func:`~pydp_synopsis.aggregates.check_counts`).
 
     Returns
     -------
@@ -422,17 +435,25 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
     eps = exact_epsilon(epsilon)
     beta = check_beta(beta)
     factor = check_threshold_factor(threshold_factor)
-    offsets = as_offsets(values, domain).ravel()
+    offsets = as_offsets(values, domain)
+    weights = check_counts(counts, offsets.shape)
+    offsets = offsets.ravel()
     if presorted and np.any(offsets[1:] < offsets[:-1]):
         raise DomainError("values must be in non-decreasing order when presorted=True")
     rng = resolve_rng(rng)
+    if weights is not None:
+        weights = weights.ravel()
+        if not presorted:
+            offsets, weights = aggregate(offsets, weights)
+        return partition_of_sorted(offsets, domain, eps, beta, factor, rng, counts=weights)
     # The sort (of a copy) is the floor of the whole computation; duplicates
     # are counted by the kernel on the sorted array.
     return partition_of_sorted(offsets if presorted else np.sort(offsets), domain, eps, beta,
                                factor, rng)
 
 
-def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor, rng):
+def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor, rng,
+                        counts=None):
     """The package's one entry to the offline partition: checked inputs, no re-validation.
 
     For synopses that check their arguments at their own public entry and
@@ -455,6 +476,11 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor,
         As returned by :func:`~pydp_synopsis.params.check_threshold_factor`.
     rng : Rng
         A resolved generator; the kernel draws from it in the order of Fig. 1.
+    counts : numpy.ndarray of int64, optional
+        Checked multiplicities of ``sorted_offsets`` (None: one each).
+        Zero counts are dropped here: a position the data do not occupy
+        must not start a run of its own, or the draws would differ from
+        those of the repeated values.
 
     Returns
     -------
@@ -467,9 +493,99 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor,
     """
     lo, hi = domain
     size = hi - lo + 1
+    if counts is not None:
+        keep = counts > 0
+        sorted_offsets = np.ascontiguousarray(sorted_offsets[keep], dtype=np.uint64)
+        counts = np.ascontiguousarray(counts[keep], dtype=np.int64)
     state = _start(rng, size, epsilon, beta, threshold_factor)
-    seals = _run(state, rng, sorted_offsets, None, size - 1)
+    seals = _run(state, rng, sorted_offsets, counts, size - 1)
     return Partition._checked(seals, lo, hi, epsilon, beta, threshold_factor)
+
+
+def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng,
+                        threshold_size=None):
+    """The offline partition of a stream of sorted aggregates, and its segment weights.
+
+    The streaming form of :func:`partition_of_sorted`: memory O(chunk +
+    #segments), whatever the number of items.
+
+    Parameters
+    ----------
+    chunks : iterable of (numpy.ndarray of uint64, numpy.ndarray of int64)
+        Offsets from ``lo`` with their counts: offsets non-decreasing within
+        and across chunks, counts >= 0 (checked by the caller; a total of at
+        most ``2**62``).
+    domain, epsilon, beta, threshold_factor, rng
+        As for :func:`partition_of_sorted`.
+    threshold_size : int, optional
+        The D of the threshold, when ``domain`` is one shard of a domain of
+        D values (:mod:`pydp_synopsis.shards`); default the domain's size.
+
+    Returns
+    -------
+    (Partition, numpy.ndarray of int64)
+        The partition -- under a seed exactly that of
+        :func:`partition_of_sorted` of the concatenated chunks -- and the true
+        number of items in each segment (not private: the caller adds noise).
+
+    Notes
+    -----
+    Exactness across chunk boundaries: the kernel draws once per *run* (a
+    non-empty position and the gap behind it, up to the next non-empty
+    position), so each call stops just before the last position of its
+    chunk, which is carried into the next call: no run is ever cut in two.
+    O(n + #segments) kernel steps, O(n) numpy work.
+    """
+    lo, hi = domain
+    last = hi - lo
+    state = _start(rng, last + 1, epsilon, beta, threshold_factor, threshold_size)
+    ends, weights = [], []
+    open_weight = 0
+    carry_pos = np.empty(0, dtype=np.uint64)
+    carry_cnt = np.empty(0, dtype=np.int64)
+
+    def feed(pos, cnt, end):
+        nonlocal open_weight
+        seals = _run(state, rng, pos, cnt, end)
+        # Every position fed is <= end and later seals are > end: a position
+        # belongs to the first seal at or after it, else to the open segment.
+        cum = np.concatenate(([0], np.cumsum(cnt)))    # cum[j]: the first j positions' items
+        total = int(cum[-1])
+        if seals.size:
+            at = cum[np.searchsorted(pos, seals, side="right")]   # items up to each seal
+            seg = np.diff(at, prepend=0)
+            seg[0] += open_weight
+            ends.append(seals)
+            weights.append(seg)
+            open_weight = total - int(at[-1])
+        else:
+            open_weight += total
+
+    for pos, cnt in chunks:
+        pos = np.asarray(pos, dtype=np.uint64)
+        cnt = np.asarray(cnt, dtype=np.int64)
+        if cnt.size and int(cnt.min()) <= 0:
+            keep = cnt > 0
+            pos, cnt = pos[keep], cnt[keep]
+        if not pos.size:
+            continue
+        if carry_pos.size and pos[0] > carry_pos[0]:
+            # the carried position's run ends just before this chunk's first one
+            feed(carry_pos, carry_cnt, int(pos[0]) - 1)
+            carry_pos, carry_cnt = carry_pos[:0], carry_cnt[:0]
+        elif carry_pos.size:                          # the same position continues
+            pos = np.concatenate((carry_pos, pos))
+            cnt = np.concatenate((carry_cnt, cnt))
+            carry_pos, carry_cnt = carry_pos[:0], carry_cnt[:0]
+        # carry the last position (all its entries): its run is not complete
+        cut = int(np.searchsorted(pos, pos[-1], side="left"))
+        if cut:
+            feed(pos[:cut], cnt[:cut], int(pos[-1]) - 1)
+        carry_pos, carry_cnt = pos[cut:], cnt[cut:]
+    feed(carry_pos, carry_cnt, last)
+    seals = np.concatenate(ends) if len(ends) > 1 else ends[0]
+    part = Partition._checked(seals, lo, hi, epsilon, beta, threshold_factor)
+    return part, np.concatenate(weights) if len(weights) > 1 else weights[0]
 
 
 # --------------------------------------------------------------------------

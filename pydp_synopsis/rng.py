@@ -131,6 +131,64 @@ class Rng:
         return (out.astype(np.int64) + np.int64(low) if span <= 1 << 63 else
                 (out + np.uint64(low % (1 << 64))).view(np.int64)).reshape(shape)
 
+    def derive(self, index):
+        """Child stream ``index``: an independent generator keyed by this one's key and ``index``.
+
+        Parameters
+        ----------
+        index : int
+            In ``[0, 2**64)``.
+
+        Returns
+        -------
+        Rng
+            A ChaCha20 stream whose key is the block of this generator's key
+            with nonce ``(index >> 32, 1, index mod 2**32)`` -- a block this
+            generator's own stream never produces (``pds_rng_derive``).  The
+            same parent key and index always give the same child; different
+            indices give independent streams.  This generator's position is
+            unchanged (nothing is drawn).  A child of a seeded generator is
+            seeded (tests only); a child of an OS-seeded one is as secret as
+            its parent.
+
+        Notes
+        -----
+        For shards of a distributed build: shard i draws from ``derive(i)``
+        in whatever process runs it, while the driver keeps its own stream.
+        O(1).
+
+        Examples
+        --------
+        >>> a, b = Rng(seed=1).derive(3), Rng(seed=1).derive(3)
+        >>> int(a.random_uint64()) == int(b.random_uint64())
+        True
+        >>> int(Rng(seed=1).derive(4).random_uint64()) == int(Rng(seed=1).derive(3).random_uint64())
+        False
+        """
+        return Rng._from_key(self._child_key(index), self._seeded)
+
+    def _child_key(self, index):
+        """The 32-byte key of child ``index`` (for shipping one shard's stream to a worker)."""
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, numbers.Integral) \
+                or not 0 <= int(index) < 1 << 64:
+            raise ValueError(f"index must be an integer in [0, 2**64), got {index!r}")
+        key = ffi.new("uint8_t[32]")
+        with self.native() as p:
+            check(lib.pds_rng_derive(p, int(index), key), "deriving a child stream")
+        return bytes(ffi.buffer(key, 32))
+
+    @classmethod
+    def _from_key(cls, key, seeded):
+        """A generator of a 32-byte key from :meth:`_child_key` (no hashing)."""
+        if not isinstance(key, bytes) or len(key) != 32:
+            raise ValueError("a child key is 32 bytes")
+        rng = cls.__new__(cls)
+        state = ffi.new("pds_rng *")
+        check(lib.pds_rng_init_key(state, key), "seeding")
+        state.seeded = 1 if seeded else 0
+        rng._state, rng._lock, rng._seeded = state, threading.Lock(), bool(seeded)
+        return rng
+
     def _to_state(self):
         """The exact generator position of a *seeded* Rng (tests/benchmarks only).
 

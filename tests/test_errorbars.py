@@ -20,7 +20,7 @@ import pydp_synopsis as ps
 from pydp_synopsis import trees
 from pydp_synopsis.errorbars import noise_std
 from pydp_synopsis.rectangles import options
-from pydp_synopsis.rectangles.axes import Axes
+from pydp_synopsis.rectangles.axes import Axes, Cells
 from pydp_synopsis.rectangles.grid import AdaptiveGrid, Layout, coarse_geometry
 from pydp_synopsis.rectangles.multitree import MultiTree
 from pydp_synopsis.tails import laplace_sum_tail, laplace_weighted_tail
@@ -267,10 +267,9 @@ def _multitree(pts, size, eps, **tuning):
     eps_tree = eps - c * eps_axis
     rng = ps.Rng(seed=11)
     axes, segs, n_hat = Axes.release(pts, pts.astype(np.uint64), domain, eps_axis, 0.05,
-                                     opts.threshold_factor, rng,
-                                     index_dtype=MultiTree.segment_dtype)
+                                     opts.threshold_factor, rng)
     split = MultiTree.split_budget(eps_tree, opts, c)
-    return MultiTree.build(axes, segs, n_hat, eps_tree, split, opts, rng)
+    return MultiTree.build(axes, Cells.of(segs), n_hat, eps_tree, split, opts, rng)
 
 
 @pytest.mark.parametrize("c,estimator,tuning", [
@@ -457,11 +456,10 @@ def test_multitree_std_matches_the_variance_over_redraws_of_the_noise(c, estimat
                                                        "fanout": 4})
     rng = ps.Rng(seed=9)
     axes, segs, n_hat = Axes.release(pts, pts.astype(np.uint64), [(0, size)] * c, eps / 4,
-                                     0.05, opts.threshold_factor, rng,
-                                     index_dtype=MultiTree.segment_dtype)
+                                     0.05, opts.threshold_factor, rng)
 
     def build(eps_tree):
-        return MultiTree.build(axes, segs.copy(), n_hat, eps_tree,
+        return MultiTree.build(axes, Cells.of(segs.copy()), n_hat, eps_tree,
                                MultiTree.split_budget(eps_tree, opts, c), opts, rng)
 
     a, b = DATA.integers(0, size + 1, (2, 5, c))

@@ -18,8 +18,8 @@ from ..errors import DomainError, FormatError, ParameterError
 from ..params import as_offsets, check_domain
 from ..partition import Partition, private_partition
 
-__all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "check_points", "check_corners", "Axes",
-           "Corners"]
+__all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "check_domains", "check_points",
+           "check_corners", "Axes", "Corners", "Cells"]
 
 #: Most axes a rectangle synopsis has (the C core's limit).
 MAX_AXES = LIMITS.max_axes   # 8
@@ -44,15 +44,21 @@ def axis_offsets(arr, domain, name):
     return out
 
 
-def check_points(points, domain):
-    """The checked ``(points, offsets, domain)``: (n, c) integers, their uint64
-    offsets from each axis's ``lo``, and the c (lo, hi) pairs."""
+def check_domains(domain):
+    """The c checked (lo, hi) pairs of a rectangle domain (1 <= c <= 8)."""
     if isinstance(domain, (str, bytes)) or not hasattr(domain, "__len__"):
         raise TypeError(f"domain must be a sequence of (lo, hi) pairs, got {domain!r}")
     c = len(domain)
     if not 1 <= c <= MAX_AXES:
         raise ParameterError(f"domain must have between 1 and {MAX_AXES} (lo, hi) pairs, got {c}")
-    axes = tuple(check_domain(d, f"domain[{a}]") for a, d in enumerate(domain))
+    return tuple(check_domain(d, f"domain[{a}]") for a, d in enumerate(domain))
+
+
+def check_points(points, domain):
+    """The checked ``(points, offsets, domain)``: (n, c) integers, their uint64
+    offsets from each axis's ``lo``, and the c (lo, hi) pairs."""
+    axes = check_domains(domain)
+    c = len(axes)
     arr = as_int_array(points)
     if arr.dtype.kind in "fc":
         raise TypeError(f"points must be integers, got dtype {arr.dtype} (NaN and floats are refused)")
@@ -94,6 +100,39 @@ def check_corners(lo, hi, domain):
         q, a = np.argwhere(bad)[0]
         raise DomainError(f"lo must be <= hi, got lo > hi at row {q}, axis {a}")
     return lo_o, hi_o
+
+
+class Cells:
+    """The points as partition cells: chunks of ``(segments, weights)``, re-iterable.
+
+    ``segments`` is a (k, c) integer array of each point's partition segment
+    per axis, ``weights`` an int64 array of how many points each row stands
+    for (None: one each).  The structures read the cells through this class
+    only, as often as they need (the adaptive grid twice), so the same code
+    counts an in-memory array (one chunk) and a streamed table (chunks
+    recomputed or spilled by the source).
+
+    Parameters
+    ----------
+    chunks : callable
+        Returns a fresh iterator of ``(segments, weights)`` chunks.
+    """
+
+    __slots__ = ("_chunks", "single")
+
+    def __init__(self, chunks, single=None):
+        self._chunks = chunks
+        #: the one chunk of an in-memory build, else None
+        self.single = single
+
+    @classmethod
+    def of(cls, segments, weights=None):
+        """The cells of points held in memory: one chunk."""
+        one = (segments, weights)
+        return cls(lambda: iter([one]), single=one)
+
+    def __iter__(self):
+        return iter(self._chunks())
 
 
 class Corners(NamedTuple):
@@ -142,8 +181,8 @@ class Axes:
 
     @classmethod
     def release(cls, points, offsets, domain, epsilon_axis, beta, threshold_factor, rng,
-                index_dtype=np.int64):
-        """Draw the c private partitions (the only place they are drawn).
+                counts=None):
+        """Draw the c private partitions (one of the two places they are drawn).
 
         Parameters
         ----------
@@ -161,15 +200,13 @@ class Axes:
             The partitions' threshold constant.
         rng : Rng
             Drawn from axis by axis.
-        index_dtype : numpy dtype
-            Of the segment indices: the structure's ``segment_dtype``
-            (uint32 for the multi-tree's C kernel, whose segment counts are
-            checked there, int64 for the grid).
+        counts : numpy.ndarray of int64, optional
+            Checked multiplicities of the points (None: one each).
 
         Returns
         -------
         axes : Axes
-        segments : numpy.ndarray of index_dtype, shape (n, c)
+        segments : numpy.ndarray of uint32, shape (n, c)
             Each point's segment index per axis.
         n_hat : float
             ``max_a m_a T_a``: a segment is sealed once its noisy weight
@@ -182,17 +219,56 @@ class Axes:
         """
         c = len(domain)
         parts, n_hat = [], 0.0
-        segments = np.empty(offsets.shape, dtype=index_dtype)
+        segments = np.empty(offsets.shape, dtype=np.uint32)
         for a, axis_domain in enumerate(domain):
             # Fig. 1 with the public threshold factor (ln D + ln(1/beta)) / eps: privacy
             # holds for any public threshold (3 is only Theorem 2.1's constant)
             part = private_partition(points[:, a], domain=axis_domain, epsilon=epsilon_axis,
                                      beta=beta / (2 * c), rng=rng,
-                                     threshold_factor=threshold_factor)
+                                     threshold_factor=threshold_factor, counts=counts)
             parts.append(part)
+            if len(part) > np.iinfo(np.uint32).max:    # needs over 2**32 thresholds of points
+                raise ParameterError(f"domain[{a}]: the partition has more than 2**32 - 1 "
+                                     "segments; use a smaller epsilon or a coarser domain")
             segments[:, a] = np.searchsorted(part.end_offsets, offsets[:, a], side="left")
             n_hat = max(n_hat, float(len(part)) * part.threshold)
         return cls(parts, beta), segments, n_hat
+
+    @classmethod
+    def release_chunks(cls, prepared, domain, epsilon_axis, beta, threshold_factor, rng,
+                       shards=1):
+        """The c private partitions of streamed data, drawn as :meth:`release` draws them.
+
+        Parameters
+        ----------
+        prepared : pydp_synopsis.sources.Prepared
+            The checked source: :meth:`~pydp_synopsis.sources.Prepared.partition`
+            of axis a runs the partition over its sorted aggregates.
+        domain, epsilon_axis, beta, threshold_factor, rng
+            As for :meth:`release`.
+        shards : int
+            Public shards per axis (:mod:`pydp_synopsis.shards`); 1: none.
+
+        Returns
+        -------
+        axes : Axes
+        n_hat : float
+            As for :meth:`release`.
+
+        Notes
+        -----
+        With one shard, under a seed, the same partitions as :meth:`release`
+        of the same multiset (:func:`~pydp_synopsis.partition.partition_of_chunks`);
+        memory O(chunk + segments).
+        """
+        c = len(domain)
+        parts, n_hat = [], 0.0
+        for a, axis_domain in enumerate(domain):
+            part, _ = prepared.partition(a, axis_domain, epsilon_axis, beta / (2 * c),
+                                         threshold_factor, rng, shards)
+            parts.append(part)
+            n_hat = max(n_hat, float(len(part)) * part.threshold)
+        return cls(parts, beta), n_hat
 
     # ------------------------------------------------------------------ reading
     @property

@@ -151,8 +151,6 @@ class AdaptiveGrid:
                  "_fine_prefix", "_noise_prefix")
 
     structure = "adaptive"
-    #: Segment indices of the points (:meth:`Axes.release`): no limit on n or on the segments.
-    segment_dtype = np.int64
     #: Partial partition segments count by the fraction of their span inside a query.
     estimator = "uniform"
     #: One point lies in one coarse and one fine cell.
@@ -195,16 +193,18 @@ class AdaptiveGrid:
             exact_scale(1 / part, f"1 / ({name})")
 
     @classmethod
-    def build(cls, axes, segs, n_hat, eps_tree, split, options, rng):
+    def build(cls, axes, cells, n_hat, eps_tree, split, options, rng):
         """Release the two levels: coarse counts, then fine counts (in that order).
 
         Parameters are those of :meth:`MultiTree.build
         <pydp_synopsis.rectangles.multitree.MultiTree.build>`; ``split`` is
-        :meth:`split_budget`'s.
+        :meth:`split_budget`'s.  ``cells`` is read twice: the fine grid's
+        shape depends on the released coarse counts.
 
         Notes
         -----
-        O(n c + cells) after the partitions.
+        O(n c + cells) after the partitions (n rows of ``cells``); memory
+        O(chunk + cells).
         """
         c, sizes = axes.dims, axes.sizes
         eps_coarse, eps_fine = split
@@ -215,11 +215,9 @@ class AdaptiveGrid:
         t1 = min(t1, n_hat ** (1.0 / c))
         merge = tuple(max(1, math.ceil(m / max(t1, 1.0))) for m in sizes)
         shape, width = coarse_geometry(sizes, merge)
-        seg = segs                                # int64 (segment_dtype), read only
-        coarse = _coarse_index(seg, merge, shape)
-        v = _noisy_histogram(coarse, width.shape[0], eps_coarse, rng)
+        v = _noisy_histogram(cells, sizes, merge, width.shape[0], eps_coarse, rng)
         layout = Layout(merge, shape, width, _fine_shape(v, width, eps_fine, c))
-        u = _noisy_histogram(layout.fine_index(seg, coarse), layout.owner.size, eps_fine, rng)
+        u = _noisy_histogram(cells, sizes, merge, layout.owner.size, eps_fine, rng, layout)
         return cls(axes, layout, v, u, eps_coarse, eps_fine, float(options.coarse_share))
 
     # ---------------------------------------------------------------- reading
@@ -463,8 +461,13 @@ class AdaptiveGrid:
         return cls(axes, Layout(merge, shape, width, m2), v, u, eps1, eps2, float(alpha))
 
 
-def _noisy_histogram(index, size, epsilon, rng):
-    """Counts of ``index`` in ``0 .. size-1`` plus discrete Laplace noise of scale 1/epsilon."""
-    counts = np.bincount(index, minlength=size).astype(np.int64)
+def _noisy_histogram(cells, sizes, merge, size, epsilon, rng, layout=None):
+    """Counts of the coarse cells (or with ``layout`` the fine cells) over every
+    chunk of ``cells`` (one C pass per chunk, ``kernels.grid_count``), then
+    discrete Laplace noise of scale 1/epsilon (drawn after all counts)."""
+    counts = np.zeros(size, dtype=np.int64)
+    fine = None if layout is None else np.column_stack([layout.base, layout.fine_shape])
+    for seg, weights in cells:
+        kernels.grid_count(sizes, merge, seg, weights, counts, fine)
     counts += np.asarray(discrete_laplace(Fraction(1) / epsilon, size, rng=rng), dtype=np.int64)
     return counts

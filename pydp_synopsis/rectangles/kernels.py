@@ -5,6 +5,9 @@ them to C pointers, call, and raise on a non-zero status.  Keeping every
 call here means a change of a kernel's signature (``csrc/multitree.c``,
 ``csrc/grid.c``) is a change of one function.
 """
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .._core import check, f64, ffi, i64, lib, u64
@@ -18,6 +21,7 @@ __all__ = [
     "grid_fine_prefix",
     "grid_answer",
     "grid_noise",
+    "grid_count",
 ]
 
 
@@ -29,11 +33,12 @@ def _shape_arrays(segments, fanout):
 
 # ---------------------------------------------------------------- multi-tree
 def multitree_build(rng, segs, segments, fanout, scale_int, thr_int, scale_fin, thr_fin,
-                    max_nodes):
+                    max_nodes, weights=None):
     """Build the pruned multi-tree; returns its ``(count, child, succ)`` records.
 
-    ``segs`` is the (n, c) uint32 array of tree-segment indices; the scales
-    are ``(t, s)`` pairs (``(0, 0)``: the level is uncounted).
+    ``segs`` is the (n, c) uint32 array of tree-segment indices, ``weights``
+    the int64 number of points each row stands for (None: one each); the
+    scales are ``(t, s)`` pairs (``(0, 0)``: the level is uncounted).
 
     Raises
     ------
@@ -47,8 +52,10 @@ def multitree_build(rng, segs, segments, fanout, scale_int, thr_int, scale_fin, 
     tree = ffi.new("pds_multitree *")
     try:
         with rng.native() as p:
-            st = lib.pds_multitree_build(
-                p, ffi.from_buffer("uint32_t[]", segs), segs.shape[0], segs.shape[1], m_arr,
+            st = lib.pds_multitree_build_weighted(
+                p, ffi.from_buffer("uint32_t[]", segs),
+                ffi.NULL if weights is None else i64(np.ascontiguousarray(weights, np.int64)),
+                segs.shape[0], segs.shape[1], m_arr,
                 k_arr, scale_int[0], scale_int[1], thr_int, scale_fin[0], scale_fin[1], thr_fin,
                 int(max_nodes), tree)
         if st == lib.PDS_ENOMEM:
@@ -137,3 +144,70 @@ def grid_noise(sizes, runs, lam, v1, v2, fine_shape, base, ufine, k, r, fk, fr):
         ufine.size, k.shape[0], u64(k), u64(r), f64(fk), f64(fr), f64(sumsq), f64(maxabs),
         f64(cut)), "rectangle answer noise")
     return sumsq, maxabs, cut
+
+
+#: Count arrays larger than this (entries) are updated in sorted order: random
+#: increments into hundreds of megabytes miss the cache and the TLB at every row.
+_RANDOM_ACCESS_LIMIT = 1 << 21
+#: Chunks of more rows than this are split between two threads (the C calls
+#: release the GIL).
+_PARALLEL_ROWS = 1 << 17
+
+
+def _halves(n):
+    """Row ranges for the threads: one, or two halves of a large chunk."""
+    if n <= _PARALLEL_ROWS or (os.cpu_count() or 1) < 2:
+        return [(0, n)]
+    return [(0, n // 2), (n // 2, n)]
+
+
+def _in_threads(fn, ranges):
+    if len(ranges) == 1:
+        return [fn(*ranges[0])]
+    with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+        return list(pool.map(lambda r: fn(*r), ranges))
+
+
+def grid_count(sizes, merge, seg, weights, counts, fine=None):
+    """Add rows to ``counts`` (int64, in place): their coarse cells, or with
+    ``fine`` (one row ``[base, q_0, .., q_{c-1}]`` per coarse cell) their fine
+    cells.  ``seg`` is an (n, c) array of partition segments, ``weights``
+    int64 or None (one each).  Large chunks run in two threads."""
+    seg = np.ascontiguousarray(seg, dtype=np.uint32)
+    n, c = seg.shape
+    m_arr, g_arr = u64(np.array(sizes, dtype=np.uint64)), u64(np.array(merge, dtype=np.uint64))
+    layout = i64(np.ascontiguousarray(fine, dtype=np.int64)) if fine is not None else ffi.NULL
+    ranges = _halves(n)
+    if counts.size > _RANDOM_ACCESS_LIMIT and n > 1:
+        cells = np.empty(n, dtype=np.uint64)
+
+        def index(a, b):
+            check(lib.pds_grid_cells(c, m_arr, g_arr, ffi.from_buffer("uint32_t[]", seg[a:b]),
+                                     b - a, layout, counts.size, u64(cells[a:b])),
+                  "adaptive grid cells")
+
+        _in_threads(index, ranges)
+        if weights is None:
+            cells.sort()
+            new = np.empty(cells.size, dtype=bool)
+            new[0] = True
+            np.not_equal(cells[1:], cells[:-1], out=new[1:])
+            starts = np.flatnonzero(new)
+            counts[cells[starts]] += np.diff(starts, append=cells.size)
+        else:
+            order = np.argsort(cells)
+            cells, w = cells[order], np.asarray(weights, dtype=np.int64)[order]
+            starts = np.flatnonzero(np.diff(cells, prepend=~cells[:1]))
+            counts[cells[starts]] += np.add.reduceat(w, starts)
+        return
+    w = None if weights is None else np.ascontiguousarray(weights, dtype=np.int64)
+    extra = [counts] + [np.zeros_like(counts) for _ in ranges[1:]]
+
+    def count(a, b, out):
+        check(lib.pds_grid_count(c, m_arr, g_arr, ffi.from_buffer("uint32_t[]", seg[a:b]),
+                                 ffi.NULL if w is None else i64(w[a:b]), b - a, layout,
+                                 i64(out), out.size), "adaptive grid counts")
+
+    _in_threads(count, [(a, b, out) for (a, b), out in zip(ranges, extra)])
+    for out in extra[1:]:
+        counts += out

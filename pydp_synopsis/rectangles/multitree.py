@@ -31,6 +31,8 @@ from fractions import Fraction
 import numpy as np
 
 from .._core import LIMITS
+from .. import aggregates
+from ..aggregates import histogram
 from ..errors import FormatError, ParameterError
 from ..params import scale_parts, split_epsilon
 from ..errorbars import noise_std
@@ -138,8 +140,6 @@ class MultiTree:
                  "epsilon_levels", "records", "_cum", "_present")
 
     structure = "multitree"
-    #: Segment indices of the points (:meth:`Axes.release`), as the C kernel takes them.
-    segment_dtype = np.uint32
 
     def __init__(self, axes, shape, *, estimator, final_share, prune, thresholds, scales,
                  epsilon_levels, records):
@@ -169,14 +169,16 @@ class MultiTree:
         and the C kernel takes any scale with parts below ``2**62``."""
 
     @classmethod
-    def build(cls, axes, segs, n_hat, eps_tree, split, options, rng):
+    def build(cls, axes, cells, n_hat, eps_tree, split, options, rng):
         """Release the multi-tree (one C call; noise only after the partitions').
 
         Parameters
         ----------
         axes : Axes
-        segs : numpy.ndarray of uint32, shape (n, c)
-            Partition segment of every point per axis (modified in place).
+        cells : Cells
+            The points' partition segments per axis, with weights (an
+            in-memory chunk of uint32 segments is modified in place; several
+            chunks are merged into their distinct tree cells first).
         n_hat : float
             Released estimate of n (:meth:`Axes.release`).
         eps_tree : Fraction
@@ -190,7 +192,8 @@ class MultiTree:
         Notes
         -----
         O(n S + k N) in C, S from Claim 3.3 (O(n log^c n), Remark 3.4) and N
-        the materialised node count.  Memory O(n + N).
+        the materialised node count.  Memory O(n + N); for streamed cells n
+        is the number of distinct tree cells.
         """
         c = axes.dims
         share, prune, threshold = options.final_share, options.prune, options.threshold
@@ -198,10 +201,8 @@ class MultiTree:
         if merge == "auto":
             merge = _auto_merge(axes.sizes, n_hat,
                                 float(eps_tree if split is None or share == "auto" else split[0]))
-        for a, g in enumerate(merge):
-            if g > 1:
-                segs[:, a] //= g
         shape = TreeShape.of(axes.sizes, merge, options.fanout)
+        segs, weights = _tree_cells(cells, merge, shape.segments)
         if share == "auto":
             # every node's count is needed only when pruning; otherwise the
             # intermediate nodes are uncounted and the final ones get it all
@@ -213,7 +214,7 @@ class MultiTree:
         records = kernels.multitree_build(
             rng, segs, shape.segments, shape.fanout,
             (0, 0) if scales[0] == 0 else scale_parts(scales[0]), thresholds[0],
-            scale_parts(scales[1]), thresholds[1], options.max_nodes)
+            scale_parts(scales[1]), thresholds[1], options.max_nodes, weights)
         return cls(axes, shape, estimator=options.estimator,
                    final_share=None if (c == 1 or share is None) else float(share), prune=prune,
                    thresholds=thresholds, scales=scales, epsilon_levels=(eps_int, eps_fin),
@@ -533,6 +534,56 @@ class MultiTree:
                    prune=tuple(prune) if isinstance(prune, list) else prune,
                    thresholds=thresholds, scales=scales,
                    epsilon_levels=(eps_int, eps_fin), records=records)
+
+
+def _tree_cells(cells, merge, segments):
+    """``(segs, weights)`` for the C build: (n, c) uint32 tree segments and int64 weights.
+
+    One in-memory chunk is divided by ``merge`` in place (its weights, maybe
+    None, kept).  Several chunks are reduced to their distinct tree cells:
+    node counts are sums of weights, so the release is the same as from the
+    repeated points (the kernel draws in node order, not point order).
+    Cells are keyed by their flat index when it fits int64, else by row.
+    """
+    if cells.single is not None:
+        segs, weights = cells.single
+        segs = np.ascontiguousarray(segs, dtype=np.uint32)
+        for a, g in enumerate(merge):
+            if g > 1:
+                segs[:, a] //= g
+        return segs, weights
+    flat = math.prod(segments) < 1 << 63
+    step = np.asarray(merge, dtype=np.int64)
+    parts = []
+    for seg, weights in cells:
+        tree_seg = np.asarray(seg, dtype=np.int64).reshape(-1, len(segments)) // step
+        if flat:
+            keys = np.ravel_multi_index(tuple(tree_seg.T), segments).astype(np.uint64)
+            parts.append(aggregates.aggregate(keys, weights))
+        else:
+            parts.append(_row_cells(tree_seg, weights))
+        if len(parts) > 64:
+            parts = [_merge_cells(parts, flat)]
+    keys, counts = _merge_cells(parts, flat)
+    if flat:
+        keys = np.stack(np.unravel_index(keys.astype(np.int64), segments), axis=1)
+    return np.ascontiguousarray(keys.reshape(-1, len(segments)), dtype=np.uint32), counts
+
+
+def _row_cells(rows, weights):
+    """Distinct rows and their summed weights."""
+    uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+    return uniq, histogram(inv.ravel(), weights, len(uniq))
+
+
+def _merge_cells(parts, flat):
+    """One ``(cells, counts)`` from several (flat keys or rows)."""
+    if flat:
+        return aggregates.merge(parts)
+    if not parts:
+        return np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return _row_cells(np.concatenate([p[0] for p in parts]),
+                      np.concatenate([p[1] for p in parts]))
 
 
 def _pruning(prune, threshold, shape, scales, beta):

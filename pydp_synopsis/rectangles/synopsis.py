@@ -14,11 +14,13 @@ from .. import persist
 from ..budget import charge, describe
 from ..errorbars import assemble, noise_std
 from ..errors import FormatError, ParameterError
+from ..aggregates import check_counts
 from ..params import check_beta, check_bool, check_choice, check_int, exact_epsilon
 from ..partition import fig1_threshold
 from ..rng import resolve_rng
+from ..shards import check_shards
 from . import options
-from .axes import Axes, as_int_array, check_corners, check_points
+from .axes import Axes, Cells, as_int_array, check_corners, check_domains, check_points
 from .grid import AdaptiveGrid
 from .multitree import MAX_POINTS, MultiTree
 
@@ -113,14 +115,17 @@ class RectangleSynopsis:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
-              structure="auto", budget=None, **tuning):
+              structure="auto", budget=None, counts=None, shards=None, **tuning):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
         ----------
-        points : array_like of int, shape (n, c)
-            One row per data item, every coordinate inside its axis's domain.
-            The multi-tree takes at most ``2**32 - 1`` rows
+        points : array_like of int, shape (n, c), or a Source
+            One row per data item, every coordinate inside its axis's domain;
+            or a c-column :class:`~pydp_synopsis.sources.Source` (files, a
+            database table, a dask collection), read in chunks with memory
+            independent of its length (README, "From a database").
+            In memory, the multi-tree takes at most ``2**32 - 1`` rows
             (:data:`~pydp_synopsis.rectangles.multitree.MAX_POINTS`): a
             declared, public part of the input space like the domain (README,
             "Privacy guarantees"); the adaptive grid has no limit.
@@ -141,6 +146,15 @@ class RectangleSynopsis:
             multi-tree option, else the adaptive grid.
         budget : Budget, optional
             Charged ``epsilon`` after every check, before any noise is drawn.
+        counts : array_like of int, shape (n,), optional
+            Multiplicities: row i stands for ``counts[i] >= 0`` points
+            (totalling at most ``2**62``).  With the same seeded ``rng`` the
+            synopsis is exactly that of ``np.repeat(points, counts, axis=0)``,
+            built in time and memory of the number of distinct rows.
+        shards : int, optional
+            Cut every axis at ``shards - 1`` public points and partition the
+            pieces on their own streams (:mod:`pydp_synopsis.shards`: same
+            epsilon, at most ``shards - 1`` more segments per axis).
         **tuning
             The options below.  Each starts at the value of the profile the
             structure and ``config`` select (``ADAPTIVE_2D``, ``ADAPTIVE``,
@@ -200,7 +214,9 @@ class RectangleSynopsis:
         -----
         O(c n log n) for the partitions, then O(n c + cells) for the grid or
         O(n S + k N) for the multi-tree (S from Claim 3.3, N materialised
-        nodes); memory O(n + cells or N).
+        nodes); memory O(n + cells or N).  With ``counts``, n is the number
+        of rows given; from a Source, memory is O(chunk + cells or N) (the
+        multi-tree holds its distinct tree cells).
 
         Examples
         --------
@@ -215,11 +231,16 @@ class RectangleSynopsis:
         check_choice(structure, "structure", _STRUCTURES)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
-        arr, offsets, domain = check_points(points, domain)
+        source = _as_source(points, counts)
+        if source is None:
+            arr, offsets, domain = check_points(points, domain)
+            weights = check_counts(counts, (arr.shape[0],), what="point")
+        else:
+            domain = check_domains(domain)
         c = len(domain)
         opts = options.resolve(config, structure, c, tuning)
         mechanism = _MECHANISMS[opts.structure]
-        if mechanism is MultiTree and len(offsets) > MAX_POINTS:
+        if mechanism is MultiTree and source is None and len(offsets) > MAX_POINTS:
             # a declared public limit, like the domain (README, "Privacy guarantees")
             raise ParameterError("structure='multitree' takes at most 2**32 - 1 points "
                                  "(pydp_synopsis.rectangles.multitree.MAX_POINTS); the adaptive "
@@ -231,13 +252,27 @@ class RectangleSynopsis:
         for lo, hi in domain:
             fig1_threshold(hi - lo + 1, eps_axis, beta / (2 * c), opts.threshold_factor)
         mechanism.check_noise(eps_tree, split)
+        n_shards = check_shards(shards, domain)
         rng = resolve_rng(rng)
-        charge(budget, c * eps_axis + eps_tree,
-               describe("RectangleSynopsis", domain=domain, epsilon=c * eps_axis + eps_tree))
+        what = describe("RectangleSynopsis", domain=domain, epsilon=c * eps_axis + eps_tree)
+        if source is None and n_shards > 1:     # shards run on the streamed path
+            from ..sources import ArraySource
+
+            source = ArraySource(list(arr.T), counts=weights)
+        if source is not None:
+            # every argument is checked: now read and check the data (draws nothing)
+            with source.prepare(domain) as prepared:
+                charge(budget, c * eps_axis + eps_tree, what)
+                axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
+                                                  opts.threshold_factor, rng, n_shards)
+                built = mechanism.build(axes, prepared.cells(axes.ends), n_hat, eps_tree, split,
+                                        opts, rng)
+            return cls._from_parts(axes, built, config)
+        charge(budget, c * eps_axis + eps_tree, what)
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
-                                         opts.threshold_factor, rng, mechanism.segment_dtype)
-        return cls._from_parts(axes, mechanism.build(axes, segs, n_hat, eps_tree, split, opts, rng),
-                               config)
+                                         opts.threshold_factor, rng, counts=weights)
+        return cls._from_parts(axes, mechanism.build(axes, Cells.of(segs, weights), n_hat,
+                                                     eps_tree, split, opts, rng), config)
 
     def __repr__(self):
         # public facts and released sizes only (never the number of points)
@@ -614,6 +649,15 @@ class RectangleSynopsis:
             raise
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
             raise FormatError(f"invalid rectangle synopsis record: {exc}") from exc
+
+
+def _as_source(points, counts):
+    """``points`` as a :class:`~pydp_synopsis.sources.Source` if it is one (or a dask
+    collection), else None (an array: the in-memory build)."""
+    from ..sources import as_source   # the sources import the synopses: import late
+
+    return as_source(points, counts)
+
 
 
 persist.register(_KIND)(RectangleSynopsis._from_record)

@@ -1,0 +1,252 @@
+"""Builds from data that do not fit in memory: Parquet, CSV and DuckDB tables, with floors.
+
+Every measurement runs in a child process; its peak RSS is read by the parent of that
+child with ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` (a process with one child,
+so the value is that child's).  The floors are measured in the same run:
+
+* Parquet, 10^8 rows x 2 int64 columns: DuckDB's own ``SELECT a, count(*) ... GROUP BY a``
+  over the same files (the result streamed out), against the 1-column build; the 2-column
+  build against 60 s; peak RSS against 2 GiB.
+* A DuckDB table generated inside DuckDB with ``range()`` (10^7, 10^8, 10^9 rows): the
+  1-column build by pushdown (the GROUP BY runs in DuckDB); peak RSS against 1 GiB, flat in n.
+* CSV, 10^7 rows x 2 integer columns: ``pandas.read_csv`` of the same two columns, against
+  the 2-column build (target <= 3x); peak RSS against 1 GiB.
+* Weighted input: ``build(v, counts=c)`` against ``build(np.repeat(v, c))``.
+
+The data (uniform 32-bit values: ~10^8 distinct in column a, the worst case for sorting
+and for the partition; seconds of one year in column b; 2^20 distinct values in the
+DuckDB table) are generated under a temporary directory and removed at the end; nothing is
+written to the repository.  Times are wall-clock seconds on the machine the script runs on:
+take ratios, not absolute times.  The script asserts nothing.
+
+    PYTHONPATH=. python benchmarks/bench_scale.py                 # everything (~20 min)
+    PYTHONPATH=. python benchmarks/bench_scale.py --quick         # 10x smaller, ~2 min
+    PYTHONPATH=. python benchmarks/bench_scale.py --pushdown 1e7,1e8,1e9 --skip parquet,csv
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.abspath(__file__)
+GIB = 1024 ** 3
+A_DOMAIN = (0, 2**32 - 1)
+B_DOMAIN = (1_700_000_000, 1_700_000_000 + 31_536_000 - 1)
+X_DOMAIN = (0, 2**20 - 1)
+
+
+# ------------------------------------------------------------------ data
+
+def make_parquet(directory, rows, files=4):
+    import duckdb
+
+    os.makedirs(directory, exist_ok=True)
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    per = rows // files
+    for f in range(files):
+        con.execute(f"""COPY (SELECT (hash(i) % 4294967296)::BIGINT AS a,
+                                    ({B_DOMAIN[0]} + hash(i + {10**12}) % 31536000)::BIGINT AS b
+                             FROM range({f * per}, {(f + 1) * per if f < files - 1 else rows}) t(i))
+                       TO '{directory}/part-{f}.parquet' (FORMAT parquet, ROW_GROUP_SIZE 1048576)""")
+
+
+def make_csv(path, rows):
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"""COPY (SELECT (hash(i) % 4294967296)::BIGINT AS a,
+                                ({B_DOMAIN[0]} + hash(i + {10**12}) % 31536000)::BIGINT AS b
+                         FROM range({rows}) t(i)) TO '{path}' (HEADER, DELIMITER ',')""")
+
+
+def make_duckdb(path, rows):
+    import duckdb
+
+    con = duckdb.connect(path)
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"CREATE TABLE t AS SELECT (hash(i) % {X_DOMAIN[1] + 1})::BIGINT AS x "
+                f"FROM range({rows}) t(i)")
+    con.close()
+
+
+# ------------------------------------------------------------------ tasks (in a child)
+
+def task(name, args):
+    """Run one measurement; returns a dict (seconds of the work itself, not the imports)."""
+    import numpy as np
+
+    import pydp_synopsis as ps
+    from pydp_synopsis import sources
+
+    start = time.perf_counter()
+    out = {}
+    if name == "duckdb_groupby":
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
+        start = time.perf_counter()
+        rel = con.sql(f"SELECT {args['column']}, count(*) FROM read_parquet('{args['glob']}') "
+                      f"GROUP BY {args['column']}")
+        reader = rel.to_arrow_reader(1 << 20) if hasattr(rel, "to_arrow_reader") \
+            else rel.fetch_record_batch(1 << 20)
+        out["groups"] = sum(b.num_rows for b in reader)
+    elif name == "pandas_read_csv":
+        import pandas as pd
+
+        frame = pd.read_csv(args["path"], usecols=["a", "b"])
+        out["rows"] = len(frame)
+    elif name in ("parquet_1", "parquet_2", "csv_1", "csv_2"):
+        cols = ["a"] if name.endswith("1") else ["a", "b"]
+        src = sources.files(args["path"], cols, engine=args.get("engine", "local"),
+                            **({"memory_limit": "1GB"} if args.get("engine") == "duckdb" else {}))
+        start = time.perf_counter()
+        if len(cols) == 1:
+            syn = ps.IntervalSynopsis.build(src, domain=A_DOMAIN, epsilon=1)
+            out["segments"] = len(syn)
+        else:
+            syn = ps.RectangleSynopsis.build(src, domain=[A_DOMAIN, B_DOMAIN], epsilon=1)
+            out["cells"] = syn.num_nodes
+    elif name == "pushdown":
+        src = sources.SqlSource(f"duckdb:///{args['path']}", ["x"], table="t",
+                                memory_limit="400MB", threads=2)
+        start = time.perf_counter()
+        syn = ps.IntervalSynopsis.build(src, domain=X_DOMAIN, epsilon=1)
+        out["segments"] = len(syn)
+    elif name in ("weighted", "repeated"):
+        gen = np.random.default_rng(1)
+        values = gen.integers(0, 2**40, args["distinct"])
+        counts = gen.geometric(1.0 / args["mean"], args["distinct"])
+        start = time.perf_counter()
+        if name == "weighted":
+            syn = ps.IntervalSynopsis.build(values, counts=counts, domain=(0, 2**40 - 1),
+                                            epsilon=1)
+        else:
+            syn = ps.IntervalSynopsis.build(np.repeat(values, counts), domain=(0, 2**40 - 1),
+                                            epsilon=1)
+        out["segments"] = len(syn)
+        out["items"] = int(counts.sum())
+    else:
+        raise SystemExit(f"unknown task {name}")
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def measure(name, args):
+    """Run ``task`` in a grandchild; its peak RSS from RUSAGE_CHILDREN (our one child)."""
+    proc = subprocess.run([sys.executable, HERE, "--task", name, json.dumps(args)],
+                          capture_output=True, text=True)
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["rss"] = rss
+    return result
+
+
+def run(name, **args):
+    proc = subprocess.run([sys.executable, HERE, "--measure", name, json.dumps(args)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr or "failed").strip().splitlines()[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------ report
+
+def row(label, result, floor=None, target=None):
+    if "error" in result:
+        print(f"  {label:<44} error: {result['error']}")
+        return
+    ratio = f"{result['seconds'] / floor:6.2f}x" if floor else "       "
+    rss = f"{result['rss'] / GIB:6.2f} GiB"
+    extra = target or ""
+    print(f"  {label:<44} {result['seconds']:8.1f} s {ratio} {rss}  {extra}")
+
+
+def parse_sizes(text):
+    return [int(float(t)) for t in text.split(",") if t]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--parquet-rows", default="1e8")
+    p.add_argument("--csv-rows", default="1e7")
+    p.add_argument("--pushdown", default="1e7,1e8,1e9", help="DuckDB table sizes")
+    p.add_argument("--skip", default="", help="comma list of: weighted,parquet,pushdown,csv")
+    p.add_argument("--quick", action="store_true", help="10x smaller everywhere")
+    p.add_argument("--workdir", help="where to generate data (default: a temporary directory)")
+    p.add_argument("--task")
+    p.add_argument("--measure")
+    p.add_argument("args", nargs="?")
+    a = p.parse_args()
+    if a.task:
+        print(json.dumps(task(a.task, json.loads(a.args))))
+        return
+    if a.measure:
+        print(json.dumps(measure(a.measure, json.loads(a.args))))
+        return
+    skip = set(a.skip.split(","))
+    scale = 10 if a.quick else 1
+    work = tempfile.mkdtemp(prefix="pydp-bench-", dir=a.workdir)
+    print(f"# bench_scale: data under {work} (removed at the end); {os.cpu_count()} cores")
+    try:
+        if "weighted" not in skip:
+            distinct, mean = 10**6 // scale, 100
+            print(f"\n## weighted input: {distinct:,} distinct values, geometric counts of mean "
+                  f"{mean} (~{distinct * mean:,} items), IntervalSynopsis, eps = 1")
+            rep = run("repeated", distinct=distinct, mean=mean)
+            row("build(np.repeat(v, c))  [floor]", rep)
+            row("build(v, counts=c)", run("weighted", distinct=distinct, mean=mean),
+                rep.get("seconds"))
+        if "parquet" not in skip:
+            rows = parse_sizes(a.parquet_rows)[0] // scale
+            path = os.path.join(work, "parquet")
+            t = time.perf_counter()
+            make_parquet(path, rows)
+            print(f"\n## Parquet: {rows:,} rows x 2 int64 columns in 4 files "
+                  f"(generated in {time.perf_counter() - t:.0f} s)")
+            floor = run("duckdb_groupby", glob=f"{path}/*.parquet", column="a")
+            row("DuckDB SELECT a, count(*) GROUP BY a [floor]", floor)
+            f = floor.get("seconds")
+            row("1-column build (local engine)", run("parquet_1", path=path), f, "target <= 1.5x")
+            row("1-column build (--engine duckdb)", run("parquet_1", path=path, engine="duckdb"), f)
+            row("2-column build (local engine)", run("parquet_2", path=path), None,
+                "target <= 60 s, RSS <= 2 GiB")
+            shutil.rmtree(path, ignore_errors=True)
+        if "pushdown" not in skip:
+            print("\n## DuckDB table generated with range(): 1-column build by pushdown "
+                  "(DuckDB memory_limit 400MB)")
+            for rows in parse_sizes(a.pushdown):
+                rows //= scale
+                path = os.path.join(work, f"t{rows}.duckdb")
+                t = time.perf_counter()
+                make_duckdb(path, rows)
+                gen = time.perf_counter() - t
+                row(f"{rows:,} rows (table made in {gen:.0f} s)", run("pushdown", path=path),
+                    None, "target RSS <= 1 GiB, flat in n")
+                os.remove(path)
+        if "csv" not in skip:
+            rows = parse_sizes(a.csv_rows)[0] // scale
+            path = os.path.join(work, "data.csv")
+            make_csv(path, rows)
+            print(f"\n## CSV: {rows:,} rows x 2 integer columns "
+                  f"({os.path.getsize(path) / 2**20:.0f} MiB)")
+            floor = run("pandas_read_csv", path=path)
+            row("pandas.read_csv(usecols=[a, b]) [floor]", floor)
+            row("2-column build", run("csv_2", path=path), floor.get("seconds"),
+                "target <= 3x, RSS <= 1 GiB")
+            row("1-column build", run("csv_1", path=path), floor.get("seconds"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,403 @@
+"""The source protocol: how a synopsis reads a table it cannot hold in memory.
+
+A synopsis needs two things of its data (DNRR Remark 2.2 and section 3):
+
+1. per axis, the sorted distinct values with their counts -- the private
+   partition reads nothing else;
+2. for rectangles, once the partitions are released, how many rows fall in
+   each partition cell (the tuple of a row's segment per axis) -- the noisy
+   structures read nothing else.
+
+A :class:`Source` delivers both in chunks.  :meth:`Source.prepare` reads and
+checks the data *before* anything is released (no budget is charged and no
+noise drawn until every value is known to be an integer inside the domain):
+a row source reads everything once into per-axis
+:class:`~pydp_synopsis.aggregates.SortedAggregator` runs; a database checks
+types, NULLs and the minimum and maximum with one query and aggregates later.
+The :class:`Prepared` result then streams the aggregates
+(:meth:`Prepared.axis`) and the cell counts (:meth:`Prepared.cells`).
+Memory is O(chunk + distinct values held per run + segments), never O(rows).
+
+References
+----------
+.. [DNRR15] C. Dwork, M. Naor, O. Reingold, G. N. Rothblum, "Pure
+   Differential Privacy for Rectangle Queries via Private Partitions",
+   ASIACRYPT 2015, Remark 2.2 (the offline partition from sorted counts),
+   section 3.3 (the rectangle structures count points per cell).
+"""
+import os
+import queue
+import shutil
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..aggregates import SegmentIndex, SortedAggregator, aggregate, check_counts
+from ..errors import InputError, ParameterError
+from ..params import as_offsets
+from ..rectangles.axes import Cells
+from ..shards import partition_sharded
+
+__all__ = ["CHUNK_ROWS", "Source", "Prepared", "RowSource", "ArraySource", "as_source",
+           "spilled_cells", "prefetch"]
+
+#: Rows per chunk read from a source (about 8 MB per int64 column).
+CHUNK_ROWS = 1 << 20
+
+
+class Source:
+    """A table of ``c`` integer columns, read in chunks.
+
+    Subclasses implement :meth:`prepare`; the synopses call nothing else.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        Column names, in axis order (used in messages, never a value).
+    """
+
+    columns = ()
+
+    @property
+    def dims(self):
+        """Number of columns c (axes of the synopsis)."""
+        return len(self.columns)
+
+    def check_dims(self, domains):
+        """ParameterError unless one domain pair is given per column."""
+        if len(domains) != self.dims:
+            raise ParameterError(f"the domain has {len(domains)} (lo, hi) pairs for a source of "
+                                 f"{self.dims} column(s) ({', '.join(self.columns)})")
+
+    def prepare(self, domains, progress=None):
+        """Read and check the data against ``domains``; release nothing.
+
+        Parameters
+        ----------
+        domains : sequence of (int, int)
+            Checked inclusive bounds, one pair per column.
+        progress : callable, optional
+            Called with the number of rows read so far.
+
+        Returns
+        -------
+        Prepared
+
+        Raises
+        ------
+        InputError
+            A missing column, a non-integer or NULL value, a value outside
+            its column's domain (the message names the column, never a value),
+            or an unreachable database.
+        """
+        raise NotImplementedError
+
+
+class Prepared:
+    """A source whose data are known to be valid: the streams a synopsis reads.
+
+    Attributes
+    ----------
+    rows : int
+        The number of rows (items) of the source.
+    """
+
+    rows = 0
+
+    def axis(self, a):
+        """Axis ``a``'s sorted ``(offsets, counts)`` chunks: uint64 offsets from the
+        axis's ``lo``, strictly increasing across chunks, int64 counts > 0."""
+        raise NotImplementedError
+
+    def partition(self, a, domain, epsilon, beta, threshold_factor, rng, shards=1):
+        """Axis ``a``'s private partition and its true segment weights.
+
+        The default runs :func:`~pydp_synopsis.shards.partition_sharded` over
+        :meth:`axis` in this process; a cluster runs the shards on its
+        workers (:mod:`pydp_synopsis.sources.dask`).
+        """
+        return partition_sharded(self.axis(a), domain, shards, epsilon, beta,
+                                 threshold_factor, rng)
+
+    def cells(self, ends):
+        """The rows' partition cells, as :class:`~pydp_synopsis.rectangles.axes.Cells`.
+
+        ``ends`` holds, per axis, the released segment ends (uint64 offsets);
+        a row's cell is its segment per axis (``searchsorted(ends, offset,
+        'left')``).  Re-iterable: structures may read it more than once.
+        """
+        raise NotImplementedError
+
+    def close(self):
+        """Release temporary files and connections."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ------------------------------------------------------------ row sources
+
+class RowSource(Source):
+    """A source read as chunks of rows in Python (files, arrays, a SQL row stream).
+
+    Subclasses implement :meth:`chunks`: an iterator of lists of c integer
+    columns (numpy arrays of equal length, values already exact integers).
+    """
+
+    #: directory for spilled runs (None: the system's temporary directory)
+    spill_directory = None
+    #: entries kept in memory per axis before a sorted run is spilled
+    memory_entries = 1 << 23
+
+    def chunks(self):
+        """Iterate over the rows: lists of c integer arrays (one per column)."""
+        raise NotImplementedError
+
+    def prepare(self, domains, progress=None):
+        self.check_dims(domains)
+        return _RowPrepared(self, domains, progress)
+
+
+def _column_offsets(col, domain, name):
+    """Offsets of one column chunk; the message names the column, never a value."""
+    return as_offsets(np.asarray(col).ravel(), domain, f"column {name!r}")
+
+
+def prefetch(iterator, depth=2):
+    """``iterator``'s items, computed ``depth`` ahead in a background thread.
+
+    The streams of a build are numpy and C calls that release the GIL: the
+    next chunk (a merge of sorted runs, a database fetch) is made while the
+    partition kernel consumes the current one, on a second core.
+    Exceptions reach the consumer; a consumer that stops early stops the
+    thread at its next item.
+    """
+    items, stop, done = queue.Queue(maxsize=depth), threading.Event(), object()
+
+    def produce():
+        try:
+            for item in iterator:
+                while not stop.is_set():
+                    try:
+                        items.put((True, item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            items.put((True, done))
+        except BaseException as exc:   # handed to the consumer
+            items.put((False, exc))
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        while True:
+            ok, item = items.get()
+            if not ok:
+                raise item
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+class _AxisWorkers:
+    """One thread per axis (at most one per core): numpy sorts and C lookups release the
+    GIL, so the c columns of a chunk are processed in parallel.  Each axis's state is
+    touched by its own task only."""
+
+    def __init__(self, c):
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(c, os.cpu_count() or 1)))
+
+    def map(self, fn, *iterables):
+        return list(self._pool.map(fn, *iterables))
+
+    def close(self):
+        self._pool.shutdown(wait=True)
+
+
+class _RowPrepared(Prepared):
+    """Pass 1 of a row source: every row read and checked, per-axis aggregates spilled."""
+
+    def __init__(self, source, domains, progress):
+        self._source, self._domains = source, tuple(domains)
+        self._tmp = tempfile.mkdtemp(prefix="pydp-source-", dir=source.spill_directory)
+        self._aggs = [SortedAggregator(source.memory_entries, directory=self._tmp)
+                      for _ in domains]
+        workers = _AxisWorkers(len(domains))
+
+        def add(agg, col, dom, name):
+            agg.add(_column_offsets(col, dom, name))
+
+        try:
+            rows = 0
+            # reading the next chunk overlaps sorting this one (both release the GIL)
+            for cols in prefetch(iter(source.chunks())):
+                workers.map(add, self._aggs, cols, self._domains, source.columns)
+                rows += len(cols[0]) if cols else 0
+                if progress is not None:
+                    progress(rows)
+            self.rows = rows
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            workers.close()
+
+    def axis(self, a):
+        return prefetch(self._aggs[a].chunks())
+
+    def cells(self, ends):
+        return spilled_cells(self._tmp, self._source.chunks, ends, self._domains,
+                             self._source.columns, self.rows)
+
+    def close(self):
+        for agg in self._aggs:
+            agg.close()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def spilled_cells(directory, chunks, ends, domains, names, rows):
+    """Cells of rows streamed by ``chunks()`` (lists of c integer columns).
+
+    The first pass maps each row to its segment per axis and spills the
+    segments (uint32, c per row) to ``directory`` as it goes, so further
+    passes read the spill instead of the source; a first pass that sees a
+    number of rows other than ``rows`` raises InputError (the source changed).
+    """
+    path = os.path.join(directory, f"cells{len(os.listdir(directory))}.u32")
+    c = len(ends)
+    index = [SegmentIndex(e) for e in ends]
+    done = []
+
+    def first_pass():
+        seen, workers = 0, _AxisWorkers(c)
+        try:
+            with open(path, "wb") as out:
+                for cols in prefetch(iter(chunks())):
+                    seg = np.empty((len(cols[0]), c), dtype=np.uint32)
+                    workers.map(_fill_segments, [seg] * c, range(c), index, cols, domains, names)
+                    seg.tofile(out)
+                    seen += seg.shape[0]
+                    yield seg, None
+        finally:
+            workers.close()
+        if seen != rows:
+            raise InputError(f"the input changed while it was read ({rows} rows, then "
+                             f"{seen}): nothing was written")
+        done.append(True)
+
+    return Cells(lambda: _read_cells(path, c) if done else first_pass())
+
+
+def _fill_segments(seg, a, index, col, domain, name):
+    """Column a of ``seg``: each value's segment (a per-axis worker task)."""
+    seg[:, a] = index.of(_column_offsets(col, domain, name))
+
+
+def _read_cells(path, c):
+    """The spilled cells, CHUNK_ROWS rows at a time (read, not memory-mapped)."""
+    with open(path, "rb") as fh:
+        while True:
+            seg = np.fromfile(fh, dtype=np.uint32, count=CHUNK_ROWS * c)
+            if seg.size == 0:
+                return
+            yield seg.reshape(-1, c), None
+
+
+class ArraySource(RowSource):
+    """Columns held in memory (or memory-mapped ``.npy`` files), read in chunks.
+
+    Parameters
+    ----------
+    columns : sequence of array_like
+        c integer columns of equal length.
+    names : sequence of str, optional
+        Their names (default ``"0"``, ``"1"``, ...).
+    counts : array_like of int, optional
+        Multiplicity of each row (see ``counts=`` of the builders).
+    chunk_rows : int
+        Rows per chunk.
+
+    Examples
+    --------
+    >>> import pydp_synopsis as ps
+    >>> src = ArraySource([[3, 5, 5, 9]], names=["x"], chunk_rows=2)
+    >>> s = ps.IntervalSynopsis.build(src, domain=(0, 15), epsilon=1e6, rng=ps.Rng(seed=1))
+    >>> round(s.count(0, 15))
+    4
+    """
+
+    def __init__(self, columns, names=None, counts=None, chunk_rows=CHUNK_ROWS):
+        self._cols = [np.asarray(col) for col in columns]
+        if not self._cols or len({col.shape for col in self._cols}) != 1 or \
+                self._cols[0].ndim != 1:
+            raise ParameterError("columns must be one or more 1-D arrays of equal length")
+        self.columns = tuple(names) if names is not None else \
+            tuple(str(i) for i in range(len(self._cols)))
+        if len(self.columns) != len(self._cols):
+            raise ParameterError(f"{len(self.columns)} names for {len(self._cols)} columns")
+        self._counts = check_counts(counts, self._cols[0].shape, what="row")
+        self._chunk = max(1, int(chunk_rows))
+
+    def chunks(self):
+        n = self._cols[0].shape[0]
+        for start in range(0, n, self._chunk):
+            yield [np.asarray(col[start:start + self._chunk]) for col in self._cols]
+
+    def prepare(self, domains, progress=None):
+        if self._counts is None:
+            return super().prepare(domains, progress)
+        self.check_dims(domains)
+        return _WeightedArrayPrepared(self, domains)
+
+
+class _WeightedArrayPrepared(Prepared):
+    """An in-memory weighted table: aggregates and cells straight from the arrays."""
+
+    def __init__(self, source, domains):
+        self._offsets = [_column_offsets(col, dom, name) for col, dom, name in
+                         zip(source._cols, domains, source.columns)]
+        self._counts = source._counts
+        self.rows = int(self._counts.sum(dtype=np.int64))
+
+    def axis(self, a):
+        return iter([aggregate(self._offsets[a], self._counts)])
+
+    def cells(self, ends):
+        seg = np.stack([SegmentIndex(e).of(o) for e, o in zip(ends, self._offsets)], axis=1)
+        return Cells.of(seg, self._counts)
+
+
+def as_source(data, counts=None):
+    """``data`` as a :class:`Source`, or None when it is an in-memory array.
+
+    A Source is returned as is; a dask Array, Series or DataFrame becomes a
+    :class:`~pydp_synopsis.sources.dask.DaskSource`.
+
+    Raises
+    ------
+    ParameterError
+        ``counts`` given with a Source (a source carries its own rows).
+    """
+    if not isinstance(data, Source):
+        module = type(data).__module__ or ""
+        if not module.startswith("dask"):
+            return None
+        from .dask import DaskSource
+
+        data = DaskSource(data)
+    if counts is not None:
+        raise ParameterError("counts= weighs the rows of an array; a Source is read as it is "
+                             "(aggregate it with counts= of an ArraySource)")
+    return data

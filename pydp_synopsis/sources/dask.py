@@ -1,0 +1,378 @@
+"""Dask collections as sources: aggregation, shards and cell counts on the cluster.
+
+The builders accept a dask Array (1-D: one column; 2-D: one column per
+axis), Series or DataFrame directly (they wrap it in :class:`DaskSource`),
+and ``shards=k``.  The work is split as follows:
+
+* **On the cluster**, per partition of the collection: the values are checked
+  (integers, no NULL, inside the domain; errors name the column) and
+  aggregated into sorted ``(value, count)`` runs per axis and per shard; the
+  runs of each shard are merged by a tree of tasks.  The driver learns only
+  that the data are valid and the number of rows, and only then charges the
+  budget and draws noise.
+* **Shards** (``shards=k > 1``, :mod:`pydp_synopsis.shards`): each shard's
+  private partition runs in a task on the worker that holds the shard's
+  aggregate, drawing from child stream i of a key drawn fresh from the
+  driver's generator (``Rng.derive``); only the segment ends and their
+  weights travel back.  With one shard the aggregate is streamed to the
+  driver in value ranges and partitioned there with the driver's generator,
+  so ``shards=1`` reproduces the in-memory build exactly.
+* **Cells** (rectangles): per partition, each row's partition cell (the
+  released segment ends are sent to the workers) aggregated into distinct
+  cells with counts; the driver streams those weighted cells into the
+  noisy structure, one partition at a time.
+
+What travels: the public domain, cut points and released segment ends to the
+cluster; validity, row counts, aggregates (one shard's or range's at a time,
+when partitioned on the driver) and cell counts back.  The child keys of a
+sharded build are sent to the workers: anyone who can read the cluster's
+messages can remove that partition's noise, as anyone who can read the
+cluster's data can read the data -- use TLS (``distributed``'s security
+settings) on an untrusted network.
+
+References
+----------
+.. [DASK] Dask documentation, "Delayed" and "Persist" (``dask.persist``,
+   ``to_delayed``); ``distributed.LocalCluster``.
+"""
+import numpy as np
+
+from ..aggregates import SegmentIndex, aggregate, histogram, merge
+from ..errors import InputError, ParameterError
+from ..inputs import parse_scale, to_fixed_point
+from ..partition import Partition, partition_of_chunks
+from ..rectangles.axes import Cells
+from ..shards import partition_sharded, shard_domains, shard_streams
+from .base import Prepared, Source, _column_offsets, prefetch
+
+__all__ = ["DaskSource", "dask_files"]
+
+#: An unsharded axis is streamed to the driver in equal-width value ranges of
+#: about this many aggregate entries each (16 bytes per entry).
+RANGE_ENTRIES = 1 << 22
+
+
+def _kind(data):
+    module = type(data).__module__ or ""
+    name = type(data).__name__
+    if not module.startswith("dask"):
+        return None
+    if name == "Array":
+        return "array"
+    if name == "Series":
+        return "series"
+    if name == "DataFrame":
+        return "frame"
+    return None
+
+
+class DaskSource(Source):
+    """A dask Array, Series or DataFrame, read where it lives.
+
+    Parameters
+    ----------
+    data : dask.array.Array, dask.dataframe.Series or dask.dataframe.DataFrame
+        A 1-D array or a Series is one column; a 2-D array has one column per
+        axis (rechunked to whole rows); a DataFrame's ``columns`` are read.
+    columns : sequence of str, optional
+        DataFrame columns in axis order (default: all); names for an array's
+        columns in messages.
+    scale : str or number, optional
+        Fixed-point scale for decimal columns.
+
+    Notes
+    -----
+    Computations run on the current dask scheduler (a ``distributed.Client``
+    if one is active).  Nothing is computed here.
+
+    Examples
+    --------
+    >>> import dask.array as da, pydp_synopsis as ps
+    >>> x = da.from_array(np.array([3, 5, 5, 9]), chunks=2)
+    >>> s = ps.IntervalSynopsis.build(x, domain=(0, 15), epsilon=1e6, rng=ps.Rng(seed=1),
+    ...                               shards=1)
+    >>> round(s.count(0, 15))
+    4
+    """
+
+    def __init__(self, data, columns=None, *, scale=None):
+        kind = _kind(data)
+        if kind is None:
+            raise ParameterError(f"not a dask Array, Series or DataFrame: {type(data).__name__}")
+        parse_scale(scale)
+        self.scale = scale
+        if kind == "array":
+            if data.ndim == 1:
+                data = data[:, None]
+            elif data.ndim != 2:
+                raise ParameterError(f"a dask array must be 1-D or 2-D, got {data.ndim}-D")
+            data = data.rechunk({1: -1})
+            names = list(columns) if columns else [str(i) for i in range(data.shape[1])]
+            if len(names) != data.shape[1]:
+                raise ParameterError(f"{len(names)} names for {data.shape[1]} columns")
+            self._parts = list(data.to_delayed().ravel())
+            self._convert = ("array", None)
+        elif kind == "series":
+            names = [str(data.name) if data.name is not None else "0"]
+            self._parts = list(data.to_delayed())
+            self._convert = ("series", None)
+        else:
+            names = list(columns) if columns else [str(c) for c in data.columns]
+            missing = [c for c in names if c not in data.columns]
+            if missing:
+                raise InputError(f"the DataFrame has no column {missing[0]!r} (columns: "
+                                 f"{', '.join(map(str, data.columns))[:200]})")
+            self._parts = list(data[names].to_delayed())
+            self._convert = ("frame", names)
+        self.columns = tuple(names)
+
+    def prepare(self, domains, progress=None):
+        self.check_dims(domains)
+        return _DaskPrepared(self, tuple(domains))
+
+
+def _columns_of(part, convert, names, scale):
+    """A computed partition as a list of exact integer columns (errors name the column)."""
+    kind, frame_names = convert
+    if kind == "array":
+        arr = np.asarray(part)
+        raw = [arr[:, j] for j in range(arr.shape[1])]
+    elif kind == "series":
+        raw = [part]
+    else:
+        raw = [part[c] for c in frame_names]
+    out = []
+    for col, name in zip(raw, names):
+        if hasattr(col, "isna"):                      # pandas: NULLs, then numpy
+            if bool(col.isna().any()):
+                raise InputError(f"column {name!r} holds NULL values")
+            col = col.to_numpy()
+        col = np.asarray(col)
+        if col.dtype.kind == "f" and not np.isfinite(col).all():
+            raise InputError(f"column {name!r} holds NULL values (NaN)")
+        out.append(to_fixed_point(col, scale, name))
+    return out
+
+
+def _pass1(part, convert, names, scale, domains):
+    """Per axis, the sorted aggregate of one partition; and its row count."""
+    cols = _columns_of(part, convert, names, scale)
+    return len(cols[0]) if cols else 0, [aggregate(_column_offsets(col, dom, name))
+                                         for col, dom, name in zip(cols, domains, names)]
+
+
+def _summary(result):
+    """Rows and, per axis, aggregate entries of one partition (what the driver learns)."""
+    return result[0], [keys.size for keys, _ in result[1]]
+
+
+def _slice(result, a, start, stop):
+    """The part of a partition's axis-a aggregate with offsets in [start, stop)."""
+    keys, counts = result[1][a]
+    i, j = np.searchsorted(keys, np.array([start, stop], dtype=np.uint64), side="left") \
+        if stop < 1 << 64 else (np.searchsorted(keys, np.uint64(start), side="left"), keys.size)
+    return keys[i:j], counts[i:j]
+
+
+def _merge2(x, y):
+    return merge([x, y])
+
+
+def _tree(items, combine):
+    """A balanced tree of ``combine`` over delayed items (depth log2 n)."""
+    from dask import delayed
+
+    items = list(items)
+    while len(items) > 1:
+        items = [delayed(combine)(items[i], items[i + 1]) if i + 1 < len(items) else items[i]
+                 for i in range(0, len(items), 2)]
+    return items[0]
+
+
+def _shard_partition(agg, shard, shift, epsilon, beta, factor, threshold_size, key, seeded):
+    """Runs on a worker: one shard's partition from its own stream; ends as global offsets.
+    ``shift`` is the shard's first offset from the domain's lo."""
+    from ..rng import Rng
+
+    keys, counts = agg
+    part, weights = partition_of_chunks(iter([(keys - np.uint64(shift), counts)]), shard,
+                                        epsilon, beta, factor, Rng._from_key(key, seeded),
+                                        threshold_size)
+    return part.end_offsets.astype(np.uint64) + np.uint64(shift), weights
+
+
+def _cells(part, convert, names, scale, domains, ends):
+    """Runs on a worker: the partition cells of one partition's rows, with counts."""
+    cols = _columns_of(part, convert, names, scale)
+    seg = np.stack([SegmentIndex(e).of(_column_offsets(col, dom, name))
+                    for col, dom, name, e in zip(cols, domains, names, ends)], axis=1)
+    sizes = [e.size for e in ends]
+    if float(np.prod(np.array(sizes, dtype=float))) < 2.0**63:
+        keys, counts = aggregate(np.ravel_multi_index(tuple(seg.astype(np.int64).T),
+                                                      sizes).astype(np.uint64))
+        seg = np.stack(np.unravel_index(keys.astype(np.int64), sizes), axis=1)
+        return seg.astype(np.uint32), counts
+    uniq, inv = np.unique(seg, axis=0, return_inverse=True)
+    return uniq.astype(np.uint32), histogram(inv.ravel(), None, len(uniq))
+
+
+class _DaskPrepared(Prepared):
+    """Pass 1 persisted on the cluster; partitions and cells computed from it."""
+
+    def __init__(self, source, domains):
+        import dask
+        from dask import delayed
+
+        self._source, self._domains = source, domains
+        tasks = [delayed(_pass1)(p, source._convert, source.columns, source.scale, domains)
+                 for p in source._parts]
+        # held on the workers; validity and the row count reach the driver
+        # before anything is released
+        self._persisted = list(dask.persist(*tasks))
+        summaries = dask.compute(*[delayed(_summary)(p) for p in self._persisted])
+        self.rows = int(sum(rows for rows, _ in summaries))
+        self._entries = [sum(sizes[a] for _, sizes in summaries) for a in range(len(domains))]
+
+    def _range(self, a, start, stop):
+        """The merged aggregate of axis a's offsets in [start, stop) (delayed, on the cluster)."""
+        from dask import delayed
+
+        return _tree([delayed(_slice)(p, a, start, stop) for p in self._persisted], _merge2)
+
+    def _pieces(self, a, k):
+        lo, hi = self._domains[a]
+        return [(s - lo, t - lo + 1) for s, t in shard_domains((lo, hi), min(k, hi - lo + 1))]
+
+    def axis(self, a):
+        """The aggregate of axis a, streamed to the driver one value range at a time."""
+        import dask
+
+        pieces = self._pieces(a, max(1, -(-self._entries[a] // RANGE_ENTRIES)))
+
+        def ranges():
+            for start, stop in pieces:
+                yield dask.compute(self._range(a, start, stop))[0]
+
+        return prefetch(ranges())
+
+    def partition(self, a, domain, epsilon, beta, threshold_factor, rng, shards=1):
+        if shards == 1:
+            return partition_sharded(self.axis(a), domain, 1, epsilon, beta, threshold_factor,
+                                     rng)
+        import dask
+        from dask import delayed
+
+        lo, hi = domain
+        streams = shard_streams(rng)
+        tasks = [delayed(_shard_partition)(self._range(a, start, stop), shard, start, epsilon,
+                                           beta, threshold_factor, hi - lo + 1,
+                                           streams._child_key(i), streams.seeded)
+                 for i, (shard, (start, stop)) in enumerate(zip(shard_domains(domain, shards),
+                                                                self._pieces(a, shards)))]
+        results = dask.compute(*tasks)
+        ends = np.concatenate([r[0] for r in results])
+        weights = np.concatenate([r[1] for r in results])
+        return Partition._checked(ends, lo, hi, epsilon, beta, threshold_factor), weights
+
+    def cells(self, ends):
+        import dask
+        from dask import delayed
+
+        src = self._source
+        ends = [np.ascontiguousarray(e, dtype=np.uint64) for e in ends]
+        tasks = list(dask.persist(*[delayed(_cells)(p, src._convert, src.columns, src.scale,
+                                                    self._domains, ends)
+                                    for p in src._parts]))
+
+        def chunks():
+            for task in tasks:
+                yield dask.compute(task)[0]
+
+        return Cells(lambda: prefetch(chunks()))
+
+    def close(self):
+        self._persisted = None
+
+
+def dask_files(spec, columns, *, scale=None, scheduler=None):
+    """CSV or Parquet files read by dask (``--engine dask``), on ``scheduler`` if given.
+
+    Without a scheduler address a ``distributed.LocalCluster`` of worker
+    processes is started for the build (one per core) and closed with it.
+    """
+    try:
+        import dask.dataframe  # noqa: F401 (the reader of the files, on the cluster)
+        import distributed  # noqa: F401
+    except ImportError:
+        raise InputError("--engine dask needs dask: pip install 'pydp-synopsis[dask]'") from None
+    from .files import expand_paths
+
+    paths, fmt = expand_paths(spec)
+    if fmt not in ("csv", "parquet"):
+        raise InputError(f"--engine dask reads .csv and .parquet files, not .{fmt}")
+    if not columns:
+        raise InputError("name the columns to use (--columns a,b)")
+    return _ClusterSource(paths, fmt, list(columns), scale, scheduler)
+
+
+class _ClusterSource(Source):
+    """Files read by dask on a cluster that lives as long as the build."""
+
+    def __init__(self, paths, fmt, columns, scale, scheduler):
+        self._paths, self._fmt, self.columns = paths, fmt, tuple(columns)
+        self._scale, self._scheduler = scale, scheduler
+        parse_scale(scale)
+
+    def prepare(self, domains, progress=None):
+        import dask.dataframe as dd
+        from distributed import Client, LocalCluster
+
+        self.check_dims(domains)
+        try:
+            if self._scheduler:
+                client = Client(self._scheduler, timeout="5s", set_as_default=True)
+                cluster = None
+            else:
+                cluster = LocalCluster(processes=True, dashboard_address=None)
+                client = Client(cluster, set_as_default=True)
+        except (OSError, TimeoutError) as exc:
+            raise InputError(f"cannot connect to the dask scheduler {self._scheduler}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") \
+                from None
+        try:
+            if self._fmt == "parquet":
+                frame = dd.read_parquet(self._paths, columns=list(self.columns))
+            else:
+                frame = dd.read_csv(self._paths, usecols=list(self.columns),
+                                    dtype={c: "object" for c in self.columns}
+                                    if self._scale else None)
+            prepared = DaskSource(frame, self.columns, scale=self._scale).prepare(domains)
+        except BaseException:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+            raise
+        return _WithClient(prepared, client, cluster)
+
+
+class _WithClient(Prepared):
+    """A prepared dask source that closes its client (and cluster) at the end."""
+
+    def __init__(self, inner, client, cluster):
+        self._inner, self._client, self._cluster = inner, client, cluster
+        self.rows = inner.rows
+
+    def axis(self, a):
+        return self._inner.axis(a)
+
+    def partition(self, *args, **kwargs):
+        return self._inner.partition(*args, **kwargs)
+
+    def cells(self, ends):
+        return self._inner.cells(ends)
+
+    def close(self):
+        self._inner.close()
+        self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()

@@ -1,0 +1,457 @@
+"""File sources: CSV and Parquet files (one file, a glob, a directory), read in chunks.
+
+Readers: pyarrow's streaming readers (``pyarrow.csv.open_csv``,
+``pyarrow.parquet.ParquetFile.iter_batches``; the optional extra
+``pip install 'pydp-synopsis[parquet]'``), chunk by chunk, so memory does
+not grow with the file.  Without pyarrow a CSV file is read whole by
+:func:`pydp_synopsis.inputs.read_columns` (memory O(rows)).  ``.npy`` files
+are memory-mapped and read in chunks; ``.npz`` archives are read whole.
+``engine="duckdb"`` (:func:`duckdb_files`) lets DuckDB read and aggregate
+the files instead (:mod:`pydp_synopsis.sources.sql`).
+
+Every value becomes an exact integer as in :mod:`pydp_synopsis.inputs`:
+integer columns as they are, decimals (strings, doubles) only with
+``scale=10**k``, rounded half to even on their exact value.  Errors name the
+file, the column and the data row, never a value.
+
+References
+----------
+.. [ARROW] Apache Arrow, ``pyarrow.csv.open_csv`` and
+   ``pyarrow.parquet.ParquetFile.iter_batches`` (streaming readers).
+"""
+import csv
+import glob
+import os
+import re
+
+import numpy as np
+
+from ..errors import InputError
+from ..inputs import parse_scale, read_columns, to_fixed_point
+from .base import CHUNK_ROWS, ArraySource, RowSource, _column_offsets
+
+__all__ = ["FORMATS", "expand_paths", "CsvSource", "ParquetSource", "files"]
+
+#: File formats by extension.
+FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy", ".npz": "npz"}
+_GLOB = re.compile(r"[*?\[]")
+_I64_MAX = (1 << 63) - 1
+
+
+def expand_paths(spec):
+    """The input files of ``spec`` and their format, without opening any of them.
+
+    Parameters
+    ----------
+    spec : str, os.PathLike, or a sequence of them
+        A file, a glob (``data/*.parquet``, ``**`` recursive), or a
+        directory (every file of a known format below it, hidden files and
+        names starting with ``_`` skipped, as Spark and Hive write them).
+
+    Returns
+    -------
+    (list of str, str)
+        Sorted paths and the format (``"csv"``, ``"parquet"``, ``"npy"``,
+        ``"npz"``).
+
+    Raises
+    ------
+    InputError
+        Nothing matches, a format is unknown, or the files mix formats.
+
+    Examples
+    --------
+    >>> expand_paths("no/such/*.csv")
+    Traceback (most recent call last):
+    ...
+    pydp_synopsis.errors.InputError: no input file matches 'no/such/*.csv'
+    """
+    specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    paths = []
+    for item in specs:
+        item = os.fspath(item)
+        if os.path.isdir(item):
+            found = []
+            for root, dirs, names in os.walk(item):
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+                found += [os.path.join(root, n) for n in names
+                          if not n.startswith((".", "_")) and _format(n) is not None]
+            if not found:
+                raise InputError(f"directory {item!r} holds no .csv, .parquet, .npy or .npz file")
+            paths += sorted(found)
+        elif _GLOB.search(item):
+            found = sorted(p for p in glob.glob(item, recursive=True) if not os.path.isdir(p))
+            if not found:
+                raise InputError(f"no input file matches {item!r}")
+            paths += found
+        elif os.path.exists(item):
+            paths.append(item)
+        else:
+            raise InputError(f"input file {item!r} does not exist")
+    formats = {_format(p) for p in paths}
+    if None in formats:
+        bad = next(p for p in paths if _format(p) is None)
+        raise InputError(f"{bad}: unknown input format (use .csv, .parquet, .npy or .npz)")
+    if len(formats) != 1:
+        raise InputError(f"the input files mix formats ({', '.join(sorted(formats))}): "
+                         "give one format at a time")
+    return paths, formats.pop()
+
+
+def _format(path):
+    return FORMATS.get(os.path.splitext(path)[1].lower())
+
+
+def _arrow():
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _column_type(domain):
+    """The integer type a column is parsed as: uint64 only for domains above int64."""
+    import pyarrow as pa
+
+    return pa.uint64() if domain[1] > _I64_MAX else pa.int64()
+
+
+_ROW = re.compile(r"data row ([0-9,]+)")
+
+
+def _shift_rows(exc, path, before):
+    """``exc``'s message with its data row counted from the start of ``path``."""
+    text = _ROW.sub(lambda m: f"data row {int(m.group(1).replace(',', '')) + before:,}",
+                    str(exc))
+    return InputError(f"{path}: {text}")
+
+
+def _exact(values, scale, column, path, before):
+    """Integers of a chunk of one column (to_fixed_point), errors located in the file."""
+    try:
+        return to_fixed_point(values, scale, column)
+    except InputError as exc:
+        raise _shift_rows(exc, path, before) from None
+
+
+class _FileSource(RowSource):
+    """Shared by the file sources: paths, columns, scale."""
+
+    def __init__(self, paths, columns, scale=None, chunk_rows=CHUNK_ROWS):
+        self.paths = list(paths)
+        self.columns = tuple(columns)
+        if not self.columns:
+            raise InputError("name the columns to use (--columns a,b)")
+        parse_scale(scale)                      # a bad scale is refused before reading
+        self.scale = scale
+        self.chunk_rows = int(chunk_rows)
+        self._domains = None
+
+    def prepare(self, domains, progress=None):
+        self.check_dims(domains)
+        self._domains = tuple(domains)
+        self.check()
+        return super().prepare(domains, progress)
+
+    def check(self):
+        """Check every file's columns (its header or schema) before reading data."""
+
+
+class CsvSource(_FileSource):
+    """CSV files with a header row, streamed by ``pyarrow.csv.open_csv``.
+
+    Strict as :func:`pydp_synopsis.inputs.read_columns`: every named column
+    present once in every file's header, every row with as many fields as
+    the header (the ragged row is named by its data row); a UTF-8 byte order
+    mark, CRLF line ends and blank lines are tolerated; nothing is a comment.
+
+    Parameters
+    ----------
+    paths : sequence of str
+        As returned by :func:`expand_paths`.
+    columns : sequence of str
+        The columns to read, in axis order.
+    scale : str or number, optional
+        Fixed-point scale (a power of ten) for decimal columns.
+    chunk_rows : int
+        Rows per chunk (pyarrow's block size adapts to it).
+    """
+
+    def check(self):
+        for path in self.paths:
+            header = _csv_header(path)
+            for c in self.columns:
+                if c not in header:
+                    names = ", ".join(header)
+                    raise InputError(f"{path}: no column {c!r} in the header (columns: "
+                                     f"{names[:200]}{'...' if len(names) > 200 else ''})")
+                if header.count(c) > 1:
+                    raise InputError(f"{path}: the header names column {c!r} more than once")
+
+    def chunks(self):
+        for path in self.paths:
+            yield from self._file_chunks(path)
+
+    def _file_chunks(self, path):
+        import pyarrow as pa
+
+        text = {c: pa.string() for c in self.columns}
+        if self.scale is not None:      # decimals: parsed exactly from their digits
+            before = 0
+            for cols, n in self._batches(path, text):
+                yield [_exact(col, self.scale, name, path, before)
+                       for col, name in zip(cols, self.columns)]
+                before += n
+            return
+        types = {c: _column_type(d) for c, d in zip(self.columns, self._domains)}
+        try:
+            for cols, _ in self._batches(path, types):
+                yield cols
+        except _Conversion:
+            self._diagnose(path, text)
+
+    def _diagnose(self, path, text):
+        """A value is no integer of its column's type: find it, reading the file as text,
+        and raise the error naming its column and row (never the value)."""
+        before = 0
+        for cols, n in self._batches(path, text):
+            for col, name, dom in zip(cols, self.columns, self._domains):
+                exact = _exact(col, None, name, path, before)
+                _column_offsets(exact, dom, name)
+            before += n
+        raise InputError(f"{path}: a column is not readable as integers")
+
+    def _batches(self, path, types):
+        """``(columns, rows)`` per batch; NULL (empty) fields and ragged rows refused."""
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+
+        read = pacsv.ReadOptions(block_size=max(1 << 16, self.chunk_rows * 16))
+        convert = pacsv.ConvertOptions(include_columns=list(self.columns), column_types=types,
+                                       strings_can_be_null=True)
+        before = 0
+        try:
+            reader = pacsv.open_csv(path, read_options=read, convert_options=convert)
+            for batch in reader:
+                cols = [batch.column(name) for name in self.columns]
+                for col, name in zip(cols, self.columns):
+                    if col.null_count:
+                        row = before + int(np.flatnonzero(
+                            np.asarray(col.is_null(), dtype=bool))[0]) + 1
+                        raise InputError(f"{path}: column {name!r}, data row {row:,}: an empty "
+                                         f"field (NULL) is not a number")
+                yield [c.to_numpy(zero_copy_only=False) for c in cols], batch.num_rows
+                before += batch.num_rows
+        except pa.ArrowInvalid as exc:
+            text = str(exc)
+            if "conversion error" in text:
+                raise _Conversion() from None
+            if "parse error" in text or "Expected" in text:
+                raise InputError(f"{path}: {_ragged_row(path, read)} has a different number of "
+                                 f"fields than the header") from None
+            raise InputError(f"{path}: not a readable CSV file ({type(exc).__name__})") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") \
+                from None
+
+
+class _Conversion(Exception):
+    """pyarrow could not parse a column as its integer type."""
+
+
+def _csv_header(path):
+    """The header row's names (the UTF-8 byte order mark dropped); errors name the file."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            header = next(csv.reader(fh), None)
+    except csv.Error as exc:
+        raise InputError(f"{path}: the header row is not valid CSV ({exc})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: the header row is not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if not header:
+        raise InputError(f"{path}: empty CSV file (a header row naming the columns is required)")
+    return [h.strip() for h in header]
+
+
+def _ragged_row(path, read):
+    """Which data row of ``path`` has the wrong number of fields (a single-threaded re-read:
+    pyarrow numbers rows only then)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    found = []
+
+    def handler(row):
+        found.append(row.number)
+        return "error"
+
+    try:
+        pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=read.block_size,
+                                                            use_threads=False),
+                       parse_options=pacsv.ParseOptions(invalid_row_handler=handler))
+    except pa.ArrowInvalid:
+        pass
+    if found and found[0] is not None:
+        return f"data row {found[0] - 1:,}"     # pyarrow counts the header as row 1
+    return "a row"
+
+
+class ParquetSource(_FileSource):
+    """Parquet files, streamed by ``pyarrow.parquet.ParquetFile.iter_batches``.
+
+    Integer columns are read as they are; doubles and decimals need
+    ``scale`` unless every value is integral (converted from their exact
+    value); strings are parsed as decimals.  NULLs are refused.
+    """
+
+    def check(self):
+        import pyarrow as pa
+
+        for path in self.paths:
+            schema = self._file(path).schema_arrow
+            for c in self.columns:
+                if schema.get_field_index(c) < 0:
+                    names = ", ".join(schema.names)
+                    raise InputError(f"{path}: no column {c!r} (columns: {names[:200]})")
+                t = schema.field(c).type
+                if not (pa.types.is_integer(t) or pa.types.is_floating(t) or
+                        pa.types.is_decimal(t) or pa.types.is_string(t) or
+                        pa.types.is_large_string(t)):
+                    raise InputError(f"{path}: column {c!r} has type {t}, not a number")
+
+    @staticmethod
+    def _file(path):
+        import pyarrow.parquet as pq
+
+        try:
+            # no pre-buffering: pyarrow would otherwise hold whole row groups
+            # of every column read (hundreds of MB), not one batch
+            return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or 'not a Parquet file'})") \
+                from None
+        except Exception as exc:   # pyarrow.ArrowInvalid and friends: not a Parquet file
+            raise InputError(f"{path}: not a Parquet file ({type(exc).__name__})") from None
+
+    def chunks(self):
+        import pyarrow as pa
+
+        for path in self.paths:
+            before = 0
+            for batch in self._file(path).iter_batches(batch_size=self.chunk_rows,
+                                                       columns=list(self.columns)):
+                cols = []
+                for name in self.columns:
+                    col = batch.column(name)
+                    if col.null_count:
+                        raise InputError(f"{path}: column {name!r} holds NULL values")
+                    if pa.types.is_integer(col.type) and self.scale is None:
+                        cols.append(col.to_numpy())
+                        continue
+                    if pa.types.is_decimal(col.type):
+                        col = col.cast(pa.string())
+                    values = col.to_numpy(zero_copy_only=False)
+                    cols.append(_exact(values, self.scale, name, path, before))
+                before += batch.num_rows
+                yield cols
+
+
+def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, **options):
+    """A :class:`~pydp_synopsis.sources.Source` over files: CSV, Parquet, ``.npy``, ``.npz``.
+
+    Parameters
+    ----------
+    spec : str or sequence of str
+        A file, a glob or a directory (:func:`expand_paths`); nothing is
+        opened here.
+    columns : sequence of str
+        Column names in axis order (array names for ``.npz``, indices for a
+        2-D ``.npy``; a 1-D ``.npy`` is its one column).
+    scale : str or number, optional
+        Fixed-point scale for decimals (``"1e6"``).
+    engine : {"local", "duckdb"}
+        ``"local"``: pyarrow's streaming readers in this process;
+        ``"duckdb"``: DuckDB reads and aggregates the CSV or Parquet files
+        (:func:`pydp_synopsis.sources.sql.duckdb_files`).
+    chunk_rows : int
+        Rows per chunk.
+    **options
+        For ``engine="duckdb"``: ``memory_limit``, ``threads``,
+        ``temp_directory`` (DuckDB settings).
+
+    Returns
+    -------
+    Source
+
+    Examples
+    --------
+    >>> src = files("no/such/dir/", ["x"])
+    Traceback (most recent call last):
+    ...
+    pydp_synopsis.errors.InputError: input file 'no/such/dir/' does not exist
+    """
+    paths, fmt = expand_paths(spec)
+    columns = [c.strip() for c in columns if c.strip()] if columns else []
+    if engine == "duckdb":
+        if fmt not in ("csv", "parquet"):
+            raise InputError(f"engine duckdb reads .csv and .parquet files, not .{fmt}")
+        from .sql import duckdb_files
+
+        return duckdb_files(paths, fmt, columns, scale=scale, chunk_rows=chunk_rows, **options)
+    if engine != "local":
+        raise InputError(f"engine {engine!r} does not read files here (local or duckdb)")
+    if fmt in ("csv", "parquet") and _arrow():
+        cls = CsvSource if fmt == "csv" else ParquetSource
+        return cls(paths, columns, scale=scale, chunk_rows=chunk_rows)
+    if fmt == "parquet":
+        raise InputError("reading Parquet needs pyarrow: pip install 'pydp-synopsis[parquet]'")
+    return _WholeFiles(paths, columns, scale, fmt, chunk_rows)
+
+
+class _WholeFiles(RowSource):
+    """Files read one whole file at a time (.npz; CSV without pyarrow), .npy memory-mapped."""
+
+    def __init__(self, paths, columns, scale, fmt, chunk_rows):
+        self.paths, self.scale, self.fmt, self.chunk_rows = paths, scale, fmt, chunk_rows
+        parse_scale(scale)
+        if not columns and fmt != "npy":
+            raise InputError("name the columns to use (--columns a,b)")
+        self._names = list(columns)
+        if not columns:     # a .npy file: its columns, from its header only
+            arr = np.load(paths[0], mmap_mode="r", allow_pickle=False)
+            columns = ["0"] if arr.ndim == 1 else [str(i) for i in range(arr.shape[1])]
+        self.columns = tuple(columns)
+
+    def chunks(self):
+        for path in self.paths:
+            if self.fmt == "npy":
+                yield from self._npy_chunks(path)
+                continue
+            cols = read_columns(path, self._names, scale=self.scale)
+            yield from ArraySource(cols, names=self.columns, chunk_rows=self.chunk_rows).chunks()
+
+    def _npy_chunks(self, path):
+        try:
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: cannot read ({exc})") from None
+        if arr.ndim == 1:
+            if self.columns != ("0",):
+                raise InputError(f"{path}: a 1-D .npy file has one column; name it 0 or omit "
+                                 "--columns")
+            arr = arr[:, None]
+        elif arr.ndim != 2:
+            raise InputError(f"{path}: expected a 1-D or 2-D array, got {arr.ndim}-D")
+        idx = []
+        for c in self.columns:
+            if not c.isdigit() or int(c) >= arr.shape[1]:
+                raise InputError(f"{path}: columns of a .npy array are 0..{arr.shape[1] - 1}, "
+                                 f"got {c!r}")
+            idx.append(int(c))
+        for start in range(0, arr.shape[0], self.chunk_rows):
+            block = np.asarray(arr[start:start + self.chunk_rows])
+            yield [_exact(block[:, j], self.scale, name, path, start)
+                   for j, name in zip(idx, self.columns)]
