@@ -12,6 +12,9 @@ so the value is that child's).  The floors are measured in the same run:
 * CSV, 10^7 rows x 2 integer columns: ``pandas.read_csv`` of the same two columns, against
   the 2-column build (target <= 3x); peak RSS against 1 GiB.
 * Weighted input: ``build(v, counts=c)`` against ``build(np.repeat(v, c))``.
+* Dask: the same Parquet files as a dask Series on a ``distributed.LocalCluster`` of 2
+  worker processes (1 thread each), with 1 and 2 public shards: time against the
+  one-process 1-column build, the driver's peak RSS and each worker's.
 
 The data (uniform 32-bit values: ~10^8 distinct in column a, the worst case for sorting
 and for the partition; seconds of one year in column b; 2^20 distinct values in the
@@ -114,6 +117,22 @@ def task(name, args):
         else:
             syn = ps.RectangleSynopsis.build(src, domain=[A_DOMAIN, B_DOMAIN], epsilon=1)
             out["cells"] = syn.num_nodes
+    elif name == "dask_1":
+        import dask.dataframe as dd
+        import distributed
+
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
+            series = dd.read_parquet(f"{args['path']}/*.parquet", columns=["a"])["a"]
+            start = time.perf_counter()
+            syn = ps.IntervalSynopsis.build(series, domain=A_DOMAIN, epsilon=1,
+                                            shards=args["shards"])
+            out["seconds"] = time.perf_counter() - start
+            out["segments"] = len(syn)
+            out["worker_rss"] = sorted(client.run(
+                lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024).values())
+        return out
     elif name == "pushdown":
         src = sources.SqlSource(f"duckdb:///{args['path']}", ["x"], table="t",
                                 memory_limit="400MB", threads=2)
@@ -167,6 +186,8 @@ def row(label, result, floor=None, target=None):
         return
     ratio = f"{result['seconds'] / floor:6.2f}x" if floor else "       "
     rss = f"{result['rss'] / GIB:6.2f} GiB"
+    if "worker_rss" in result:
+        rss += " (workers " + ", ".join(f"{w / GIB:.2f}" for w in result["worker_rss"]) + " GiB)"
     extra = target or ""
     print(f"  {label:<44} {result['seconds']:8.1f} s {ratio} {rss}  {extra}")
 
@@ -180,7 +201,8 @@ def main():
     p.add_argument("--parquet-rows", default="1e8")
     p.add_argument("--csv-rows", default="1e7")
     p.add_argument("--pushdown", default="1e7,1e8,1e9", help="DuckDB table sizes")
-    p.add_argument("--skip", default="", help="comma list of: weighted,parquet,pushdown,csv")
+    p.add_argument("--skip", default="", help="comma list of: weighted,parquet,dask,pushdown,csv")
+    p.add_argument("--distinct", default="1e6", help="distinct values of the weighted input")
     p.add_argument("--quick", action="store_true", help="10x smaller everywhere")
     p.add_argument("--workdir", help="where to generate data (default: a temporary directory)")
     p.add_argument("--task")
@@ -199,7 +221,7 @@ def main():
     print(f"# bench_scale: data under {work} (removed at the end); {os.cpu_count()} cores")
     try:
         if "weighted" not in skip:
-            distinct, mean = 10**6 // scale, 100
+            distinct, mean = parse_sizes(a.distinct)[0] // scale, 100
             print(f"\n## weighted input: {distinct:,} distinct values, geometric counts of mean "
                   f"{mean} (~{distinct * mean:,} items), IntervalSynopsis, eps = 1")
             rep = run("repeated", distinct=distinct, mean=mean)
@@ -220,6 +242,12 @@ def main():
             row("1-column build (--engine duckdb)", run("parquet_1", path=path, engine="duckdb"), f)
             row("2-column build (local engine)", run("parquet_2", path=path), None,
                 "target <= 60 s, RSS <= 2 GiB")
+            if "dask" not in skip:
+                single = run("parquet_1", path=path)
+                row("1-column build, one process [floor]", single)
+                for shards in (1, 2):
+                    row(f"1-column, dask LocalCluster 2 workers, shards={shards}",
+                        run("dask_1", path=path, shards=shards), single.get("seconds"))
             shutil.rmtree(path, ignore_errors=True)
         if "pushdown" not in skip:
             print("\n## DuckDB table generated with range(): 1-column build by pushdown "

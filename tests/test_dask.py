@@ -136,3 +136,48 @@ def test_a_scheduler_that_is_down_is_named(tmp_path):
     with pytest.raises(InputError, match="cannot connect to the dask scheduler tcp://127.0.0.1:9"):
         ps.IntervalSynopsis.build(src, domain=(0, 9), epsilon=1, budget=budget)
     assert budget.remaining == 1
+
+
+def _die_once(frame, marker):
+    """Kill this worker process the first time any partition runs (a lost worker)."""
+    import os
+
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)
+    return frame
+
+
+def _die_always(frame):
+    import os
+
+    os._exit(1)
+
+
+def test_a_lost_worker_is_retried_and_the_release_is_unchanged(client, data, tmp_path):
+    x, _ = data
+    frame = dd.from_pandas(pd.DataFrame({"x": x}), npartitions=4)
+    frame = frame.map_partitions(_die_once, str(tmp_path / "died"), meta={"x": "i8"})
+    got = ps.IntervalSynopsis.build(frame["x"], domain=DOMAIN[0], epsilon=1, rng=ps.Rng(seed=8),
+                                    shards=2)
+    assert (tmp_path / "died").exists()                      # a worker really died
+    expect = ps.IntervalSynopsis.build(x, domain=DOMAIN[0], epsilon=1, rng=ps.Rng(seed=8),
+                                       shards=2)
+    assert record(got) == record(expect)
+
+
+def test_workers_dying_on_every_retry_fail_cleanly_before_any_budget(data):
+    import dask
+
+    x, _ = data
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        frame = dd.from_pandas(pd.DataFrame({"x": x}), npartitions=3)
+        frame = frame.map_partitions(_die_always, meta={"x": "i8"})
+        budget, rng, fresh = ps.Budget(2), ps.Rng(seed=2), ps.Rng(seed=2)
+        with pytest.raises(InputError, match="workers died on every retry; nothing was released"):
+            ps.IntervalSynopsis.build(frame["x"], domain=DOMAIN[0], epsilon=1, rng=rng,
+                                      budget=budget, shards=2)
+    assert budget.remaining == 2 and rng.random_uint64() == fresh.random_uint64()

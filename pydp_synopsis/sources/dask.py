@@ -52,6 +52,24 @@ __all__ = ["DaskSource", "dask_files"]
 RANGE_ENTRIES = 1 << 22
 
 
+def _compute(*tasks):
+    """``dask.compute(*tasks)``; a task whose workers all died becomes one InputError.
+
+    Dask retries a task whose worker dies (``distributed.scheduler.allowed-failures``
+    times); when every retry dies it raises ``KilledWorker``.  Nothing has been
+    released then: the build stops here, naming the cluster, not the data.
+    """
+    import dask
+
+    try:
+        return dask.compute(*tasks)
+    except Exception as exc:
+        if type(exc).__name__ != "KilledWorker":
+            raise
+        raise InputError("the dask cluster lost a task: its workers died on every retry; "
+                         "nothing was released") from None
+
+
 def _kind(data):
     module = type(data).__module__ or ""
     name = type(data).__name__
@@ -229,7 +247,7 @@ class _DaskPrepared(Prepared):
         # held on the workers; validity and the row count reach the driver
         # before anything is released
         self._persisted = list(dask.persist(*tasks))
-        summaries = dask.compute(*[delayed(_summary)(p) for p in self._persisted])
+        summaries = _compute(*[delayed(_summary)(p) for p in self._persisted])
         self.rows = int(sum(rows for rows, _ in summaries))
         self._entries = [sum(sizes[a] for _, sizes in summaries) for a in range(len(domains))]
 
@@ -245,13 +263,11 @@ class _DaskPrepared(Prepared):
 
     def axis(self, a):
         """The aggregate of axis a, streamed to the driver one value range at a time."""
-        import dask
-
         pieces = self._pieces(a, max(1, -(-self._entries[a] // RANGE_ENTRIES)))
 
         def ranges():
             for start, stop in pieces:
-                yield dask.compute(self._range(a, start, stop))[0]
+                yield _compute(self._range(a, start, stop))[0]
 
         return prefetch(ranges())
 
@@ -259,7 +275,6 @@ class _DaskPrepared(Prepared):
         if shards == 1:
             return partition_sharded(self.axis(a), domain, 1, epsilon, beta, threshold_factor,
                                      rng)
-        import dask
         from dask import delayed
 
         lo, hi = domain
@@ -269,7 +284,7 @@ class _DaskPrepared(Prepared):
                                            streams._child_key(i), streams.seeded)
                  for i, (shard, (start, stop)) in enumerate(zip(shard_domains(domain, shards),
                                                                 self._pieces(a, shards)))]
-        results = dask.compute(*tasks)
+        results = _compute(*tasks)
         ends = np.concatenate([r[0] for r in results])
         weights = np.concatenate([r[1] for r in results])
         return Partition._checked(ends, lo, hi, epsilon, beta, threshold_factor), weights
@@ -286,7 +301,7 @@ class _DaskPrepared(Prepared):
 
         def chunks():
             for task in tasks:
-                yield dask.compute(task)[0]
+                yield _compute(task)[0]
 
         return Cells(lambda: prefetch(chunks()))
 

@@ -1,0 +1,33 @@
+"""Short tier of benchmarks/bench_scale.py: every measurement runs end to end on tiny inputs.
+
+The full run (10^8-row Parquet, 10^9-row DuckDB table, 10^7-row CSV, a dask LocalCluster)
+takes ~20 minutes and is run by hand; this checks that each of its tasks still works
+(no row reports an error) and that it prints the floors and targets it compares with.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("duckdb")
+pytest.importorskip("pyarrow")
+pytest.importorskip("pandas")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_every_scale_measurement_runs_on_tiny_inputs(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
+    proc = subprocess.run(
+        [sys.executable, os.path.join(HERE, "bench_scale.py"), "--parquet-rows", "40000",
+         "--csv-rows", "20000", "--pushdown", "20000,40000", "--distinct", "2000",
+         "--skip", "dask", "--workdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "error" not in out, out
+    for fragment in ("[floor]", "target <= 1.5x", "target <= 60 s", "flat in n",
+                     "target <= 3x", "build(v, counts=c)"):
+        assert fragment in out, out
+    assert os.listdir(tmp_path) == []                      # the generated data is removed
