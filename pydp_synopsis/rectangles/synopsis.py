@@ -10,8 +10,12 @@ from collections import namedtuple
 
 import numpy as np
 
+from fractions import Fraction
+
 from .. import persist
+from ..accounting import check_delta_or_zero
 from ..budget import charge, describe
+from ..counters import check_pure_epsilon, state_delta
 from ..errorbars import assemble, noise_std
 from ..errors import FormatError, ParameterError
 from ..params import check_beta, check_bool, check_choice, check_int, exact_epsilon
@@ -74,6 +78,9 @@ class RectangleSynopsis:
         As built.
     epsilon, epsilon_partition : Fraction
         Total privacy loss; that of the c partitions.
+    delta, pure_epsilon : Fraction
+        The delta asked for (0: pure; multi-tree only) and the pure epsilon
+        also achieved (``epsilon`` when ``delta == 0``).
     epsilon_intermediate, epsilon_final, scales
         Privacy loss and noise scales of the structure's two levels: the
         multi-tree's intermediate (0 when uncounted or when one scale serves
@@ -113,7 +120,7 @@ class RectangleSynopsis:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
-              structure="auto", budget=None, **tuning):
+              structure="auto", budget=None, delta=0, **tuning):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
@@ -140,7 +147,19 @@ class RectangleSynopsis:
             "auto": the multi-tree for c = 1, ``config="dnrr"`` or a
             multi-tree option, else the adaptive grid.
         budget : Budget, optional
-            Charged ``epsilon`` after every check, before any noise is drawn.
+            Charged ``(epsilon, delta)`` after every check, before any noise is drawn.
+        delta : float or Fraction
+            In ``[0, 1)``; 0 (default) is pure epsilon-DP.  ``delta > 0`` is
+            accepted by the multi-tree only (``structure="multitree"``,
+            ``config="dnrr"``, c = 1 or a multi-tree option): each node group
+            of ``S`` nodes per point (Claim 3.3) gets the scale ``min(S / e,
+            lambda)``, lambda calibrated to the l2 sensitivity ``sqrt(S)``
+            ([APT2]_ section 5.2, Lemma 5.5, Theorem 1.3; [KOV15]_ Theorem
+            3.5); with a final share the two groups split delta in
+            proportion to their epsilon.  The partitions stay pure.  The
+            synopsis is then ``(epsilon, delta)``-DP and
+            :attr:`pure_epsilon`-DP.  The adaptive grid refuses it: one point
+            moves one cell per level, where the l2 calibration cannot help.
         **tuning
             The options below.  Each starts at the value of the profile the
             structure and ``config`` select (``ADAPTIVE_2D``, ``ADAPTIVE``,
@@ -185,6 +204,13 @@ class RectangleSynopsis:
         -------
         RectangleSynopsis
 
+        References
+        ----------
+        .. [APT2] J. D. Andersson, R. Pagh, S. Torkamani, "Count on Your
+           Elders: Laplace vs Gaussian Noise", section 5.2.
+        .. [KOV15] P. Kairouz, S. Oh, P. Viswanath, "The Composition Theorem
+           for Differential Privacy", ICML 2015, Theorem 3.5.
+
         Raises
         ------
         TypeError, ParameterError, DomainError
@@ -214,11 +240,16 @@ class RectangleSynopsis:
         check_choice(config, "config", _CONFIGS)
         check_choice(structure, "structure", _STRUCTURES)
         eps = exact_epsilon(epsilon)
+        dlt = check_delta_or_zero(delta)
         beta = check_beta(beta)
         arr, offsets, domain = check_points(points, domain)
         c = len(domain)
         opts = options.resolve(config, structure, c, tuning)
         mechanism = _MECHANISMS[opts.structure]
+        if dlt and mechanism is not MultiTree:
+            raise ParameterError("delta must be 0 for the adaptive grid: delta in (0, 1) is accepted "
+                                 "by the multi-tree only (structure='multitree', config='dnrr', or "
+                                 "one axis)")
         if mechanism is MultiTree and len(offsets) > MAX_POINTS:
             # a declared public limit, like the domain (README, "Privacy guarantees")
             raise ParameterError("structure='multitree' takes at most 2**32 - 1 points "
@@ -233,15 +264,19 @@ class RectangleSynopsis:
         mechanism.check_noise(eps_tree, split)
         rng = resolve_rng(rng)
         charge(budget, c * eps_axis + eps_tree,
-               describe("RectangleSynopsis", domain=domain, epsilon=c * eps_axis + eps_tree))
+               describe("RectangleSynopsis", domain=domain, epsilon=c * eps_axis + eps_tree,
+                        **({"delta": dlt} if dlt else {})), dlt)
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
                                          opts.threshold_factor, rng, mechanism.segment_dtype)
-        return cls._from_parts(axes, mechanism.build(axes, segs, n_hat, eps_tree, split, opts, rng),
-                               config)
+        extra = {"delta": dlt} if dlt else {}
+        return cls._from_parts(axes, mechanism.build(axes, segs, n_hat, eps_tree, split, opts, rng,
+                                                     **extra), config)
 
     def __repr__(self):
         # public facts and released sizes only (never the number of points)
-        return (f"RectangleSynopsis(domain={self.domain}, epsilon={self.epsilon}, "
+        dlt = (f", delta={float(self.delta):.3g}, pure_epsilon={float(self.pure_epsilon):.6g}"
+               if self.delta else "")
+        return (f"RectangleSynopsis(domain={self.domain}, epsilon={self.epsilon}{dlt}, "
                 f"structure={self.structure!r}, nodes={self.num_nodes})")
 
     # ------------------------------------------------------------- attributes
@@ -299,6 +334,26 @@ class RectangleSynopsis:
     def epsilon(self):
         """Total privacy loss: partitions plus both levels (at most the epsilon asked)."""
         return self.epsilon_partition + self.epsilon_intermediate + self.epsilon_final
+
+    @property
+    def delta(self):
+        """The delta asked for (Fraction; 0: pure epsilon-DP, always for the adaptive grid).
+
+        References
+        ----------
+        .. [APT2] Andersson, Pagh, Torkamani, "Count on Your Elders", section 5.2,
+           Lemma 5.5, Theorem 1.3.
+        .. [KOV15] Kairouz, Oh, Viswanath, ICML 2015, Theorem 3.5.
+        """
+        return getattr(self._mechanism, "delta", Fraction(0))
+
+    @property
+    def pure_epsilon(self):
+        """The pure epsilon achieved: the partitions' plus ``S_int / b_int + S_fin / b_fin``
+        (Fraction; :attr:`epsilon` when ``delta == 0``)."""
+        if not self.delta:
+            return self.epsilon
+        return self.epsilon_partition + self._mechanism.pure_epsilon
 
     @property
     def scales(self):
@@ -594,7 +649,9 @@ class RectangleSynopsis:
         axes_meta, arrays = self._axes.record()
         meta, structure_arrays = self._mechanism.record()
         meta.update(axes_meta, format=_FORMAT, beta=self.beta, config=self.config,
-                    threshold_factor=self.threshold_factor)
+                    threshold_factor=self.threshold_factor,
+                    delta=list(self.delta.as_integer_ratio()),
+                    pure_epsilon=list(self.pure_epsilon.as_integer_ratio()))
         arrays.update(structure_arrays)
         return _KIND, meta, arrays, None
 
@@ -609,7 +666,13 @@ class RectangleSynopsis:
                 raise FormatError("rectangle synopsis record has an invalid beta or config")
             axes = Axes.from_record(meta, arrays, beta, float(meta.get("threshold_factor", 3.0)))
             mechanism = _MECHANISMS[meta.get("structure", "multitree")]
-            return cls._from_parts(axes, mechanism.from_record(meta, arrays, axes), config)
+            delta = state_delta(meta)      # absent (release 0.1): 0
+            if delta and mechanism is not MultiTree:
+                raise FormatError("rectangle synopsis record: delta > 0 for an adaptive grid")
+            extra = {"delta": delta} if delta else {}
+            syn = cls._from_parts(axes, mechanism.from_record(meta, arrays, axes, **extra), config)
+            check_pure_epsilon(meta, syn.pure_epsilon, delta)
+            return syn
         except FormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
