@@ -340,6 +340,14 @@ class IntervalSynopsis:
         """Inclusive ``(lo, hi)`` of the domain."""
         return self.partition.domain
 
+    @property
+    def noise_scale(self):
+        """The discrete Laplace scale of every released node (a Fraction): ``S /
+        epsilon_tree`` (``S`` = the levels ``L``, or the kary height ``h``), or its
+        l2 calibration ``min(S / epsilon_tree, lambda)`` with ``delta > 0``.
+        ``pure_epsilon == epsilon_partition + S / noise_scale``."""
+        return self._scale
+
     def __len__(self):
         """Number of segments ``m`` of the partition."""
         return len(self.partition)
