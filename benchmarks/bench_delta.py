@@ -2,7 +2,7 @@
 
 Run from the repository root after building in place::
 
-    python benchmarks/bench_delta.py            # about a minute on 2 cores
+    python benchmarks/bench_delta.py            # about 4 s on 2 cores
     python benchmarks/bench_delta.py --quick    # smaller n and fewer queries
 
 For eps = 1 and delta = 1e-6 (Andersson, Pagh, Torkamani, "Count on Your
@@ -14,7 +14,8 @@ item moves, and the measured RMSE of random queries of the same seeded data:
 * interval synopsis (default options) over domains 2^16, 2^32, 2^64,
   n = 10^5 values, random intervals;
 * rectangle multi-tree, 2-D and 3-D: the default multi-tree options
-  (``structure="multitree"``) and DNRR's configuration (``config="dnrr"``),
+  (``structure="multitree"``) and DNRR's configuration (``config="dnrr"``;
+  in 2-D also unpruned, ``prune=None``),
   n = 2*10^4 points over 2^20 per axis, random rectangles;
 * tree counters (binary; k-ary k = 19) at T = 2^20 on a Bernoulli(1/2)
   stream: RMSE of every prefix count.
@@ -90,8 +91,10 @@ def rectangles(n, q, runs):
         a, b = gen.integers(0, hi, (q, c), endpoint=True), gen.integers(0, hi, (q, c), endpoint=True)
         lo_q, hi_q = np.minimum(a, b), np.maximum(a, b)
         truth = _rect_truth(pts, lo_q, hi_q)
-        for label, extra in (("default multitree", {"structure": "multitree"}),
-                             ("DNRR", {"config": "dnrr"})):
+        configs = [("default multitree", {"structure": "multitree"}), ("DNRR", {"config": "dnrr"})]
+        if c == 2:     # DNRR prunes below ln(N/beta) scales; unpruned shows the node noise alone
+            configs.append(("DNRR unpruned", {"config": "dnrr", "prune": None}))
+        for label, extra in configs:
             err, scale, last = {}, {}, {}
             for d in (0, DELTA):
                 sq = []
