@@ -24,7 +24,6 @@ References
    for Differentially Private Histograms", VLDB 2013 (the choice of fanout).
 """
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -88,6 +87,7 @@ def noise_scale(levels, epsilon, delta=0):
 
     Examples
     --------
+    >>> from fractions import Fraction
     >>> noise_scale(3, Fraction(1, 2))
     Fraction(6, 1)
     """
