@@ -24,11 +24,11 @@ References
    for Differentially Private Histograms", VLDB 2013 (the choice of fanout).
 """
 import math
-from fractions import Fraction
 
 import numpy as np
 
 from ._core import check, f64, ffi, i64, lib, u64
+from .accounting import unit_shift_scale
 from .params import scale_parts
 
 __all__ = ["ESTIMATORS", "MAX_COEF_WORK", "tree_shape", "noise_scale", "noisy_tree",
@@ -76,18 +76,25 @@ def tree_shape(m, fanout=2):
     return int(levels[0]), int(nodes[0])
 
 
-def noise_scale(levels, epsilon):
-    """Discrete Laplace scale ``L / epsilon`` of every node: epsilon-DP for sensitivity ``L``.
+def noise_scale(levels, epsilon, delta=0):
+    """Discrete Laplace scale of every node: ``L / epsilon`` (epsilon-DP for sensitivity ``L``).
+
+    With ``delta > 0`` (a checked Fraction), ``min(L / epsilon, lambda)``
+    with lambda calibrated to the l2 sensitivity ``sqrt(L)``
+    (:func:`~pydp_synopsis.accounting.unit_shift_scale`; Andersson, Pagh,
+    Torkamani, "Count on Your Elders", Lemma 5.5 and Theorem 1.3):
+    ``(epsilon, delta)``-DP and ``L / scale``-DP.
 
     Examples
     --------
+    >>> from fractions import Fraction
     >>> noise_scale(3, Fraction(1, 2))
     Fraction(6, 1)
     """
-    return Fraction(levels) / epsilon
+    return unit_shift_scale(levels, epsilon, delta)
 
 
-def noisy_tree(counts, fanout, epsilon, rng):
+def noisy_tree(counts, fanout, epsilon, rng, delta=0):
     """Release the tree over segment counts: every node's count plus discrete Laplace noise.
 
     Parameters
@@ -100,6 +107,8 @@ def noisy_tree(counts, fanout, epsilon, rng):
         Privacy parameter of the release (exact, checked by the caller).
     rng : Rng
         The generator; one draw per node, leaves first, level by level.
+    delta : Fraction
+        0 (pure) or in (0, 1): the node scale is :func:`noise_scale` ``(L, epsilon, delta)``.
 
     Returns
     -------
@@ -115,7 +124,7 @@ def noisy_tree(counts, fanout, epsilon, rng):
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     m = counts.size
     levels, n_nodes = tree_shape(m, fanout)
-    t, s = scale_parts(noise_scale(levels, epsilon))
+    t, s = scale_parts(noise_scale(levels, epsilon, delta))
     nodes = np.empty(n_nodes, dtype=np.int64)
     with rng.native() as p:
         check(lib.pds_tree_build(p, i64(counts), m, fanout, t, s, i64(nodes), n_nodes),

@@ -394,6 +394,27 @@ register(Mechanism(
         Pair("count limit 2^62", [2**62 - 1, 0], [2**62, 0]),
     ),
 ))
+# (epsilon, delta): h = 3 (T = 4), eps = 2, delta = 0.6, where the l2-calibrated scale
+# (1.40) is below the pure one (1.5).  The release is also pure_epsilon = 3 / scale
+# = 2.14-DP (Theorem 1.3 of "Count on your elders"): the audit checks that pure
+# bound, which needs no delta on rare events.  The first item lies in the nodes
+# released alone at t = 1, 2, 4; the orthant {o1, o2, o4 >= 1} has ratio e^(3/scale).
+register(Mechanism(
+    name="counter/binary-delta",
+    run=_counter_run,
+    features=lambda s, params: s.releases[[0, 1, 3]],
+    epsilon=lambda s: s.counter.pure_epsilon,
+    released=lambda s: {"releases": s.releases},
+    probes=_COUNTER_PROBES,
+    charges=False,
+    samples=4.0,
+    mutants=("epsilon_1_5", "half_node_scale"),
+    params={"kind": "binary", "epsilon": 2, "delta": 0.6},
+    pairs=(
+        Pair("one item at the first position", [0] * 4, [1, 0, 0, 0], {CI, TIGHT}),
+        Pair("one item at the last position", [0] * 4, [0, 0, 0, 1]),
+    ),
+))
 register(Mechanism(
     name="counter/sparse",
     run=_counter_run,
