@@ -414,9 +414,10 @@ class IntervalSynopsis:
     def _answers(self, lo_o, hi_o):
         if self._prefix is None:
             return trees.interval_answers(self._ends, lo_o, hi_o, self.estimator, self._tau,
-                                          nodes=self._released, fanout=self.fanout)
+                                          nodes=self._released, fanout=self.fanout,
+                                          lookup=self.partition.lookup)
         return trees.interval_answers(self._ends, lo_o, hi_o, self.estimator, self._tau,
-                                      prefix=self._prefix)
+                                      prefix=self._prefix, lookup=self.partition.lookup)
 
     def count_many(self, lo, hi, *, return_std=False, nonnegative=False):
         """Noisy counts of the inclusive intervals ``[lo[q], hi[q]]``.
@@ -660,16 +661,16 @@ class IntervalSynopsis:
         """Per query and clip corner, ``sum w^2`` and ``max |w|`` of the noise weights."""
         if self.tree == "kary":
             return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, kary=self.k,
-                                        corners=corners)
+                                        corners=corners, lookup=self.partition.lookup)
         return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, fanout=self.fanout,
-                                    consistent=self.consistency, corners=corners)
+                                    consistent=self.consistency, corners=corners,
+                                    lookup=self.partition.lookup)
 
     def _boundaries(self, lo_o, hi_o):
         """Per query: is the left (or only) boundary segment cut, is the right one,
         and does each cut one lose its seal point (its end) to the query?"""
-        ends = self._ends
-        k = np.searchsorted(ends, lo_o, side="left")
-        r = np.searchsorted(ends, hi_o, side="left")
+        ends, lookup = self._ends, self.partition.lookup
+        k, r = lookup.of(lo_o).astype(np.intp), lookup.of(hi_o).astype(np.intp)
         first = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + np.uint64(1))
         single = k == r
         seal_out_left = single & (hi_o < ends[k])

@@ -209,7 +209,15 @@ def coefficient_bound(m, fanout, max_work=None):
     return min(float(out[0]) * (1 + 1e-9) + 1e-12, fallback)
 
 
-def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, prefix=None):
+def _segments(ends, x, lookup):
+    """``searchsorted(ends, x, "left")`` as uint64, through ``lookup`` when given."""
+    if lookup is not None:
+        return lookup.of(x).astype(np.uint64)
+    return np.searchsorted(ends, x, side="left").astype(np.uint64)
+
+
+def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, prefix=None,
+                     lookup=None):
     """Answers of the inclusive offset intervals ``[lo[q], hi[q]]`` from a released tree.
 
     Parameters
@@ -227,6 +235,9 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
         The raw noisy tree of fanout ``fanout`` (answers from minimal covers) ...
     prefix : numpy.ndarray of float64, optional
         ... or the ``m + 1`` prefix sums of segment estimates (``prefix[0] = 0``).
+    lookup : SegmentIndex, optional
+        The partition's :attr:`~pydp_synopsis.Partition.lookup` over ``ends``:
+        the endpoints' segments by its bucket table instead of ``searchsorted``.
 
     Returns
     -------
@@ -234,11 +245,10 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
 
     Notes
     -----
-    O(q log m): a ``searchsorted`` of the endpoints into ``ends``, then one C
+    O(q log m): the endpoints' segments (``lookup`` or ``searchsorted``), then one C
     call reading ``<= 2 (f - 1) L + 2`` nodes or 4 prefix sums per interval.
     """
-    seg_lo = np.searchsorted(ends, lo, side="left").astype(np.uint64)
-    seg_hi = np.searchsorted(ends, hi, side="left").astype(np.uint64)
+    seg_lo, seg_hi = _segments(ends, lo, lookup), _segments(ends, hi, lookup)
     out = np.empty(lo.size, dtype=np.float64)
     args = (u64(ends), u64(lo), u64(hi), u64(seg_lo), u64(seg_hi), lo.size,
             ESTIMATORS.index(estimator), tau, f64(out))
@@ -251,7 +261,7 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
 
 
 def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=None,
-                   corners=True):
+                   corners=True, lookup=None):
     """The exact weights of the released noise in the answers of :func:`interval_answers`.
 
     An answer's noise is ``sum_v w_v Z_v`` over the independent noise terms
@@ -275,6 +285,8 @@ def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=
     corners : bool
         False: only the unclipped linear map (column 3, copied to all four
         columns), which is all the std needs.
+    lookup : SegmentIndex, optional
+        As for :func:`interval_answers`.
 
     Returns
     -------
@@ -294,8 +306,7 @@ def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=
     the raw tree, O(levels) for the consistent tree (independent of the
     fanout), O(log_k m) for kary.
     """
-    seg_lo = np.searchsorted(ends, lo, side="left").astype(np.uint64)
-    seg_hi = np.searchsorted(ends, hi, side="left").astype(np.uint64)
+    seg_lo, seg_hi = _segments(ends, lo, lookup), _segments(ends, hi, lookup)
     sumsq = np.empty((lo.size, 4), dtype=np.float64)
     maxabs = np.empty((lo.size, 4), dtype=np.float64)
     args = (u64(ends), u64(lo), u64(hi), u64(seg_lo), u64(seg_hi), lo.size,
