@@ -605,6 +605,7 @@ class _TreeCounter(ContinualCounter):
         self._digits = ffi.new("int32_t[]", height)
         self._slots = ffi.new("int64_t[]", capacity)
         self._pool = ffi.new("int64_t[]", pool)
+        self._one = ffi.new("int64_t[]", 2)      # update(x): the item and its release
         scale_t, scale_s = scale_parts(self._scale)
         check(lib.pds_counter_init(self._state, k, int(subtraction), horizon, scale_t, scale_s,
                                    self._digits, self._slots, self._pool, height, capacity, pool))
@@ -716,6 +717,34 @@ class _TreeCounter(ContinualCounter):
             return int(self._state.prefix)
 
     # --------------------------------------------------------------- updates
+    def update(self, x):
+        # The same C call as update_many, without numpy: a Python int in
+        # range, before the horizon, goes straight to pds_counter_update_many
+        # with a one-item buffer; anything else (or a refusal) takes the
+        # checked path, which raises the documented error.
+        if type(x) is int and 0 <= x <= self._max_item:
+            with self._lock:
+                state, one = self._state, self._one
+                if state.time < state.horizon and not state.failed:
+                    one[0] = x
+                    with self._rng.native() as p:
+                        st = lib.pds_counter_update_many(state, p, one, one + 1, 1)
+                    if st == lib.PDS_OK:
+                        return one[1]
+                    self._raise_status(st)
+        return super().update(x)
+
+    update.__doc__ = ContinualCounter.update.__doc__
+
+    def _raise_status(self, st):
+        """The exception of a refused ``pds_counter_update_many``."""
+        if st == lib.PDS_ERANGE and not self._state.failed:
+            # only a restored release-0.1 state whose prefix is already
+            # above horizon * max_item can reach the C core's limit
+            raise DomainError("xs would make the prefix sum exceed 2**62 (a restored "
+                              "release 0.1 checkpoint with items above max_item)")
+        check(st)
+
     def update_many(self, xs):
         """Feed a batch of items in one C call; return the releases.
 
@@ -748,12 +777,8 @@ class _TreeCounter(ContinualCounter):
             with self._rng.native() as p:
                 st = lib.pds_counter_update_many(self._state, p, ffi.from_buffer("int64_t[]", xs),
                                                  ffi.from_buffer("int64_t[]", out), n)
-            if st == lib.PDS_ERANGE and not self._state.failed:
-                # only a restored release-0.1 state whose prefix is already
-                # above horizon * max_item can reach the C core's limit
-                raise DomainError("xs would make the prefix sum exceed 2**62 (a restored "
-                                  "release 0.1 checkpoint with items above max_item)")
-            check(st)
+            if st != lib.PDS_OK:
+                self._raise_status(st)
             return out
 
     # ------------------------------------------------------------- analysis
