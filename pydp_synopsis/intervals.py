@@ -39,6 +39,7 @@ from .aggregates import aggregate, check_counts
 from .partition import Partition, fig1_threshold, partition_of_sorted
 from .shards import check_shards, partition_sharded
 from .rng import resolve_rng
+from ._threads import halves
 from .tails import laplace_sum_tail, laplace_weighted_tail
 
 __all__ = ["IntervalSynopsis"]
@@ -461,11 +462,13 @@ class IntervalSynopsis:
 
         Notes
         -----
-        O(q log m): a ``searchsorted`` of the 2q endpoints into the segment
-        ends, then one C call reading ``<= 2 (f - 1) L + 2`` tree nodes per
-        query (raw tree) or 4 prefix sums (consistent tree, kary); the std
-        is one more C call, O(cover) per query (raw tree), O(L) for the
-        consistent tree (any fanout), O(log_k m) for kary.
+        O(q log m): the 2q endpoints' segments (the partition's
+        :attr:`~pydp_synopsis.Partition.lookup`), then one C call reading
+        ``<= 2 (f - 1) L + 2`` tree nodes per query (raw tree) or 4 prefix
+        sums (consistent tree, kary); the std is one more C call, O(cover)
+        per query (raw tree), O(L) for the consistent tree (any fanout),
+        O(log_k m) for kary.  Batches of ``2**16`` queries or more run in
+        two threads (the same answers).
 
         Examples
         --------
@@ -479,12 +482,12 @@ class IntervalSynopsis:
         return_std = check_bool(return_std, "return_std")
         nonnegative = check_bool(nonnegative, "nonnegative")
         lo_o, hi_o, shape = self._offsets(lo, hi)
-        out = self._answers(lo_o, hi_o)
+        out = halves(self._answers, lo_o, hi_o)         # two threads for large batches
         if nonnegative:
             out = np.maximum(out, 0.0)
         if not return_std:
             return out.reshape(shape)
-        sumsq, _ = self._noise_weights(lo_o, hi_o, corners=False)
+        sumsq, _ = halves(lambda a, b: self._noise_weights(a, b, corners=False), lo_o, hi_o)
         return out.reshape(shape), noise_std(sumsq[:, 3:], [self._noise_scale()]).reshape(shape)
 
     def count(self, lo, hi):

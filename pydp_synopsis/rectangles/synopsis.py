@@ -13,6 +13,7 @@ import numpy as np
 from fractions import Fraction
 
 from .. import persist
+from .._threads import halves
 from ..accounting import check_delta_or_zero
 from ..budget import charge, describe
 from ..counters import check_pure_epsilon, state_delta
@@ -523,12 +524,14 @@ class RectangleSynopsis:
         the multi-tree at most ``prod_a (2 (k_a - 1) L_a + 2)`` nodes per
         rectangle (Claim 3.3's product cover; fewer where pruned).  The std
         is one more C call visiting the same cells or nodes (the grid: O(c)
-        per boundary coarse cell, whatever its fine grid).
+        per boundary coarse cell, whatever its fine grid).  Batches of
+        ``2**16`` rectangles or more are answered in two threads (the same
+        answers).
         """
         return_std = check_bool(return_std, "return_std")
         nonnegative = check_bool(nonnegative, "nonnegative")
         lo_o, hi_o = check_corners(lo, hi, self.domain)
-        out = self._mechanism.answer(lo_o, hi_o)
+        out = halves(self._mechanism.answer, lo_o, hi_o)    # two threads for large batches
         if nonnegative:
             out = np.maximum(out, 0.0)
         if not return_std:
