@@ -420,6 +420,14 @@ class IntervalSynopsis:
         is one more C call, O(cover) per query (raw tree), O(L) for the
         consistent tree (any fanout), O(log_k m) for kary.
 
+        References
+        ----------
+        .. [HRMS10] Hay, Rastogi, Miklau, Suciu, VLDB 2010, section 4: the
+           least-squares estimate; its weights on the raw nodes are computed
+           by Gaussian smoothing on the tree (``csrc/tree.c``).
+        .. [APT] Andersson, Pagh, Torkamani, Algorithm 2 (the kary prefix
+           sums' noise terms).
+
         Examples
         --------
         >>> import pydp_synopsis as ps
@@ -547,11 +555,14 @@ class IntervalSynopsis:
         return 2 * (w + multiplicity)
 
     def error_bound(self, confidence=0.95, *, multiplicity=1):
-        """A bound on the error of *all* interval answers at once (DNRR Theorem 3.2).
+        """The simultaneous bound: the error of *all* interval answers at once (DNRR Theorem 3.2).
 
         With probability at least ``confidence`` over the mechanism's coins,
         ``|count(lo, hi) - true count| <= error_bound(confidence)`` for every
-        interval simultaneously.
+        interval simultaneously.  A worst case over every interval, 10-100
+        times a typical error: for one query's error bar use
+        :meth:`count_many` with ``return_std=True`` (the exact noise std) or
+        :meth:`confidence_intervals` (a per-query guarantee).
 
         The failure probability ``1 - confidence`` is split: ``beta / 2`` (fixed
         at build) for the partition's interior weight bound ``W``
@@ -676,9 +687,9 @@ class IntervalSynopsis:
           with the exact discrete Laplace MGF on the answer's weighted sum of
           noise terms (:func:`~pydp_synopsis.tails.laplace_weighted_tail`,
           which needs ``sum w^2`` and ``max |w|``, both computed exactly per
-          query).  Rigorous, and about 1.4 times ``1.96 std`` for sums of many
-          terms (the normal quantile would not be a bound: one discrete
-          Laplace term has heavier tails).  For ``"seal_uniform"`` the
+          query).  Rigorous, about ``3 std`` at 95% for sums of many terms
+          (``1.96 std`` would be a normal approximation, not a bound: one
+          discrete Laplace term has heavier tails).  For ``"seal_uniform"`` the
           clipped boundary terms make the noise affine in two factors in
           [0, 1]; it lies between the noises of the four corners, and the
           tail is the largest of theirs, union-bounded;
@@ -721,8 +732,16 @@ class IntervalSynopsis:
 
         Notes
         -----
-        O(q log m) plus two C calls (answers, noise weights) and a
-        vectorised 40-step search per clip corner.
+        O(q log m) plus two C calls (answers, noise weights) and one C call
+        for the tails per clip corner (``csrc/tails.c``).
+
+        References
+        ----------
+        .. [HRMS10] Hay, Rastogi, Miklau, Suciu, VLDB 2010, section 4 (the
+           consistent estimator whose weights are computed).
+        .. [DNRR] Dwork, Naor, Reingold, Rothblum, section 3.2 (covers,
+           boundary segments) and Theorem 2.1's proof (``W``).
+        .. [CKS20] Canonne, Kamath, Steinke 2020 (the discrete Laplace MGF).
 
         Examples
         --------

@@ -527,8 +527,15 @@ class RectangleSynopsis:
 
         Notes
         -----
-        Two C calls (answers, noise weights) and a vectorised 40-step
-        search for the tails.
+        Three C calls: answers, noise weights, tails.
+
+        References
+        ----------
+        .. [DNRR] Dwork, Naor, Reingold, Rothblum, section 3.3, Claim 3.3
+           (the product cover whose final nodes an answer sums).
+        .. [AG] Qardaji, Yang, Li, ICDE 2013, section IV (the grid's
+           constrained inference, whose weights are computed).
+        .. [CKS20] Canonne, Kamath, Steinke 2020 (the discrete Laplace MGF).
 
         Examples
         --------
@@ -583,11 +590,14 @@ class RectangleSynopsis:
         return ErrorTerms(*self._mechanism.error_terms(conf, mu))
 
     def error_bound(self, confidence=0.95, *, max_multiplicity=1):
-        """A bound on the error of *all* rectangle answers at once (Theorem 3.3).
+        """The simultaneous bound: the error of *all* rectangle answers at once (Theorem 3.3).
 
         With probability at least ``confidence`` over the mechanism's coins,
         ``|count(lo, hi) - true count| <= error_bound(confidence)`` for every
-        rectangle simultaneously: the sum of :meth:`error_terms`.
+        rectangle simultaneously: the sum of :meth:`error_terms`.  A worst
+        case over every rectangle, far above a typical error: for one
+        query's error bar use :meth:`count_many` with ``return_std=True`` or
+        :meth:`confidence_intervals`.
 
         Parameters
         ----------

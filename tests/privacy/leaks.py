@@ -48,9 +48,9 @@ META_KEYS = {
                            "fanout", "estimator", "final_share", "prune"},
     # checkpoints (secret: the true prefix, the noise in use)
     "binary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
-                            "noise", "rng", "max_item"},
+                            "noise", "rng", "max_item", "peak"},
     "kary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
-                          "noise", "rng", "max_item", "subtraction"},
+                          "noise", "rng", "max_item", "subtraction", "peak"},
     "sparse_stream_counter": {"kind", "version", "horizon", "epsilon", "beta", "counter",
                               "partition_share", "inner", "partition", "release", "rng",
                               "sealed_total", "total", "max_items"},
