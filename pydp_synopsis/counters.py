@@ -958,7 +958,7 @@ class BinaryTreeCounter(_TreeCounter):
     """
 
     _kind = "BinaryTreeCounter"
-    _record_kind = "binary_tree_counter"
+    _record_kind = "binary-tree-counter"
     _release_01_subtraction = False
 
     def __init__(self, *, horizon, epsilon, max_item=None, rng=None, budget=None):
@@ -1046,7 +1046,7 @@ class KaryTreeCounter(_TreeCounter):
     """
 
     _kind = "KaryTreeCounter"
-    _record_kind = "kary_tree_counter"
+    _record_kind = "kary-tree-counter"
 
     def __init__(self, *, horizon, epsilon, k=19, subtraction=True, max_item=None, rng=None, budget=None):
         super().__init__(horizon=horizon, epsilon=epsilon, k=k, subtraction=subtraction,
@@ -1066,4 +1066,6 @@ class KaryTreeCounter(_TreeCounter):
 
 for _cls in (BinaryTreeCounter, KaryTreeCounter):
     persist.register(_cls._record_kind)(_cls._from_record)
+    # release 0.1 spelled the counters' kinds with underscores: they still load
+    persist.register(_cls._record_kind.replace("-", "_"))(_cls._from_record)
 del _cls

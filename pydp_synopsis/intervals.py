@@ -68,9 +68,24 @@ def _check_options(tree, fanout, consistency, estimator, k):
 
 
 class IntervalSynopsis:
-    """An epsilon-DP synopsis answering every interval count over a domain of up to 2**64 values.
+    """How many values fall in any range ``[lo, hi]``, answered with epsilon-differential privacy.
 
-    Build it with :meth:`build`; query with :meth:`count` / :meth:`count_many`.
+    Build it once from one integer column (``build(values, domain=(lo, hi),
+    epsilon=1)``), then ask as many range counts as you like: queries cost
+    no further privacy.  Each answer comes with error bars:
+    ``count_many(lo, hi, return_std=True)`` gives its exact noise standard
+    deviation, :meth:`confidence_intervals` a per-query interval holding the
+    true count with the confidence asked, and :meth:`error_bound` one bound
+    for every range at once.  One row is one unit of privacy (adding or
+    removing a row changes any output's probability by at most ``e**epsilon``);
+    the domain is public and may hold up to 2**64 values.  Save with
+    :meth:`save`, reload with :func:`pydp_synopsis.load`.
+
+    >>> import numpy as np, pydp_synopsis as ps
+    >>> ages = np.random.default_rng(0).integers(18, 90, 5000)
+    >>> s = ps.IntervalSynopsis.build(ages, domain=(0, 120), epsilon=1.0, rng=ps.Rng(seed=1))
+    >>> bool(abs(s.count(18, 40) - np.count_nonzero(ages <= 40)) < 100)
+    True
 
     The mechanism (DNRR section 3.2):
 

@@ -210,7 +210,7 @@ class SparseStreamCounter(ContinualCounter):
     """
 
     _kind = "SparseStreamCounter"
-    _record_kind = "sparse_stream_counter"
+    _record_kind = "sparse-stream-counter"
     _array_places = {"ends": ("partition",), "digits": ("inner",), "slots": ("inner",),
                      "pool": ("inner",)}
     _optional_arrays = frozenset({"pool"})
@@ -662,3 +662,5 @@ class SparseStreamCounter(ContinualCounter):
 
 
 persist.register(SparseStreamCounter._record_kind)(SparseStreamCounter._from_record)
+# release 0.1 spelled the kind "sparse_stream_counter": its checkpoints still load
+persist.register("sparse_stream_counter")(SparseStreamCounter._from_record)

@@ -269,7 +269,7 @@ class _Conversion(Exception):
 
 
 def check_delimiter(delimiter):
-    """A CSV field separator: one character, not a quote, a line end or a digit.
+    r"""A CSV field separator: one character, not a quote, a line end or a digit.
 
     Examples
     --------

@@ -47,11 +47,11 @@ META_KEYS = {
                            "epsilon_intermediate", "epsilon_final", "scales", "thresholds",
                            "fanout", "estimator", "final_share", "prune"},
     # checkpoints (secret: the true prefix, the noise in use)
-    "binary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
+    "binary-tree-counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
                             "noise", "rng", "max_item", "peak"},
-    "kary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
+    "kary-tree-counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
                           "noise", "rng", "max_item", "subtraction", "peak"},
-    "sparse_stream_counter": {"kind", "version", "horizon", "epsilon", "beta", "counter",
+    "sparse-stream-counter": {"kind", "version", "horizon", "epsilon", "beta", "counter",
                               "partition_share", "inner", "partition", "release", "rng",
                               "sealed_total", "total", "max_items"},
 }
@@ -60,12 +60,12 @@ ARRAY_KEYS = {
     "interval-synopsis": {"end_offsets", "released"},
     "rectangle-synopsis": {f"ends_{a}" for a in range(8)} | {"coarse", "fine", "fine_shape",
                                                               "count", "child", "succ"},
-    "binary_tree_counter": {"digits", "slots", "pool"},
-    "kary_tree_counter": {"digits", "slots", "pool"},
-    "sparse_stream_counter": {"digits", "slots", "ends", "pool"},
+    "binary-tree-counter": {"digits", "slots", "pool"},
+    "kary-tree-counter": {"digits", "slots", "pool"},
+    "sparse-stream-counter": {"digits", "slots", "ends", "pool"},
 }
 #: Record kinds that are secret checkpoints, not releases.
-SECRET_KINDS = {"binary_tree_counter", "kary_tree_counter", "sparse_stream_counter"}
+SECRET_KINDS = {"binary-tree-counter", "kary-tree-counter", "sparse-stream-counter"}
 
 
 def fingerprint(arrays):
