@@ -700,7 +700,27 @@ DEMO_RECTANGLES = [
 ]
 
 
+def _write_demo_data(path):
+    """The bundled ZIP-code centroids as a CSV file ``lat,lon`` (decimal degrees)."""
+    _check_output(path)
+    lat, lon = _demo_data()
+
+    def degrees(v):
+        sign = np.where(v < 0, "-", "")
+        a = np.abs(v)
+        return np.char.add(np.char.add(np.char.add(sign, (a // 1_000_000).astype(str)), "."),
+                           np.char.zfill((a % 1_000_000).astype(str), 6))
+
+    text = "lat,lon\n" + "".join(f"{a},{b}\n" for a, b in zip(degrees(lat), degrees(lon)))
+    persist.atomic_write(path, lambda fh: fh.write(text.encode()))
+    print(f"wrote {path}: {len(lat):,} US ZIP code centroids (GeoNames, CC-BY-4.0), "
+          f"columns lat,lon in degrees")
+    return 0
+
+
 def cmd_demo(args):
+    if args.write_data:
+        return _write_demo_data(args.write_data)
     if args.plot:
         from .plot import require_matplotlib
 
@@ -722,38 +742,52 @@ def cmd_demo(args):
     print(f"  interval synopsis on latitude: {len(syn1):,} segments; "
           f"rectangle synopsis on latitude x longitude: {syn2.num_nodes:,} nodes\n")
     b1, b2 = syn1.error_bound(0.95), syn2.error_bound(0.95)
-    header = f"{'query':<52} {'true':>7} {'private':>9} {'± bound (95%)':>14}"
+    header = (f"{'query':<48} {'true':>6} {'private':>9} {'± std':>7}  "
+              f"{'95% interval (this query)':>25}")
     print(header)
     print("-" * len(header))
+
+    def row(name, true, bars):
+        a, s, low, high = (float(np.ravel(x)[0]) for x in (bars.answer, bars.std, bars.low, bars.high))
+        interval = f"[{_shown(low)}, {_shown(high)}]"
+        print(f"{name:<48} {true:>6,} {_shown(a):>9} {_shown(s):>7}  {interval:>25}")
+
     for name, a, b in DEMO_INTERVALS:
         lo, hi = max(int(a * e6), DEMO_LAT[0]), min(int(b * e6), DEMO_LAT[1])
         true = int(np.count_nonzero((lat >= lo) & (lat <= hi)))
-        print(f"{'latitude ' + name:<52} {true:>7,} {syn1.count(lo, hi):>9.1f} {b1:>14.1f}")
+        row("latitude " + name, true, syn1.confidence_intervals(lo, hi, 0.95, nonnegative=True))
     for name, (la0, lo0), (la1, lo1) in DEMO_RECTANGLES:
         lo = [int(la0 * e6), int(lo0 * e6)]
         hi = [int(la1 * e6), int(lo1 * e6)]
         true = int(np.count_nonzero((lat >= lo[0]) & (lat <= hi[0]) & (lon >= lo[1]) & (lon <= hi[1])))
-        print(f"{name:<52} {true:>7,} {syn2.count(lo, hi):>9.1f} {b2:>14.1f}")
+        row(name, true, syn2.confidence_intervals([lo], [hi], 0.95, nonnegative=True))
+    print(f"simultaneous 95% bounds (every query at once): intervals ± {_shown(b1)}, "
+          f"rectangles ± {_shown(b2)}")
     # 1000 random queries with endpoints drawn from the data's bounding region
     # (public knowledge: the continental US plus territories), for a summary.
     q = args.queries
     gen = Rng(seed=12345)  # the query workload only (fixed so runs compare), not noise
     la = np.sort(gen.integers(-15 * e6, 72 * e6, size=(q, 2)), axis=1)
     lo_ = np.sort(gen.integers(-180 * e6, -60 * e6, size=(q, 2)), axis=1)
-    ans1 = syn1.count_many(la[:, 0], la[:, 1])
+    bars1 = syn1.confidence_intervals(la[:, 0], la[:, 1], 0.95)
+    ans1 = bars1.answer
     s_lat = np.sort(lat)
     true1 = np.searchsorted(s_lat, la[:, 1], side="right") - np.searchsorted(s_lat, la[:, 0], side="left")
     lo2 = np.column_stack([la[:, 0], lo_[:, 0]])
     hi2 = np.column_stack([la[:, 1], lo_[:, 1]])
-    ans2 = syn2.count_many(lo2, hi2)
+    bars2 = syn2.confidence_intervals(lo2, hi2, 0.95)
+    ans2 = bars2.answer
     true2 = np.array([np.count_nonzero((lat >= a) & (lat <= b) & (lon >= c) & (lon <= d))
                       for a, c, b, d in zip(lo2[:, 0], lo2[:, 1], hi2[:, 0], hi2[:, 1])])
-    print(f"\n{q} random queries:{'':<14} {'RMSE':>8} {'median |err|':>13} {'max |err|':>10} {'within bound':>13}")
-    for label, ans, true, bound in (("intervals (latitude)", ans1, true1, b1),
-                                    ("rectangles (lat x lon)", ans2, true2, b2)):
-        err = ans - true
-        print(f"  {label:<30} {math.sqrt(np.mean(err ** 2)):>8.1f} {np.median(np.abs(err)):>13.1f} "
-              f"{np.abs(err).max():>10.1f} {np.mean(np.abs(err) <= bound):>12.1%}")
+    print(f"\n{q} random queries:{'':<10} {'RMSE':>6} {'median |err|':>13} {'median std':>11} "
+          f"{'max |err|':>10} {'in 95% interval':>16} {'in sim. bound':>14}")
+    for label, bars, true, bound in (("intervals (latitude)", bars1, true1, b1),
+                                     ("rectangles (lat x lon)", bars2, true2, b2)):
+        err = bars.answer - true
+        inside = np.mean((bars.low <= true) & (true <= bars.high))
+        print(f"  {label:<26} {math.sqrt(np.mean(err ** 2)):>6.1f} {np.median(np.abs(err)):>13.1f} "
+              f"{np.median(bars.std):>11.1f} {np.abs(err).max():>10.1f} {inside:>16.1%} "
+              f"{np.mean(np.abs(err) <= bound):>14.1%}")
     if args.plot:
         _plot(args.plot, true1, ans1, true2, ans2)
         print(f"\nwrote {args.plot}")
@@ -883,6 +917,9 @@ def build_parser():
                    help="random queries in the summary (default: %(default)s)")
     d.add_argument("--plot", metavar="FILE.png",
                    help="draw true vs private answers (needs matplotlib; checked before the demo runs)")
+    d.add_argument("--write-data", dest="write_data", metavar="FILE.csv",
+                   help="write the bundled data (lat,lon in degrees) as CSV and stop: the "
+                        "input of the README's command-line examples")
     d.add_argument("--seed", type=int, help=seed_help)
     d.set_defaults(func=cmd_demo)
 

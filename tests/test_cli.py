@@ -78,6 +78,8 @@ def test_demo_prints_the_table():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "ZIP code" in out and "New York City area" in out and "RMSE" in out
+    assert "± std" in out and "95% interval (this query)" in out
+    assert "simultaneous 95% bounds (every query at once)" in out and "in 95% interval" in out
     assert "total privacy loss 2" in out
 
 
