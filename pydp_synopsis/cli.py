@@ -606,8 +606,6 @@ def cmd_count_stream(args):
         counter, pending, resumed = _new_counter(args), "", False
     if args.positions and not isinstance(counter, SparseStreamCounter):
         raise UsageError("--positions needs --counter sparse (the positions of the 1s of a sparse stream)")
-    if args.monotone and isinstance(counter, SparseStreamCounter):
-        raise UsageError("--monotone needs --counter kary or binary")
     err = sys.stderr
     start = counter.time
     out = sys.stdout
@@ -640,11 +638,10 @@ def cmd_count_stream(args):
                     + (f" (this run resumed after {start:,}: feed a resumed run only the items "
                        f"after the saved position)" if resumed else ""))
             if args.positions:
-                times, values = counter.update_sparse(chunk)
+                times, values = counter.update_sparse(chunk, monotone=args.monotone)
                 text = "".join(f"{t},{v}\n" for t, v in zip(times.tolist(), values.tolist()))
             else:
-                released = (counter.update_many(chunk, monotone=True) if args.monotone
-                            else counter.update_many(chunk))
+                released = counter.update_many(chunk, monotone=args.monotone)
                 text = "\n".join(map(str, released.tolist())) + ("\n" if len(released) else "")
             if args.checkpoint:
                 saved = False

@@ -216,5 +216,8 @@ def test_count_stream_monotone(tmp_path):
     mono = np.array(run("count-stream", *common, "--monotone", stdin=stream).stdout.split(),
                     dtype=np.int64)
     np.testing.assert_array_equal(mono, np.maximum.accumulate(np.maximum(raw, 0)))
-    one_line_error(run("count-stream", "--horizon", 100, "--epsilon", 1, "--counter", "sparse",
-                       "--monotone", stdin="1\n"), "--monotone")
+    sparse = ["--horizon", 2**30, "--epsilon", 0.5, "--counter", "sparse", "--seed", 6]
+    raw = run("count-stream", *sparse, stdin=stream).stdout.split()
+    mono = run("count-stream", *sparse, "--monotone", stdin=stream).stdout.split()
+    np.testing.assert_array_equal(np.array(mono, dtype=np.int64),
+                                  np.maximum.accumulate(np.maximum(np.array(raw, dtype=np.int64), 0)))

@@ -933,3 +933,25 @@ def test_counter_std_counts_the_digit_units_of_every_digit_set(k, subtraction):
     np.testing.assert_allclose(c.std(np.arange(501)) ** 2, terms * var, rtol=RTOL)
     assert isinstance(c.std(7), float) and c.std(np.int64(7)) == c.std(7)
     assert np.mean(c.std(np.arange(1, 501)) ** 2) == pytest.approx(c.mean_squared_error(), rel=1e-12)
+
+
+def test_monotone_sparse_counter_is_the_running_maximum(tmp_path):
+    xs = np.zeros(3000, dtype=np.int64)
+    xs[np.random.default_rng(3).choice(3000, 120, replace=False)] = 1
+    a = ps.SparseStreamCounter(horizon=2**20, epsilon=0.3, rng=ps.Rng(seed=44))
+    b = ps.SparseStreamCounter(horizon=2**20, epsilon=0.3, rng=ps.Rng(seed=44))
+    raw = a.update_many(xs[:2000])
+    mono = b.update_many(xs[:2000], monotone=True)
+    np.testing.assert_array_equal(mono, np.maximum.accumulate(np.maximum(raw, 0)))
+    assert b.monotone_release == mono[-1] and np.all(np.diff(mono) >= 0)
+    ps.save(b, tmp_path / "b.ckpt")
+    c = ps.load(tmp_path / "b.ckpt")
+    assert c.monotone_release == b.monotone_release
+    pos = 2000 + np.flatnonzero(xs[2000:]) + 1
+    t_raw, v_raw = a.update_sparse(pos, until=3000)
+    t_mono, v_mono = c.update_sparse(pos, until=3000, monotone=True)
+    np.testing.assert_array_equal(t_raw, t_mono)
+    np.testing.assert_array_equal(v_mono, np.maximum.accumulate(np.maximum(v_raw, mono[-1])))
+    assert c.update(0, monotone=True) == c.monotone_release
+    with pytest.raises(TypeError, match="monotone"):
+        c.update_many([0], monotone=None)
