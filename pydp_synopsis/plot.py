@@ -339,6 +339,10 @@ def plot_file(path, output, *, releases=None, confidence=0.95, scale=None, bins=
                          f"releases: give the count-stream output with --releases FILE")
     times, values = read_releases(releases)
     if times is not None:           # sparse counter: steps at the printed times
+        # the release is 0 before the first seal; the picture ends at the last
+        # printed seal (the checkpoint's time may be a data position: not drawn)
+        times = np.concatenate([[0], times])
+        values = np.concatenate([[0], values])
         fig, ax = _figure_and_axes(None, (9, 4.5))
         ax.step(times, values, where="post", color="tab:orange", label="private running count")
         ax.set_xlabel("time")
