@@ -7,6 +7,7 @@ Subcommands::
     pydp-synopsis query         answer interval / rectangle counts with error bars
     pydp-synopsis info          what a saved synopsis or checkpoint holds
     pydp-synopsis count-stream  private running counts of a 0/1 stream on stdin
+    pydp-synopsis plot          draw a saved synopsis or checkpoint with its error band
 
 Errors print one line naming the problem and the fix and exit with status 2
 (``--debug`` shows the traceback); no output file is ever left half-written.
@@ -28,6 +29,7 @@ import numpy as np
 from . import persist
 from .budget import Budget
 from .counters import BinaryTreeCounter, KaryTreeCounter
+from .errorbars import ErrorBars
 from .errors import HorizonError, InputError, SynopsisError, UsageError
 from .inputs import parse_scale, to_fixed_point
 from .sources import Source
@@ -55,21 +57,33 @@ class _Parser(argparse.ArgumentParser):
 
 
 class Progress:
-    """A tiny progress line on stderr: only on a terminal, only after 2 seconds."""
+    """A tiny progress line on stderr: only on a terminal, only after 2 seconds.
 
-    def __init__(self, label, total=None, stream=None):
+    ``quiet_if`` is another stream (the releases' stdout): when it is the
+    terminal too, the line stays off so that it never cuts an output line.
+    ``PYDP_SYNOPSIS_PROGRESS_DELAY`` sets the delay in seconds (tests).
+    """
+
+    def __init__(self, label, total=None, stream=None, quiet_if=None):
         self.label, self.total = label, total
         self.stream = stream or sys.stderr
         self.start = time.monotonic()
         self.last = 0.0
+        self.done = 0
         self.shown = False
-        self.enabled = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.delay = float(os.environ.get("PYDP_SYNOPSIS_PROGRESS_DELAY", "2"))
+        self.enabled = (_is_terminal(self.stream)
+                        and not (quiet_if is not None and _is_terminal(quiet_if)))
 
     def update(self, done):
+        self.done = done
         now = time.monotonic()
-        if not self.enabled or now - self.start < 2 or now - self.last < 0.1:
+        if not self.enabled or now - self.start < self.delay or now - self.last < 0.1:
             return
         self.last = now
+        self._write(done, now)
+
+    def _write(self, done, now):
         if self.total:
             frac = min(1.0, done / self.total)
             bar = "#" * int(30 * frac)
@@ -82,8 +96,16 @@ class Progress:
 
     def close(self):
         if self.shown:
+            self._write(self.done, time.monotonic())     # the final count, then end the line
             self.stream.write("\n")
             self.stream.flush()
+
+
+def _is_terminal(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def parse_domain(text, dims, scale=None):
@@ -266,6 +288,8 @@ def _build_source(args, columns):
 
         return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler)
     options = {"memory_limit": args.memory_limit} if engine == "duckdb" else {}
+    if args.delimiter is not None:
+        options["delimiter"] = _delimiter(args)
     return sources.files(args.input, columns, scale=args.scale, engine=engine, **options)
 
 
@@ -296,6 +320,9 @@ def cmd_build(args):
     exact_epsilon(args.epsilon)
     check_beta(args.beta)
     parse_scale(args.scale)
+    _delimiter(args)
+    if args.delimiter is not None and (args.database is not None or args.engine == "dask"):
+        raise UsageError("--delimiter applies to CSV --input files (local or duckdb engine)")
     if args.scheduler is not None and args.engine != "dask":
         raise UsageError("--scheduler needs --engine dask")
     if args.shards is not None and args.engine != "dask":
@@ -342,15 +369,43 @@ def _dims(syn):
     return 1 if isinstance(syn, IntervalSynopsis) else len(syn.domain)
 
 
-def _answer(syn, lo, hi):
+def _error_bars(syn, lo, hi, confidence, nonnegative):
+    """Per-query :class:`~pydp_synopsis.errorbars.ErrorBars` of (q, dims) corners."""
     if isinstance(syn, IntervalSynopsis):
-        return syn.count_many(lo[:, 0], hi[:, 0])
-    return syn.count_many(lo, hi)
+        return syn.confidence_intervals(lo[:, 0], hi[:, 0], confidence, nonnegative=nonnegative)
+    return syn.confidence_intervals(lo, hi, confidence, nonnegative=nonnegative)
+
+
+def _full(x):
+    """A float written in full (the shortest text that reads back the same), never ``-0.0``.
+
+    >>> _full(4998554.3), _full(-0.0), _full(1e-300)
+    ('4998554.3', '0.0', '1e-300')
+    """
+    return repr(float(x) + 0.0)
+
+
+def _shown(x, digits=1):
+    """A float for people: fixed ``digits`` decimals, never ``-0.0``.
+
+    >>> _shown(-0.04), _shown(4998554.34)
+    ('0.0', '4998554.3')
+    """
+    text = f"{float(x):.{digits}f}"
+    return text[1:] if re.fullmatch(r"-0\.?0*", text) else text
+
+
+def _print_one_answer(bars, bound, confidence):
+    pct = f"{100 * confidence:g}%"
+    print(f"{_shown(bars.answer[0])} ± {_shown(bars.std[0])} (noise std); "
+          f"{pct} interval [{_shown(bars.low[0])}, {_shown(bars.high[0])}] (this query)")
+    print(f"simultaneous {pct} bound (all queries at once): ± {_shown(bound)}")
 
 
 def cmd_query(args):
     if args.output:
         _check_output(args.output, args.synopsis, args.queries)
+    delimiter = _delimiter(args)
     syn = persist.load(args.synopsis)
     if not isinstance(syn, (IntervalSynopsis, RectangleSynopsis)):
         raise UsageError(f"{args.synopsis} is a {type(syn).__name__} checkpoint, not a synopsis")
@@ -361,13 +416,13 @@ def cmd_query(args):
             raise UsageError("give --lo and --hi, or --queries FILE.csv")
         lo = _parse_point(args.lo, dims, "--lo", args.scale)[None, :]
         hi = _parse_point(args.hi, dims, "--hi", args.scale)[None, :]
-        ans = _answer(syn, lo, hi)[0]
-        print(f"{ans:.1f} ± {bound:.1f} (confidence {args.confidence})")
+        _print_one_answer(_error_bars(syn, lo, hi, args.confidence, args.nonnegative), bound,
+                          args.confidence)
         return 0
     names = ["lo", "hi"] if dims == 1 else [f"lo_{a}" for a in range(dims)] + [f"hi_{a}" for a in range(dims)]
     try:
         with open(args.queries, newline="") as fh:
-            reader = csv.DictReader(fh)
+            reader = csv.DictReader(fh, delimiter=delimiter)
             header = reader.fieldnames or []
             missing = [n for n in names if n not in header]
             if missing:
@@ -382,12 +437,16 @@ def cmd_query(args):
     else:
         lo = np.column_stack([table[f"lo_{a}"] for a in range(dims)])
         hi = np.column_stack([table[f"hi_{a}"] for a in range(dims)])
-    ans = _answer(syn, lo, hi) if len(rows) else np.zeros(0)
+    empty = np.zeros(0)
+    bars = (_error_bars(syn, lo, hi, args.confidence, args.nonnegative) if len(rows)
+            else ErrorBars(*[empty] * 6))
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(names + ["answer", "error_bound"])
+    writer = csv.writer(buf, lineterminator="\n", delimiter=delimiter)
+    writer.writerow(names + ["answer", "std", "low", "high", "simultaneous_bound"])
     for i, r in enumerate(rows):
-        writer.writerow([r[n] for n in names] + [f"{ans[i]:.6g}", f"{bound:.6g}"])
+        writer.writerow([r[n] for n in names]
+                        + [_full(x[i]) for x in (bars.answer, bars.std, bars.low, bars.high)]
+                        + [_full(bound)])
     if args.output:
         persist.atomic_write(args.output, lambda fh: fh.write(buf.getvalue().encode()))
     else:
@@ -566,7 +625,7 @@ def cmd_count_stream(args):
 
     stops = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
     previous = {sig: signal.signal(sig, on_signal) for sig in stops}
-    progress = Progress("counting", total=None)
+    progress = Progress("pydp-synopsis count-stream: items", total=None, quiet_if=out)
     done = 0
     unprinted = ""            # releases saved in the checkpoint but not yet printed whole
     saved = True              # False once a save failed: then nothing more is written
@@ -579,10 +638,10 @@ def cmd_count_stream(args):
                     + (f" (this run resumed after {start:,}: feed a resumed run only the items "
                        f"after the saved position)" if resumed else ""))
             if args.positions:
-                times, values = counter.update_sparse(chunk)
+                times, values = counter.update_sparse(chunk, monotone=args.monotone)
                 text = "".join(f"{t},{v}\n" for t, v in zip(times.tolist(), values.tolist()))
             else:
-                released = counter.update_many(chunk)
+                released = counter.update_many(chunk, monotone=args.monotone)
                 text = "\n".join(map(str, released.tolist())) + ("\n" if len(released) else "")
             if args.checkpoint:
                 saved = False
@@ -638,7 +697,32 @@ DEMO_RECTANGLES = [
 ]
 
 
+def _write_demo_data(path):
+    """The bundled ZIP-code centroids as a CSV file ``lat,lon`` (decimal degrees)."""
+    _check_output(path)
+    lat, lon = _demo_data()
+
+    def degrees(v):
+        sign = np.where(v < 0, "-", "")
+        a = np.abs(v)
+        return np.char.add(np.char.add(np.char.add(sign, (a // 1_000_000).astype(str)), "."),
+                           np.char.zfill((a % 1_000_000).astype(str), 6))
+
+    text = "lat,lon\n" + "".join(f"{a},{b}\n" for a, b in zip(degrees(lat), degrees(lon)))
+    persist.atomic_write(path, lambda fh: fh.write(text.encode()))
+    print(f"wrote {path}: {len(lat):,} US ZIP code centroids (GeoNames, CC-BY-4.0), "
+          f"columns lat,lon in degrees")
+    return 0
+
+
 def cmd_demo(args):
+    if args.write_data:
+        return _write_demo_data(args.write_data)
+    if args.plot:
+        from .plot import require_matplotlib
+
+        require_matplotlib("--plot")
+        _check_output(args.plot)
     lat, lon = _demo_data()
     rng = _rng(args)
     eps = args.epsilon
@@ -655,38 +739,52 @@ def cmd_demo(args):
     print(f"  interval synopsis on latitude: {len(syn1):,} segments; "
           f"rectangle synopsis on latitude x longitude: {syn2.num_nodes:,} nodes\n")
     b1, b2 = syn1.error_bound(0.95), syn2.error_bound(0.95)
-    header = f"{'query':<52} {'true':>7} {'private':>9} {'± bound (95%)':>14}"
+    header = (f"{'query':<48} {'true':>6} {'private':>9} {'± std':>7}  "
+              f"{'95% interval (this query)':>25}")
     print(header)
     print("-" * len(header))
+
+    def row(name, true, bars):
+        a, s, low, high = (float(np.ravel(x)[0]) for x in (bars.answer, bars.std, bars.low, bars.high))
+        interval = f"[{_shown(low)}, {_shown(high)}]"
+        print(f"{name:<48} {true:>6,} {_shown(a):>9} {_shown(s):>7}  {interval:>25}")
+
     for name, a, b in DEMO_INTERVALS:
         lo, hi = max(int(a * e6), DEMO_LAT[0]), min(int(b * e6), DEMO_LAT[1])
         true = int(np.count_nonzero((lat >= lo) & (lat <= hi)))
-        print(f"{'latitude ' + name:<52} {true:>7,} {syn1.count(lo, hi):>9.1f} {b1:>14.1f}")
+        row("latitude " + name, true, syn1.confidence_intervals(lo, hi, 0.95, nonnegative=True))
     for name, (la0, lo0), (la1, lo1) in DEMO_RECTANGLES:
         lo = [int(la0 * e6), int(lo0 * e6)]
         hi = [int(la1 * e6), int(lo1 * e6)]
         true = int(np.count_nonzero((lat >= lo[0]) & (lat <= hi[0]) & (lon >= lo[1]) & (lon <= hi[1])))
-        print(f"{name:<52} {true:>7,} {syn2.count(lo, hi):>9.1f} {b2:>14.1f}")
+        row(name, true, syn2.confidence_intervals([lo], [hi], 0.95, nonnegative=True))
+    print(f"simultaneous 95% bounds (every query at once): intervals ± {_shown(b1)}, "
+          f"rectangles ± {_shown(b2)}")
     # 1000 random queries with endpoints drawn from the data's bounding region
     # (public knowledge: the continental US plus territories), for a summary.
     q = args.queries
     gen = Rng(seed=12345)  # the query workload only (fixed so runs compare), not noise
     la = np.sort(gen.integers(-15 * e6, 72 * e6, size=(q, 2)), axis=1)
     lo_ = np.sort(gen.integers(-180 * e6, -60 * e6, size=(q, 2)), axis=1)
-    ans1 = syn1.count_many(la[:, 0], la[:, 1])
+    bars1 = syn1.confidence_intervals(la[:, 0], la[:, 1], 0.95)
+    ans1 = bars1.answer
     s_lat = np.sort(lat)
     true1 = np.searchsorted(s_lat, la[:, 1], side="right") - np.searchsorted(s_lat, la[:, 0], side="left")
     lo2 = np.column_stack([la[:, 0], lo_[:, 0]])
     hi2 = np.column_stack([la[:, 1], lo_[:, 1]])
-    ans2 = syn2.count_many(lo2, hi2)
+    bars2 = syn2.confidence_intervals(lo2, hi2, 0.95)
+    ans2 = bars2.answer
     true2 = np.array([np.count_nonzero((lat >= a) & (lat <= b) & (lon >= c) & (lon <= d))
                       for a, c, b, d in zip(lo2[:, 0], lo2[:, 1], hi2[:, 0], hi2[:, 1])])
-    print(f"\n{q} random queries:{'':<14} {'RMSE':>8} {'median |err|':>13} {'max |err|':>10} {'within bound':>13}")
-    for label, ans, true, bound in (("intervals (latitude)", ans1, true1, b1),
-                                    ("rectangles (lat x lon)", ans2, true2, b2)):
-        err = ans - true
-        print(f"  {label:<30} {math.sqrt(np.mean(err ** 2)):>8.1f} {np.median(np.abs(err)):>13.1f} "
-              f"{np.abs(err).max():>10.1f} {np.mean(np.abs(err) <= bound):>12.1%}")
+    print(f"\n{q} random queries:{'':<10} {'RMSE':>6} {'median |err|':>13} {'median std':>11} "
+          f"{'max |err|':>10} {'in 95% interval':>16} {'in sim. bound':>14}")
+    for label, bars, true, bound in (("intervals (latitude)", bars1, true1, b1),
+                                     ("rectangles (lat x lon)", bars2, true2, b2)):
+        err = bars.answer - true
+        inside = np.mean((bars.low <= true) & (true <= bars.high))
+        print(f"  {label:<26} {math.sqrt(np.mean(err ** 2)):>6.1f} {np.median(np.abs(err)):>13.1f} "
+              f"{np.median(bars.std):>11.1f} {np.abs(err).max():>10.1f} {inside:>16.1%} "
+              f"{np.mean(np.abs(err) <= bound):>14.1%}")
     if args.plot:
         _plot(args.plot, true1, ans1, true2, ans2)
         print(f"\nwrote {args.plot}")
@@ -694,15 +792,10 @@ def cmd_demo(args):
 
 
 def _plot(path, true1, ans1, true2, ans2):
-    try:
-        import matplotlib
+    from .plot import new_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise UsageError("--plot needs matplotlib: pip install 'pydp-synopsis[plot]'") from None
-    _check_output(path)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
+    fig = new_figure((10, 4.5))
+    axes = fig.subplots(1, 2)
     for ax, t, a, title in ((axes[0], true1, ans1, "intervals (latitude)"),
                             (axes[1], true2, ans2, "rectangles (lat × lon)")):
         ax.scatter(t, a, s=4, alpha=0.5)
@@ -713,7 +806,87 @@ def _plot(path, true1, ans1, true2, ans2):
         ax.set_title(title)
     fig.tight_layout()
     persist.atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=100))
-    plt.close(fig)
+
+
+# ------------------------------------------------------------------- plot
+def cmd_plot(args):
+    from .plot import plot_file, require_matplotlib
+
+    require_matplotlib("plot")             # before anything is read or drawn
+    _check_output(args.output, args.path)
+    window = None
+    if args.range is not None:
+        obj_dims = len(args.range.split(","))
+        window = parse_domain(args.range, obj_dims, args.scale)
+    kind = plot_file(args.path, args.output, releases=args.releases, confidence=args.confidence,
+                     scale=args.scale, bins=args.bins, window=window)
+    print(f"wrote {args.output}: {kind}")
+    return 0
+
+
+def _add_plot_parser(sub):
+    g = sub.add_parser("plot", help="draw a saved synopsis or counter checkpoint (needs matplotlib)",
+                       description="Draw what a saved file releases, with its error band: an "
+                                   "interval synopsis as the private distribution over its "
+                                   "domain, a 2-D rectangle synopsis as a heat map, a counter "
+                                   "checkpoint as its running count.  Only released numbers "
+                                   "are drawn.")
+    g.add_argument("path", metavar="FILE", help="a saved synopsis or counter checkpoint")
+    g.add_argument("-o", "--output", required=True, metavar="FILE.png", help="the image to write")
+    g.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence of the per-bin error band (default: %(default)s)")
+    g.add_argument("--bins", type=int, default=None,
+                   help="bins per axis (default: 200 for 1-D, 60 per axis for 2-D)")
+    g.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6): axes in "
+                                   "user units")
+    g.add_argument("--range", metavar="LO:HI",
+                   help="the part of the domain to draw, lo:hi per axis (default: where the "
+                        "private counts lie)")
+    g.add_argument("--releases", metavar="FILE",
+                   help="for a counter checkpoint: the releases count-stream printed")
+    g.set_defaults(func=cmd_plot)
+
+
+#: Options whose value may start with '-' (a negative number): ``--domain -5:5``.
+_SIGNED_VALUE_OPTIONS = ("--domain", "--lo", "--hi", "--range")
+_SIGNED_VALUE = re.compile(r"-[0-9.][-0-9.:,eE+ ]*")
+
+
+def _attach_negative_values(argv):
+    """``--domain -5:5`` -> ``--domain=-5:5``: argparse takes ``-5:5`` for an option.
+
+    Only for the options above and only for a value made of digits, signs,
+    dots, colons and commas; everything after ``--`` is left alone.
+
+    >>> _attach_negative_values(["build", "--domain", "-5:5,-90:90", "--lo", "3"])
+    ['build', '--domain=-5:5,-90:90', '--lo', '3']
+    """
+    out, i = [], 0
+    argv = list(argv)
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return out + argv[i:]
+        if arg in _SIGNED_VALUE_OPTIONS and i + 1 < len(argv) \
+                and _SIGNED_VALUE.fullmatch(str(argv[i + 1])):
+            out.append(f"{arg}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
+def _delimiter(args):
+    """The checked ``--delimiter`` (one character), or ``","``."""
+    from .sources.files import check_delimiter
+
+    if getattr(args, "delimiter", None) is None:
+        return ","
+    try:
+        return check_delimiter(args.delimiter)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
 
 
 # ----------------------------------------------------------------- parser
@@ -731,14 +904,29 @@ def build_parser():
     sub.required = True
     seed_help = "fixed seed: reproducible noise FOR TESTS ONLY (no privacy against whoever knows it)"
 
-    d = sub.add_parser("demo", help="private synopses of the bundled ZIP-code data")
-    d.add_argument("--epsilon", type=float, default=1.0)
-    d.add_argument("--queries", type=int, default=1000, help="random queries in the summary")
-    d.add_argument("--plot", metavar="FILE.png", help="draw true vs private answers (needs matplotlib)")
+    d = sub.add_parser("demo", help="private synopses of the bundled ZIP-code data",
+                       description="Build an interval and a rectangle synopsis of the 42,049 US "
+                                   "ZIP-code centroids shipped with the package, answer example "
+                                   "queries and compare 1000 random queries with the truth.")
+    d.add_argument("--epsilon", type=float, default=1.0,
+                   help="privacy loss of each of the two releases (default: %(default)s)")
+    d.add_argument("--queries", type=int, default=1000,
+                   help="random queries in the summary (default: %(default)s)")
+    d.add_argument("--plot", metavar="FILE.png",
+                   help="draw true vs private answers (needs matplotlib; checked before the demo runs)")
+    d.add_argument("--write-data", dest="write_data", metavar="FILE.csv",
+                   help="write the bundled data (lat,lon in degrees) as CSV and stop: the "
+                        "input of the README's command-line examples")
     d.add_argument("--seed", type=int, help=seed_help)
     d.set_defaults(func=cmd_demo)
 
-    b = sub.add_parser("build", help="build a synopsis of a table")
+    b = sub.add_parser("build", help="build a synopsis of a table",
+                       description="Build a private synopsis of one integer column (an interval "
+                                   "synopsis: counts over any range) or of several (a rectangle "
+                                   "synopsis: counts over any box) and save it.  The result is "
+                                   "epsilon-differentially private with respect to adding or "
+                                   "removing one row; every argument is checked before any data "
+                                   "is read.")
     b.add_argument("--input", metavar="PATH",
                    help="a .csv, .parquet, .npy or .npz file, a glob ('data/*.parquet') or a directory")
     b.add_argument("--engine", choices=ENGINES, default=None,
@@ -759,31 +947,56 @@ def build_parser():
     b.add_argument("--columns", help="comma-separated column names (one: intervals; several: rectangles)")
     b.add_argument("--domain", help="public bounds lo:hi per column, comma separated, or a type name "
                                     "(int32, uint64, ...); never taken from the data")
-    b.add_argument("--epsilon", type=float)
-    b.add_argument("--beta", type=float, default=0.05)
+    b.add_argument("--epsilon", type=float,
+                   help="privacy loss of this release (required): smaller is more private and "
+                        "noisier; 1 is a common choice, 0.1 strong, 5 weak (see the README, "
+                        "'Choosing epsilon and resolution')")
+    b.add_argument("--beta", type=float, default=0.05,
+                   help="failure probability of the accuracy guarantees, never of privacy "
+                        "(default: %(default)s)")
+    b.add_argument("--delimiter", metavar="CHAR",
+                   help="field separator of CSV input, one character, 'tab' for tabs (default: ,)")
     b.add_argument("--scale", help="power of ten turning decimals into integers exactly (e.g. 1e6); "
                                    "rounds to nearest, ties to even")
-    b.add_argument("--output", required=True, metavar="SYN")
+    b.add_argument("--output", required=True, metavar="SYN", help="where to save the synopsis")
     b.add_argument("--seed", type=int, help=seed_help)
     b.set_defaults(func=cmd_build)
 
-    q = sub.add_parser("query", help="answer counting queries from a saved synopsis")
+    q = sub.add_parser("query", help="answer counting queries from a saved synopsis",
+                       description="Answer counts from a saved synopsis: each answer with its "
+                                   "exact noise standard deviation and a per-query interval "
+                                   "holding the true count with the confidence asked; the "
+                                   "simultaneous bound (all queries at once) is given apart.  "
+                                   "Queries cost no privacy.")
     q.add_argument("synopsis", metavar="SYN")
     q.add_argument("--lo", help="lower corner, inclusive (comma separated for rectangles)")
     q.add_argument("--hi", help="upper corner, inclusive")
     q.add_argument("--queries", metavar="FILE.csv", help="CSV with lo,hi (or lo_0..,hi_0..) columns")
     q.add_argument("--output", metavar="FILE.csv", help="where to write answers (default stdout)")
-    q.add_argument("--confidence", type=float, default=0.95)
+    q.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence of the per-query intervals and of the simultaneous bound "
+                        "(default: %(default)s)")
+    q.add_argument("--nonnegative", action="store_true",
+                   help="clip answers and intervals at 0 (post-processing: true counts are "
+                        "never negative)")
+    q.add_argument("--delimiter", metavar="CHAR",
+                   help="field separator of the query and answer CSV files (default: ,)")
     q.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6)")
     q.set_defaults(func=cmd_query)
 
-    i = sub.add_parser("info", help="describe a saved synopsis or counter checkpoint")
+    i = sub.add_parser("info", help="describe a saved synopsis or counter checkpoint",
+                       description="Print the public parameters of a saved synopsis or "
+                                   "checkpoint (never the data).")
     i.add_argument("path", metavar="FILE")
     i.set_defaults(func=cmd_info)
 
-    c = sub.add_parser("count-stream", help="private running counts of a 0/1 stream on stdin")
-    c.add_argument("--horizon", type=int, help="maximum stream length (public)")
-    c.add_argument("--epsilon", type=float)
+    c = sub.add_parser("count-stream", help="private running counts of a 0/1 stream on stdin",
+                       description="Read 0/1 items (one per line) on stdin and print a private "
+                                   "running count after each; --checkpoint saves the state to "
+                                   "resume later.")
+    c.add_argument("--horizon", type=int, help="maximum stream length (public, required for a "
+                                               "new stream)")
+    c.add_argument("--epsilon", type=float, help="privacy loss of the whole stream of releases")
     c.add_argument("--counter", choices=sorted(COUNTERS), default=None,
                    help="kary (default for a new stream), binary or sparse")
     c.add_argument("--k", type=int, default=None, help="fanout of the k-ary counter (default 19)")
@@ -792,15 +1005,19 @@ def build_parser():
                    help="stdin holds the increasing positions of the 1s (sparse counter); "
                         "output is 'time,value' lines where the release changes")
     c.add_argument("--checkpoint", metavar="FILE", help="resume from / save state to FILE (mode 0600)")
+    c.add_argument("--monotone", action="store_true",
+                   help="print the running maximum of the releases, floored at 0 (never "
+                        "decreases, never negative; post-processing, biased upward)")
     c.add_argument("--seed", type=int, help=seed_help)
     c.set_defaults(func=cmd_count_stream)
+    _add_plot_parser(sub)
     return p
 
 
 def main(argv=None):
     """Entry point of the ``pydp-synopsis`` command; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_attach_negative_values(sys.argv[1:] if argv is None else argv))
     try:
         return args.func(args)
     except BrokenPipeError:

@@ -90,6 +90,9 @@ did, so its files and JSON states still load.  A tree counter's record:
 ``prefix``      true prefix sum (secret)
 ``noise``       sum of the noise terms in use (secret); release = prefix + noise
 ``rng``         a seeded generator's position (tests only), None for OS seeds
+``peak``        ``max(0, every release so far)``: the ``monotone=True``
+                count (derived from releases: public); absent:
+                ``max(0, release)``
 ``digits``      array: the h digits of ``time``, level 1 first
 ``slots``       array: the noise terms, level by level (secret)
 ``pool``        array: pre-drawn noise terms, next first (secret); absent: none
@@ -601,6 +604,7 @@ class _TreeCounter(ContinualCounter):
         self._max_item = max_item
         self._scale = scale
         self._rng = rng
+        self._peak = 0       # max(0, every release so far): the monotone release
         self._state = ffi.new("pds_counter *")
         self._digits = ffi.new("int32_t[]", height)
         self._slots = ffi.new("int64_t[]", capacity)
@@ -717,11 +721,23 @@ class _TreeCounter(ContinualCounter):
             return int(self._state.prefix)
 
     # --------------------------------------------------------------- updates
-    def update(self, x):
-        # The same C call as update_many, without numpy: a Python int in
-        # range, before the horizon, goes straight to pds_counter_update_many
-        # with a one-item buffer; anything else (or a refusal) takes the
-        # checked path, which raises the documented error.
+    def update(self, x, *, monotone=False):
+        """Feed one item and return the release after it (see :meth:`update_many`).
+
+        A Python int in range before the horizon goes straight to the C
+        update with a one-item buffer (no numpy; the same release as
+        :meth:`update_many`); anything else takes the checked path, which
+        raises the documented error.
+
+        Examples
+        --------
+        >>> from pydp_synopsis.noise import Rng
+        >>> c = KaryTreeCounter(horizon=10, epsilon=1e9, k=3, rng=Rng(1))
+        >>> c.update(1), c.update(0), c.update(1, monotone=True)
+        (1, 1, 2)
+        """
+        if monotone is not False and monotone is not True:
+            monotone = check_bool(monotone, "monotone")
         if type(x) is int and 0 <= x <= self._max_item:
             with self._lock:
                 state, one = self._state, self._one
@@ -729,12 +745,15 @@ class _TreeCounter(ContinualCounter):
                     one[0] = x
                     with self._rng.native() as p:
                         st = lib.pds_counter_update_many(state, p, one, one + 1, 1)
-                    if st == lib.PDS_OK:
-                        return one[1]
-                    self._raise_status(st)
-        return super().update(x)
-
-    update.__doc__ = ContinualCounter.update.__doc__
+                    if st != lib.PDS_OK:
+                        self._raise_status(st)
+                    release = one[1]
+                    if release > self._peak:
+                        self._peak = release
+                    return self._peak if monotone else release
+        with self._lock:
+            release = super().update(x)
+            return self._peak if monotone else release
 
     def _raise_status(self, st):
         """The exception of a refused ``pds_counter_update_many``."""
@@ -745,18 +764,28 @@ class _TreeCounter(ContinualCounter):
                               "release 0.1 checkpoint with items above max_item)")
         check(st)
 
-    def update_many(self, xs):
+    def update_many(self, xs, *, monotone=False):
         """Feed a batch of items in one C call; return the releases.
 
         Parameters
         ----------
         xs : array_like of int
             One-dimensional integers (bool accepted) in ``[0, max_item]``.
+        monotone : bool
+            Return the running count made consistent online: at each t,
+            ``max(0, release_1, ..., release_t)`` over every release since
+            the start (:attr:`monotone_release`), so the counts shown never
+            decrease and are never negative, and a count once shown never
+            changes.  Post-processing of the releases: free in privacy.  It
+            is biased upward (the running maximum of noisy values exceeds
+            the true count by about the noise's expected maximum over a
+            stretch of constant count); its error is measured in README.md,
+            "Consistent releases".  The raw releases are unbiased.
 
         Returns
         -------
         numpy.ndarray of int64
-            The noisy prefix sums after each item.
+            The noisy prefix sums after each item (or their running maximum).
 
         Raises
         ------
@@ -770,6 +799,7 @@ class _TreeCounter(ContinualCounter):
         O(len(xs)) time, O(1) amortised noise terms per item (Lemma 4.14),
         taken from the pre-drawn pool.  Holds the counter's lock.
         """
+        monotone = check_bool(monotone, "monotone")
         with self._lock:
             xs = self._items(xs, "xs")
             n = len(xs)
@@ -779,7 +809,76 @@ class _TreeCounter(ContinualCounter):
                                                  ffi.from_buffer("int64_t[]", out), n)
             if st != lib.PDS_OK:
                 self._raise_status(st)
-            return out
+            peaks = np.maximum.accumulate(np.maximum(out, self._peak))
+            if n:
+                self._peak = int(peaks[-1])
+            return peaks if monotone else out
+
+    @property
+    def monotone_release(self):
+        """``max(0, every release so far)``: the running count of ``monotone=True``.
+
+        Released numbers only (public).  A checkpoint without it (release
+        0.1) restarts it at ``max(0, release)``.
+        """
+        with self._lock:
+            return self._peak
+
+    def std(self, times=None):
+        """Exact standard deviation of the noise of the release at ``times``.
+
+        The release at t is the true prefix sum plus one independent noise
+        term of scale h/epsilon per unit of each digit of t (APT Algorithms
+        1 and 2; one per 1-bit for the binary tree), so its variance is that
+        number of terms times
+        :func:`~pydp_synopsis.noise.discrete_laplace_variance`.  Unlike
+        :meth:`mean_squared_error` (the mean over t) this is per release;
+        the mean of ``std(t)**2`` over ``t = 1..T`` is ``mean_squared_error(T)``.
+
+        Parameters
+        ----------
+        times : int or array_like of int, optional
+            Times in ``[0, horizon]`` (0: the empty prefix, exact); default
+            the current time.
+
+        Returns
+        -------
+        float or numpy.ndarray of float64
+
+        Raises
+        ------
+        TypeError
+            ``times`` not integers.
+        DomainError
+            A time outside ``[0, horizon]``.
+
+        Notes
+        -----
+        O(h) per time, vectorised.
+
+        Examples
+        --------
+        >>> from pydp_synopsis.noise import Rng, discrete_laplace_variance
+        >>> c = KaryTreeCounter(horizon=100, epsilon=1.0, k=3, rng=Rng(2))
+        >>> out = c.update_many([1] * 5)     # 5 = -1 - 1*3 + 1*9: three noise terms
+        >>> round(c.std() ** 2 / discrete_laplace_variance(c.noise_scale), 9)
+        3.0
+        """
+        var = discrete_laplace_variance(self._scale)
+        scalar = times is None or np.ndim(times) == 0
+        t = np.asarray(self.time if times is None else times)
+        if t.dtype.kind not in "iu" or t.dtype == np.bool_:
+            raise TypeError(f"times must be integers, got dtype {t.dtype}")
+        if t.size and (int(t.min()) < 0 or int(t.max()) > self.horizon):
+            raise DomainError(f"times must be in [0, {self.horizon}] (the horizon, public)")
+        k, low = self.k, int(self._state.low)
+        x, used = t.astype(np.int64), np.zeros(t.shape, dtype=np.int64)
+        while np.any(x):
+            d = (x - low) % k + low
+            used += np.abs(d)
+            x = (x - d) // k
+        out = np.sqrt(used * var)
+        return float(out) if scalar else out
 
     # ------------------------------------------------------------- analysis
     def mean_squared_error(self, steps=None):
@@ -869,6 +968,7 @@ class _TreeCounter(ContinualCounter):
             "prefix": int(s.prefix),
             "noise": int(s.noise),
             "rng": self._rng._to_state(),
+            "peak": self._peak,
         }
         meta.update(self._extra_meta())
         pool = np.frombuffer(ffi.buffer(self._pool), dtype=np.int64, count=s.pool_capacity)
@@ -913,6 +1013,9 @@ class _TreeCounter(ContinualCounter):
         s.noise = check_int(meta["noise"], "noise", _INT64.min, _INT64.max)
         if lib.pds_counter_check(s) != lib.PDS_OK:
             raise FormatError("state is inconsistent (digits, time, noise terms or prefix)")
+        floor = max(0, int(s.prefix + s.noise))
+        peak = meta.get("peak")
+        obj._peak = floor if peak is None else check_int(peak, "peak", floor, _INT64.max)
         # No fill here: a checkpoint of this release holds a pool already
         # (the counter refills after every release), and drawing now would
         # put the loader's randomness into the state; a release 0.1 state
@@ -982,7 +1085,7 @@ class BinaryTreeCounter(_TreeCounter):
     """
 
     _kind = "BinaryTreeCounter"
-    _record_kind = "binary_tree_counter"
+    _record_kind = "binary-tree-counter"
     _release_01_subtraction = False
 
     def __init__(self, *, horizon, epsilon, max_item=None, rng=None, budget=None, delta=0):
@@ -1076,7 +1179,7 @@ class KaryTreeCounter(_TreeCounter):
     """
 
     _kind = "KaryTreeCounter"
-    _record_kind = "kary_tree_counter"
+    _record_kind = "kary-tree-counter"
 
     def __init__(self, *, horizon, epsilon, k=19, subtraction=True, max_item=None, rng=None, budget=None,
                  delta=0):
@@ -1097,4 +1200,6 @@ class KaryTreeCounter(_TreeCounter):
 
 for _cls in (BinaryTreeCounter, KaryTreeCounter):
     persist.register(_cls._record_kind)(_cls._from_record)
+    # release 0.1 spelled the counters' kinds with underscores: they still load
+    persist.register(_cls._record_kind.replace("-", "_"))(_cls._from_record)
 del _cls

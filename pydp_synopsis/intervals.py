@@ -70,9 +70,24 @@ def _check_options(tree, fanout, consistency, estimator, k):
 
 
 class IntervalSynopsis:
-    """An epsilon-DP synopsis answering every interval count over a domain of up to 2**64 values.
+    """How many values fall in any range ``[lo, hi]``, answered with epsilon-differential privacy.
 
-    Build it with :meth:`build`; query with :meth:`count` / :meth:`count_many`.
+    Build it once from one integer column (``build(values, domain=(lo, hi),
+    epsilon=1)``), then ask as many range counts as you like: queries cost
+    no further privacy.  Each answer comes with error bars:
+    ``count_many(lo, hi, return_std=True)`` gives its exact noise standard
+    deviation, :meth:`confidence_intervals` a per-query interval holding the
+    true count with the confidence asked, and :meth:`error_bound` one bound
+    for every range at once.  One row is one unit of privacy (adding or
+    removing a row changes any output's probability by at most ``e**epsilon``);
+    the domain is public and may hold up to 2**64 values.  Save with
+    :meth:`save`, reload with :func:`pydp_synopsis.load`.
+
+    >>> import numpy as np, pydp_synopsis as ps
+    >>> ages = np.random.default_rng(0).integers(18, 90, 5000)
+    >>> s = ps.IntervalSynopsis.build(ages, domain=(0, 120), epsilon=1.0, rng=ps.Rng(seed=1))
+    >>> bool(abs(s.count(18, 40) - np.count_nonzero(ages <= 40)) < 100)
+    True
 
     The mechanism (DNRR section 3.2):
 
@@ -470,6 +485,14 @@ class IntervalSynopsis:
         O(log_k m) for kary.  Batches of ``2**16`` queries or more run in
         two threads (the same answers).
 
+        References
+        ----------
+        .. [HRMS10] Hay, Rastogi, Miklau, Suciu, VLDB 2010, section 4: the
+           least-squares estimate; its weights on the raw nodes are computed
+           by Gaussian smoothing on the tree (``csrc/tree.c``).
+        .. [APT] Andersson, Pagh, Torkamani, Algorithm 2 (the kary prefix
+           sums' noise terms).
+
         Examples
         --------
         >>> import pydp_synopsis as ps
@@ -599,11 +622,14 @@ class IntervalSynopsis:
         return 2 * (w + multiplicity)
 
     def error_bound(self, confidence=0.95, *, multiplicity=1):
-        """A bound on the error of *all* interval answers at once (DNRR Theorem 3.2).
+        """The simultaneous bound: the error of *all* interval answers at once (DNRR Theorem 3.2).
 
         With probability at least ``confidence`` over the mechanism's coins,
         ``|count(lo, hi) - true count| <= error_bound(confidence)`` for every
-        interval simultaneously.
+        interval simultaneously.  A worst case over every interval, 10-100
+        times a typical error: for one query's error bar use
+        :meth:`count_many` with ``return_std=True`` (the exact noise std) or
+        :meth:`confidence_intervals` (a per-query guarantee).
 
         The failure probability ``1 - confidence`` is split: ``beta / 2`` (fixed
         at build) for the partition's interior weight bound ``W``
@@ -726,9 +752,9 @@ class IntervalSynopsis:
           with the exact discrete Laplace MGF on the answer's weighted sum of
           noise terms (:func:`~pydp_synopsis.tails.laplace_weighted_tail`,
           which needs ``sum w^2`` and ``max |w|``, both computed exactly per
-          query).  Rigorous, and about 1.4 times ``1.96 std`` for sums of many
-          terms (the normal quantile would not be a bound: one discrete
-          Laplace term has heavier tails).  For ``"seal_uniform"`` the
+          query).  Rigorous, about ``3 std`` at 95% for sums of many terms
+          (``1.96 std`` would be a normal approximation, not a bound: one
+          discrete Laplace term has heavier tails).  For ``"seal_uniform"`` the
           clipped boundary terms make the noise affine in two factors in
           [0, 1]; it lies between the noises of the four corners, and the
           tail is the largest of theirs, union-bounded;
@@ -771,8 +797,16 @@ class IntervalSynopsis:
 
         Notes
         -----
-        O(q log m) plus two C calls (answers, noise weights) and a
-        vectorised 40-step search per clip corner.
+        O(q log m) plus two C calls (answers, noise weights) and one C call
+        for the tails per clip corner (``csrc/tails.c``).
+
+        References
+        ----------
+        .. [HRMS10] Hay, Rastogi, Miklau, Suciu, VLDB 2010, section 4 (the
+           consistent estimator whose weights are computed).
+        .. [DNRR] Dwork, Naor, Reingold, Rothblum, section 3.2 (covers,
+           boundary segments) and Theorem 2.1's proof (``W``).
+        .. [CKS20] Canonne, Kamath, Steinke 2020 (the discrete Laplace MGF).
 
         Examples
         --------

@@ -39,7 +39,12 @@ _LOADERS = {}
 
 
 def register(kind):
-    """Decorator: ``loader(meta, arrays) -> object`` rebuilds objects of ``kind``."""
+    """Decorator: ``loader(meta, arrays) -> object`` rebuilds objects of ``kind``.
+
+    Kinds are spelled with hyphens (``"interval-synopsis"``,
+    ``"kary-tree-counter"``); release 0.1's underscored counter kinds are
+    registered too, so its checkpoints load.
+    """
 
     def decorate(loader):
         _LOADERS[kind] = loader

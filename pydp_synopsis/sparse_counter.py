@@ -57,7 +57,7 @@ from .budget import charge
 from .counters import (MAX_HORIZON, STATE_VERSION, BinaryTreeCounter, ContinualCounter, KaryTreeCounter,
                        check_pure_epsilon, int64_array, state_delta, state_fraction)
 from .errors import DomainError, FormatError, HorizonError
-from .params import check_beta, check_choice, check_int, check_share, exact_epsilon, split_epsilon
+from .params import check_beta, check_bool, check_choice, check_int, check_share, exact_epsilon, split_epsilon
 from .partition import OnlinePartition, fig1_threshold
 from .rng import resolve_rng
 
@@ -218,7 +218,7 @@ class SparseStreamCounter(ContinualCounter):
     """
 
     _kind = "SparseStreamCounter"
-    _record_kind = "sparse_stream_counter"
+    _record_kind = "sparse-stream-counter"
     _array_places = {"ends": ("partition",), "digits": ("inner",), "slots": ("inner",),
                      "pool": ("inner",)}
     _optional_arrays = frozenset({"pool"})
@@ -407,13 +407,34 @@ class SparseStreamCounter(ContinualCounter):
         counts = np.diff(prefix_at, prepend=self._inner.true_prefix_sum)
         return self._inner.update_many(counts)
 
-    def update_many(self, xs):
+    def update(self, x, *, monotone=False):
+        """Feed one item and return the release after it (see :meth:`update_many`)."""
+        monotone = check_bool(monotone, "monotone")
+        with self._lock:
+            release = super().update(x)
+            return self.monotone_release if monotone else release
+
+    @property
+    def monotone_release(self):
+        """``max(0, every release so far)``: the running count of ``monotone=True``.
+
+        Released numbers only (the inner counter's releases at the seals);
+        kept in the inner counter's part of the checkpoint.
+        """
+        with self._lock:
+            return self._inner.monotone_release
+
+    def update_many(self, xs, *, monotone=False):
         """Feed a dense batch of items; return the release after each one.
 
         Parameters
         ----------
         xs : array_like of int
             One-dimensional non-negative integers (bool accepted).
+        monotone : bool
+            Return ``max(0, every release so far)`` instead
+            (:attr:`monotone_release`): never decreasing, never negative;
+            post-processing, biased upward (README, "Consistent releases").
 
         Returns
         -------
@@ -434,11 +455,13 @@ class SparseStreamCounter(ContinualCounter):
         O(len(xs)) numpy work, one partition call and one counter call.
         Holds the counter's lock.
         """
+        monotone = check_bool(monotone, "monotone")
         with self._lock:
             self._check_live()
             xs = self._items(xs, "xs")
             self._check_total(xs, "xs")
             start, before = self.time, self.release
+            floor = self._inner.monotone_release
             seals = self._partition.feed(xs).astype(np.int64) + 1  # 1-based times
             times = np.arange(start + 1, start + len(xs) + 1, dtype=np.int64)
             cum = self._total + np.cumsum(xs)
@@ -446,9 +469,10 @@ class SparseStreamCounter(ContinualCounter):
             if len(xs):
                 self._total = int(cum[-1])
             idx = np.searchsorted(seals, times, side="right")
-            return np.concatenate([[before], releases]).astype(np.int64)[idx]
+            out = np.concatenate([[before], releases]).astype(np.int64)[idx]
+            return np.maximum.accumulate(np.maximum(out, floor)) if monotone else out
 
-    def update_sparse(self, positions, weights=None, until=None):
+    def update_sparse(self, positions, weights=None, until=None, *, monotone=False):
         """Feed a stream given by its non-zero items; return the release as a step function.
 
         Parameters
@@ -461,6 +485,9 @@ class SparseStreamCounter(ContinualCounter):
         until : int, optional
             Advance the stream to this time (default: the last position, or
             no advance when there are no positions), at most the horizon.
+        monotone : bool
+            Return the running maximum of every release so far, floored at
+            0, as :meth:`update_many` does.
 
         Returns
         -------
@@ -485,8 +512,10 @@ class SparseStreamCounter(ContinualCounter):
         gaps between items exactly) and one inner counter call.  Holds the
         counter's lock.
         """
+        monotone = check_bool(monotone, "monotone")
         with self._lock:
             self._check_live()
+            floor = self._inner.monotone_release
             pos = np.asarray(positions)
             if pos.size == 0 and pos.ndim == 1:
                 pos = pos.astype(np.int64)
@@ -526,6 +555,8 @@ class SparseStreamCounter(ContinualCounter):
             releases = self._seal(seal_times, pos, cum)
             if pos.size:
                 self._total = int(cum[-1])
+            if monotone:
+                releases = np.maximum.accumulate(np.maximum(releases, floor)).astype(np.int64)
             return seal_times, releases
 
     # ------------------------------------------------------------- analysis
@@ -698,3 +729,5 @@ class SparseStreamCounter(ContinualCounter):
 
 
 persist.register(SparseStreamCounter._record_kind)(SparseStreamCounter._from_record)
+# release 0.1 spelled the kind "sparse_stream_counter": its checkpoints still load
+persist.register("sparse_stream_counter")(SparseStreamCounter._from_record)

@@ -112,7 +112,7 @@ def laplace_sum_tail(terms, scale, log_inv_delta):
 
 
 def laplace_weighted_tail(sumsq, maxabs, scales, log_inv_delta):
-    """Per query, a ``t`` with ``P(S >= t) <= delta`` for a weighted sum ``S`` of discrete Laplace noise.
+    """Per query, a ``t`` with ``P(S >= t) <= delta`` for a weighted sum of discrete Laplace noise.
 
     ``S = sum_g sum_i w_gi Z_gi`` with independent ``Z_gi`` discrete Laplace
     of scale ``scales[g]``, known only through ``sum_i w_gi^2 <= sumsq[q, g]``

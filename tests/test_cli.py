@@ -34,6 +34,13 @@ def run(*args, stdin=None):
                           cwd=os.path.dirname(PACKAGE_PARENT), env=env, timeout=300)
 
 
+def answer_and_bound(stdout):
+    """The answer and the simultaneous bound that ``query --lo --hi`` printed."""
+    first, second = stdout.splitlines()[:2]
+    assert " ± " in first and "interval [" in first and second.startswith("simultaneous")
+    return float(first.split()[0]), float(second.split()[-1])
+
+
 def one_line_error(proc, *fragments):
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     lines = proc.stderr.strip().splitlines()
@@ -71,6 +78,8 @@ def test_demo_prints_the_table():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "ZIP code" in out and "New York City area" in out and "RMSE" in out
+    assert "± std" in out and "95% interval (this query)" in out
+    assert "simultaneous 95% bounds (every query at once)" in out and "in 95% interval" in out
     assert "total privacy loss 2" in out
 
 
@@ -89,7 +98,7 @@ def test_build_info_query_round_trip(tmp_path, table, source):
     assert info.returncode == 0 and "interval-synopsis" in info.stdout and "segments" in info.stdout
     q = run("query", syn, "--lo", 100, "--hi", 599)
     assert q.returncode == 0, q.stderr
-    answer, bound = float(q.stdout.split()[0]), float(q.stdout.split()[2])
+    answer, bound = answer_and_bound(q.stdout)
     true = int(np.count_nonzero((table["x"] >= 100) & (table["x"] <= 599)))
     assert abs(answer - true) <= bound
 
@@ -106,11 +115,11 @@ def test_rectangle_build_and_query_file(tmp_path, table):
     q = run("query", syn, "--queries", queries, "--output", out)
     assert q.returncode == 0, q.stderr
     rows = list(csv.DictReader(open(out)))
-    assert len(rows) == 2 and {"answer", "error_bound"} <= set(rows[0])
+    assert len(rows) == 2 and {"answer", "std", "low", "high", "simultaneous_bound"} <= set(rows[0])
     for r in rows:
         lo0, lo1, hi0, hi1 = (int(r[k]) for k in ("lo_0", "lo_1", "hi_0", "hi_1"))
         true = np.count_nonzero((table["x"] >= lo0) & (table["x"] <= hi0) & (table["y"] >= lo1) & (table["y"] <= hi1))
-        assert abs(float(r["answer"]) - true) <= float(r["error_bound"])
+        assert abs(float(r["answer"]) - true) <= float(r["simultaneous_bound"])
 
 
 @pytest.mark.parametrize("args,fragments", [
@@ -210,7 +219,7 @@ def test_build_with_scale_from_decimal_csv(tmp_path):
     assert proc.returncode == 0, proc.stderr
     q = run("query", out, "--lo", "40.1", "--hi", "40.2", "--scale", "1e6")
     assert q.returncode == 0, q.stderr
-    answer, bound = float(q.stdout.split()[0]), float(q.stdout.split()[2])
+    answer, bound = answer_and_bound(q.stdout)
     assert abs(answer - 101) <= bound
 
 
@@ -226,7 +235,7 @@ def test_build_from_parquet_with_decimal_doubles(tmp_path):
                "--epsilon", 1000, "--seed", 1, "--output", out)
     assert proc.returncode == 0, proc.stderr
     q = run("query", out, "--lo", "40", "--hi", "40.5", "--scale", "1e6")
-    answer, bound = float(q.stdout.split()[0]), float(q.stdout.split()[2])
+    answer, bound = answer_and_bound(q.stdout)
     assert abs(answer - 300) <= bound
     one_line_error(run("build", "--input", path, "--columns", "name", "--domain=0:9", "--epsilon", 1,
                        "--output", tmp_path / "n.pds"), "name")

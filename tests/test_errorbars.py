@@ -217,7 +217,8 @@ def _segment_weights(part, lo, hi):
     return np.clip((np.minimum(e, hi) - np.maximum(first, lo) + 1) / (e - first + 1), 0.0, 1.0)
 
 
-@pytest.mark.parametrize("c,size,eps,n", [(2, 255, 1.0, 400), (2, 4095, 4.0, 600), (3, 63, 2.0, 300)])
+@pytest.mark.parametrize("c,size,eps,n", [(2, 255, 1.0, 400), (2, 4095, 4.0, 600),
+                                          (3, 63, 2.0, 300)])
 def test_grid_noise_weights_and_cut_cells(c, size, eps, n):
     pts = DATA.integers(0, size + 1, (n, c))
     pts[: n // 3] //= 8                               # a dense corner: refined coarse cells
@@ -228,7 +229,7 @@ def test_grid_noise_weights_and_cut_cells(c, size, eps, n):
     a, b = DATA.integers(0, size + 1, (2, 30, c))
     lo, hi = np.minimum(a, b).astype(np.uint64), np.maximum(a, b).astype(np.uint64)
     lo[0], hi[0] = 0, size                            # the whole domain: only inner cells
-    sumsq, maxabs, cut = grid._noise_parts(lo, hi)
+    sumsq, maxabs, cut = grid.noise_parts(lo, hi)
     # the linear map, probed with unit counts
     probes = [_grid_of(s, np.eye(nv, dtype=np.int64)[i], np.zeros(nu))[0].answer(lo, hi)
               for i in range(nv)]
@@ -679,6 +680,15 @@ def test_rectangle_error_bars_shapes_and_consistency(rectangle_synopses):
         assert np.all(bars.noise > std)
         assert bars.bias[0] == 0.0                  # the whole domain cuts nothing
         assert np.all(bars.noise + bars.bias <= s.error_bound(0.9))
+    # a pruned multi-tree (DNRR's configuration): absent nodes carry no noise, and the
+    # bias holds the whole-tree pruning term of error_terms
+    dnrr = ps.RectangleSynopsis.build(pts, domain=[(0, 2**16 - 1)] * 2, epsilon=1.0,
+                                      config="dnrr", rng=ps.Rng(seed=35))
+    assert dnrr.prune == "dnrr"
+    bars = dnrr.confidence_intervals(lo, hi, 0.9)
+    pruning = dnrr.error_terms(0.9).pruning
+    assert pruning > 0 and np.all(bars.bias >= pruning)
+    assert np.all(bars.noise + bars.bias <= dnrr.error_bound(0.9))
 
 
 @pytest.mark.parametrize("call,exc,word", [
@@ -743,3 +753,205 @@ def test_multitree_bias_is_per_cut_side(estimator):
     want = [0, lo_side[0], heavy[1], lo_side[0] + heavy[0] + lo_side[1] + heavy[1]]
     bars = s.confidence_intervals(lo, hi, 0.9, max_multiplicity=mu)
     np.testing.assert_allclose(bars.bias, want)
+
+
+# ---------------------------------------------------------------- counters
+@pytest.mark.parametrize("cls,k", [(ps.BinaryTreeCounter, 2), (ps.KaryTreeCounter, 3),
+                                   (ps.KaryTreeCounter, 19)])
+def test_counter_std_is_the_exact_path_noise(cls, k):
+    horizon = 300
+    kw = {} if k == 2 else {"k": k}
+    c = cls(horizon=horizon, epsilon=1.0, rng=ps.Rng(seed=40), **kw)
+    var = ps.discrete_laplace_variance(c.noise_scale)
+    if k == 2:
+        terms = np.array([bin(t).count("1") for t in range(horizon + 1)])
+    else:
+        terms = _kary_incidence(horizon, k).sum(axis=1)
+    np.testing.assert_allclose(c.std(np.arange(horizon + 1)) ** 2, terms * var, rtol=RTOL)
+    assert c.std() == 0.0
+    for t in (1, 7, 150):
+        c.update_many(np.ones(t - c.time, dtype=np.int64))
+        assert c.std() ** 2 == pytest.approx(terms[t] * var, rel=RTOL)
+    # the mean over t is mean_squared_error
+    assert np.mean(c.std(np.arange(1, horizon + 1)) ** 2) == pytest.approx(
+        c.mean_squared_error(), rel=1e-12)
+    with pytest.raises(ps.DomainError, match="times"):
+        c.std([horizon + 1])
+    with pytest.raises(TypeError, match="times"):
+        c.std([1.5])
+
+
+@pytest.mark.slow
+def test_counter_std_matches_the_variance_over_runs():
+    t, runs, rng = 37, 20000, ps.Rng(seed=41)
+    out = np.array([ps.KaryTreeCounter(horizon=100, epsilon=1.0, k=5, rng=rng)
+                    .update_many(np.ones(t, dtype=np.int64))[-1] for _ in range(runs)])
+    std = ps.KaryTreeCounter(horizon=100, epsilon=1.0, k=5).std(t)
+    assert_mean_var(out, t, float(std) ** 2)
+
+
+def test_monotone_counter_is_the_running_maximum(tmp_path):
+    xs = np.random.default_rng(9).integers(0, 2, 500)
+    c = ps.KaryTreeCounter(horizon=1000, epsilon=0.5, rng=ps.Rng(seed=42))
+    d = ps.KaryTreeCounter(horizon=1000, epsilon=0.5, rng=ps.Rng(seed=42))
+    raw = c.update_many(xs[:200])
+    mono = d.update_many(xs[:200], monotone=True)
+    np.testing.assert_array_equal(mono, np.maximum.accumulate(np.maximum(raw, 0)))
+    assert (raw < 0).any() and np.all(np.diff(mono) >= 0) and mono[0] >= 0
+    # the floor carries across batches, single updates and checkpoints
+    ps.save(d, tmp_path / "d.ckpt")
+    d2 = ps.load(tmp_path / "d.ckpt")
+    assert d2.monotone_release == d.monotone_release == mono[-1]
+    rest = [d2.update(int(x), monotone=True) for x in xs[200:260]]
+    raw2 = c.update_many(xs[200:260])
+    np.testing.assert_array_equal(rest, np.maximum.accumulate(np.maximum(raw2, mono[-1])))
+    state = d2.to_state()
+    del state["peak"]                                  # a release 0.1 checkpoint
+    assert ps.KaryTreeCounter.from_state(state).monotone_release == max(0, d2.release)
+    state["peak"] = d2.release - 1 if d2.release > 0 else -1
+    with pytest.raises(ps.FormatError):
+        ps.KaryTreeCounter.from_state(state)
+    with pytest.raises(TypeError, match="monotone"):
+        d2.update_many([1], monotone=1)
+    with pytest.raises(TypeError, match="monotone"):
+        d2.update(1, monotone="yes")
+    assert d2.time == 260                              # nothing consumed by the bad calls
+
+
+# ------------------------------------------------- kernels refuse bad input
+def test_noise_kernels_refuse_bad_arguments():
+    from pydp_synopsis._core import f64, ffi, lib, u64
+    ends = np.array([3, 7, 12], dtype=np.uint64)
+    lo, hi = np.array([1], dtype=np.uint64), np.array([9], dtype=np.uint64)
+    k_seg, r_seg = np.array([0], dtype=np.uint64), np.array([2], dtype=np.uint64)
+    out, mx = np.zeros(4), np.zeros(4)
+
+    def var_tree(consistent=1, estimator=3, corners=1, m=3, seg_lo=k_seg, f=2):
+        return lib.pds_interval_var_tree(m, f, consistent, u64(ends), u64(lo), u64(hi),
+                                         u64(seg_lo), u64(r_seg), 1, estimator, corners,
+                                         f64(out), f64(mx))
+
+    assert var_tree() == lib.PDS_OK
+    for kw in ({"consistent": 2}, {"estimator": 4}, {"estimator": -1}, {"corners": 2},
+               {"m": 0}, {"seg_lo": np.array([1], dtype=np.uint64)}, {"f": 1}):
+        assert var_tree(**kw) == lib.PDS_EINVAL, kw
+    for k in (2, 4, 1, 65537):
+        assert lib.pds_interval_var_kary(3, k, u64(ends), u64(lo), u64(hi), u64(k_seg),
+                                         u64(r_seg), 1, 3, 1, f64(out), f64(mx)) == lib.PDS_EINVAL
+    assert lib.pds_interval_var_kary(3, 3, u64(ends), u64(lo), u64(hi), u64(k_seg), u64(r_seg),
+                                     1, 3, 1, ffi.NULL, f64(mx)) == lib.PDS_EINVAL
+    # tails: groups in [1, 8], finite positive scales, finite non-negative weights
+    one, two = np.ones(1), np.ones(2)
+    t = np.zeros(1)
+    assert lib.pds_laplace_weighted_tail(1, 1, f64(one), f64(one), f64(one), f64(one),
+                                         f64(t)) == lib.PDS_OK
+    for groups, scale, v, s, li in ((0, one, one, one, one), (9, np.ones(9), np.ones(9),
+                                                              np.ones(9), one),
+                                    (1, -one, one, one, one), (1, one * np.inf, one, one, one),
+                                    (1, one, -one, one, one), (1, one, one * np.nan, one, one),
+                                    (1, one, one, -one, one), (1, one, one, one, 0 * one)):
+        assert lib.pds_laplace_weighted_tail(1, groups, f64(scale), f64(v), f64(s), f64(li),
+                                             f64(t)) == lib.PDS_EINVAL
+    assert two.size == 2
+
+
+def test_grid_and_multitree_noise_kernels_check_their_arrays():
+    from pydp_synopsis._core import f64, ffi, i64, lib, u64
+    from pydp_synopsis.rectangles import kernels
+    pts = DATA.integers(0, 256, (500, 2))
+    s = ps.RectangleSynopsis.build(pts, domain=[(0, 255)] * 2, epsilon=2.0, rng=ps.Rng(seed=50))
+    grid, fine = _grid_of(s)
+    layout, sizes = grid.layout, np.array(grid.axes.sizes, dtype=np.uint64)
+    lam = np.full(grid.coarse_counts.size, 0.5)
+    v1, v2 = np.zeros(lam.size), np.zeros(lam.size)
+    ufine = fine["count"].astype(np.float64)
+    kernels.grid_fine_prefix(layout.fine_shape, layout.base, ufine)
+    # the whole domain: the query reaches the last coarse cell, whose grid must lie
+    # inside ufine[0 .. n_fine)
+    k = np.zeros((1, 2), dtype=np.uint64)
+    r = (sizes - 1)[None, :]
+    fk = fr = np.ones((1, 2))
+    sumsq, maxabs, cut = np.zeros(2), np.zeros(2), np.zeros(2)
+
+    def noise(lam_=lam, n_cells=lam.size, n_fine=ufine.size, ufine_=ufine):
+        return lib.pds_grid_noise(2, u64(sizes), u64(np.array(layout.merge, dtype=np.uint64)),
+                                  f64(lam_), f64(v1), f64(v2), n_cells, i64(layout.fine_shape),
+                                  i64(layout.base), ufine_, n_fine, 1, u64(k), u64(r), f64(fk),
+                                  f64(fr), f64(sumsq), f64(maxabs), f64(cut))
+
+    assert noise(ufine_=f64(ufine)) == lib.PDS_OK
+    assert noise(ufine_=ffi.NULL) == lib.PDS_EINVAL
+    assert noise(ufine_=f64(ufine), n_cells=lam.size + 1) == lib.PDS_EINVAL
+    assert noise(ufine_=f64(ufine), n_fine=int(layout.base[-1])) == lib.PDS_EINVAL
+    bad = lam.copy()
+    bad[0] = 1.5
+    assert noise(lam_=bad, ufine_=f64(ufine)) == lib.PDS_EINVAL
+    # multi-tree: successor trees starting past the end are refused, not read
+    tree = _multitree(pts, 255, 2.0, fanout=2, merge=1)
+    count, child, succ = tree.records
+    present = np.arange(count.size + 1, dtype=np.uint64)
+    wa, wb = np.zeros((1, 2), dtype=np.uint64), np.array([tree.segments], dtype=np.uint64)
+    zero_u, zero_f = np.zeros((1, 2), dtype=np.uint64), np.zeros((1, 2))
+    for succ_ in (succ, np.where(succ >= 0, count.size, succ)):
+        out, mx = np.zeros(1), np.zeros(1)
+        st = lib.pds_multitree_noise(
+            i64(child), i64(succ_), u64(present), count.size, 2,
+            u64(np.array(tree.segments, dtype=np.uint64)),
+            ffi.from_buffer("uint32_t[]", np.array(tree.fanout, dtype=np.uint32)), u64(wa),
+            u64(wb), u64(zero_u), f64(zero_f), u64(zero_u), f64(zero_f), 1, f64(out), f64(mx))
+        assert st == (lib.PDS_OK if succ_ is succ else lib.PDS_ESTATE)
+
+
+@pytest.mark.parametrize("kw", [{}, {"consistency": False}, {"tree": "binary"},
+                                {"tree": "kary", "k": 7}])
+def test_synopsis_std_uses_the_release_noise_scale(kw, interval_synopsis):
+    values, _ = interval_synopsis
+    s = ps.IntervalSynopsis.build(values, domain=(0, 10**6 - 1), epsilon=1.0,
+                                  rng=ps.Rng(seed=36), **kw)
+    lo, hi = np.array([10, 5000, 0]), np.array([70_000, 900_000, 10**6 - 1])
+    ends = s.partition.end_offsets
+    if s.tree == "kary":
+        sumsq, _ = trees.interval_noise(ends, lo.astype(np.uint64), hi.astype(np.uint64),
+                                        s.estimator, kary=s.k)
+        scale = ps.KaryTreeCounter(horizon=len(s), epsilon=s.epsilon_tree, k=s.k).noise_scale
+    else:
+        sumsq, _ = trees.interval_noise(ends, lo.astype(np.uint64), hi.astype(np.uint64),
+                                        s.estimator, fanout=s.fanout, consistent=s.consistency)
+        scale = trees.noise_scale(trees.tree_shape(len(s), s.fanout)[0], s.epsilon_tree)
+    want = np.sqrt(sumsq[:, 3] * ps.discrete_laplace_variance(scale))
+    np.testing.assert_allclose(s.count_many(lo, hi, return_std=True)[1], want, rtol=RTOL)
+
+
+@pytest.mark.parametrize("k,subtraction", [(20, True), (4, True), (17, False), (3, False)])
+def test_counter_std_counts_the_digit_units_of_every_digit_set(k, subtraction):
+    from pydp_synopsis.counters import digit_low, representation
+
+    c = ps.KaryTreeCounter(horizon=500, epsilon=0.5, k=k, subtraction=subtraction, rng=ps.Rng(seed=43))
+    low = digit_low(k, subtraction)
+    terms = np.array([sum(abs(d) for d in representation(t, k, low)) for t in range(501)])
+    var = ps.discrete_laplace_variance(c.noise_scale)
+    np.testing.assert_allclose(c.std(np.arange(501)) ** 2, terms * var, rtol=RTOL)
+    assert isinstance(c.std(7), float) and c.std(np.int64(7)) == c.std(7)
+    assert np.mean(c.std(np.arange(1, 501)) ** 2) == pytest.approx(c.mean_squared_error(), rel=1e-12)
+
+
+def test_monotone_sparse_counter_is_the_running_maximum(tmp_path):
+    xs = np.zeros(3000, dtype=np.int64)
+    xs[np.random.default_rng(3).choice(3000, 120, replace=False)] = 1
+    a = ps.SparseStreamCounter(horizon=2**20, epsilon=0.3, rng=ps.Rng(seed=44))
+    b = ps.SparseStreamCounter(horizon=2**20, epsilon=0.3, rng=ps.Rng(seed=44))
+    raw = a.update_many(xs[:2000])
+    mono = b.update_many(xs[:2000], monotone=True)
+    np.testing.assert_array_equal(mono, np.maximum.accumulate(np.maximum(raw, 0)))
+    assert b.monotone_release == mono[-1] and np.all(np.diff(mono) >= 0)
+    ps.save(b, tmp_path / "b.ckpt")
+    c = ps.load(tmp_path / "b.ckpt")
+    assert c.monotone_release == b.monotone_release
+    pos = 2000 + np.flatnonzero(xs[2000:]) + 1
+    t_raw, v_raw = a.update_sparse(pos, until=3000)
+    t_mono, v_mono = c.update_sparse(pos, until=3000, monotone=True)
+    np.testing.assert_array_equal(t_raw, t_mono)
+    np.testing.assert_array_equal(v_mono, np.maximum.accumulate(np.maximum(v_raw, mono[-1])))
+    assert c.update(0, monotone=True) == c.monotone_release
+    with pytest.raises(TypeError, match="monotone"):
+        c.update_many([0], monotone=None)

@@ -290,8 +290,11 @@ class AdaptiveGrid:
                                    self.layout.fine_shape, self.layout.base, self._fine_prefix,
                                    *self._weights(lo, hi))
 
-    def _noise_parts(self, lo, hi):
-        """``(sumsq, maxabs, cut)`` of :func:`~.kernels.grid_noise` (one C call)."""
+    def noise_parts(self, lo, hi):
+        """``(sumsq, maxabs, cut)`` of :func:`~.kernels.grid_noise` for the rectangles
+        ``[lo, hi]`` ((q, c) uint64 offsets, checked): the noise weights of
+        :meth:`noise` and the cut fine cells' summed counts and number (column 0,
+        1) of :meth:`query_bias`.  One C call."""
         if self._noise_prefix is None:
             layout, lam = self.layout, np.ascontiguousarray(self._lam, dtype=np.float64)
             cells = layout.fine_cells.astype(np.float64)
@@ -327,7 +330,7 @@ class AdaptiveGrid:
         the variance is that of the linear map applied to the released
         counts' noise (what a rebuild with the same layout would show).
         """
-        sumsq, maxabs, _ = self._noise_parts(lo, hi)
+        sumsq, maxabs, _ = self.noise_parts(lo, hi)
         return sumsq, maxabs, self.scales
 
     def _bias_of_cut(self, cut, delta):
@@ -348,7 +351,7 @@ class AdaptiveGrid:
         partition beta.  (:meth:`error_terms` bounds every rectangle at once
         by the largest band of cut cells over each axis instead.)
         """
-        return self._bias_of_cut(self._noise_parts(lo, hi)[2], delta)
+        return self._bias_of_cut(self.noise_parts(lo, hi)[2], delta)
 
     def error_bars(self, lo, hi, confidence, max_multiplicity):
         """``(std, noise, bias)`` per query (checked (q, c) offsets).
@@ -359,7 +362,7 @@ class AdaptiveGrid:
         the bias reads released counts.
         """
         delta = 1.0 - confidence
-        sumsq, maxabs, cut = self._noise_parts(lo, hi)
+        sumsq, maxabs, cut = self.noise_parts(lo, hi)
         noise = laplace_weighted_tail(sumsq, maxabs, self.scales, math.log(4.0 / delta))
         return noise_std(sumsq, self.scales), noise, self._bias_of_cut(cut, delta / 2)
 

@@ -359,7 +359,8 @@ class MultiTree:
                 continue
             co = self.axes.corners(a, lo[:, a], hi[:, a])
             left = (co.k % g != 0) | (lo[:, a] != co.k_first)
-            right = (((co.r + 1) % g != 0) & (co.r + 1 != m)) | (hi[:, a] != self.axes.ends[a][co.r])
+            ends = self.axes.ends[a]
+            right = (((co.r + 1) % g != 0) & (co.r + 1 != m)) | (hi[:, a] != ends[co.r])
             part = left * (heavy - mu) + right * heavy
             bias += np.where(co.k // g == co.r // g, np.minimum(part, heavy), part)
         return bias

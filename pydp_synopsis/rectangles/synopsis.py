@@ -50,11 +50,24 @@ def _structure_attribute(mechanism, name, doc):
 
 
 class RectangleSynopsis:
-    """An epsilon-DP synopsis answering every rectangle count in up to 8 dimensions.
+    """How many points fall in any box ``[lo, hi]`` (2 to 8 columns), answered with epsilon-DP.
 
-    Build it with :meth:`build`, load it with :func:`pydp_synopsis.load`;
-    query with :meth:`count` / :meth:`count_many`.  The constructor is not
-    public.
+    Build it once from c integer columns (``build(points, domain=[(lo0,
+    hi0), (lo1, hi1)], epsilon=1)``), then ask as many box counts as you
+    like: queries cost no further privacy.  Each answer comes with error
+    bars: ``count_many(lo, hi, return_std=True)`` gives its exact noise
+    standard deviation, :meth:`confidence_intervals` a per-query interval,
+    and :meth:`error_bound` one bound for every box at once.  One row (one
+    point) is one unit of privacy; the domains are public.  Save with
+    :meth:`save`, reload with :func:`pydp_synopsis.load`; the constructor is
+    not public.
+
+    >>> import numpy as np, pydp_synopsis as ps
+    >>> pts = np.random.default_rng(0).integers(0, 1000, (5000, 2))
+    >>> r = ps.RectangleSynopsis.build(pts, domain=[(0, 999)] * 2, epsilon=1.0, rng=ps.Rng(seed=1))
+    >>> answer, std = r.count_many([[0, 0]], [[499, 999]], return_std=True)
+    >>> bool(abs(answer[0] - np.count_nonzero(pts[:, 0] <= 499)) < 200)
+    True
 
     The mechanism: one private partition per axis (``epsilon *
     partition_share / c`` and ``beta / (2c)`` each; DNRR section 2 and
@@ -585,8 +598,15 @@ class RectangleSynopsis:
 
         Notes
         -----
-        Two C calls (answers, noise weights) and a vectorised 40-step
-        search for the tails.
+        Three C calls: answers, noise weights, tails.
+
+        References
+        ----------
+        .. [DNRR] Dwork, Naor, Reingold, Rothblum, section 3.3, Claim 3.3
+           (the product cover whose final nodes an answer sums).
+        .. [AG] Qardaji, Yang, Li, ICDE 2013, section IV (the grid's
+           constrained inference, whose weights are computed).
+        .. [CKS20] Canonne, Kamath, Steinke 2020 (the discrete Laplace MGF).
 
         Examples
         --------
@@ -641,11 +661,14 @@ class RectangleSynopsis:
         return ErrorTerms(*self._mechanism.error_terms(conf, mu))
 
     def error_bound(self, confidence=0.95, *, max_multiplicity=1):
-        """A bound on the error of *all* rectangle answers at once (Theorem 3.3).
+        """The simultaneous bound: the error of *all* rectangle answers at once (Theorem 3.3).
 
         With probability at least ``confidence`` over the mechanism's coins,
         ``|count(lo, hi) - true count| <= error_bound(confidence)`` for every
-        rectangle simultaneously: the sum of :meth:`error_terms`.
+        rectangle simultaneously: the sum of :meth:`error_terms`.  A worst
+        case over every rectangle, far above a typical error: for one
+        query's error bar use :meth:`count_many` with ``return_std=True`` or
+        :meth:`confidence_intervals`.
 
         Parameters
         ----------

@@ -60,6 +60,23 @@ class Source:
 
     columns = ()
 
+    def __repr__(self):
+        # where the rows come from and which columns, never how many rows
+        where = self._describe_origin()
+        return f"{type(self).__name__}({where + ', ' if where else ''}columns={list(self.columns)!r})"
+
+    def _describe_origin(self):
+        """A short public description of where the rows come from ('' when in memory)."""
+        paths = getattr(self, "paths", None)
+        if paths:
+            more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+            return f"{str(paths[0])!r}{more}"
+        shown = getattr(self, "shown", None)
+        if shown:
+            table = getattr(self, "table", None)
+            return f"{shown!r}" + (f", table={table!r}" if table else "")
+        return ""
+
     @property
     def dims(self):
         """Number of columns c (axes of the synopsis)."""

@@ -176,14 +176,20 @@ class CsvSource(_FileSource):
         Fixed-point scale (a power of ten) for decimal columns.
     chunk_rows : int
         Rows per chunk (pyarrow's block size adapts to it).
+    delimiter : str
+        The one-character field separator (default ``","``).
     """
+
+    def __init__(self, paths, columns, scale=None, chunk_rows=CHUNK_ROWS, delimiter=","):
+        super().__init__(paths, columns, scale=scale, chunk_rows=chunk_rows)
+        self.delimiter = check_delimiter(delimiter)
 
     #: parsing text costs more than storing 8 bytes a value: the cells read a spill
     spill_offsets = True
 
     def check(self):
         for path in self.paths:
-            header = _csv_header(path)
+            header = _csv_header(path, self.delimiter)
             for c in self.columns:
                 if c not in header:
                     names = ", ".join(header)
@@ -234,8 +240,10 @@ class CsvSource(_FileSource):
         convert = pacsv.ConvertOptions(include_columns=list(self.columns), column_types=types,
                                        strings_can_be_null=True)
         before = 0
+        parse = pacsv.ParseOptions(delimiter=self.delimiter)
         try:
-            reader = pacsv.open_csv(path, read_options=read, convert_options=convert)
+            reader = pacsv.open_csv(path, read_options=read, parse_options=parse,
+                                    convert_options=convert)
             for batch in reader:
                 cols = [batch.column(name) for name in self.columns]
                 for col, name in zip(cols, self.columns):
@@ -251,7 +259,7 @@ class CsvSource(_FileSource):
             if "conversion error" in text:
                 raise _Conversion() from None
             if "parse error" in text or "Expected" in text:
-                raise InputError(f"{path}: {_ragged_row(path, read)} has a different number of "
+                raise InputError(f"{path}: {_ragged_row(path, read, self.delimiter)} has a different number of "
                                  f"fields than the header") from None
             raise InputError(f"{path}: not a readable CSV file ({type(exc).__name__})") from None
         except OSError as exc:
@@ -263,11 +271,28 @@ class _Conversion(Exception):
     """pyarrow could not parse a column as its integer type."""
 
 
-def _csv_header(path):
+def check_delimiter(delimiter):
+    r"""A CSV field separator: one character, not a quote, a line end or a digit.
+
+    Examples
+    --------
+    >>> check_delimiter(";"), check_delimiter("\\t"), check_delimiter("tab")
+    (';', '\t', '\t')
+    """
+    if delimiter in ("\\t", "tab"):
+        delimiter = "\t"
+    if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\"\r\n" \
+            or delimiter.isalnum() or delimiter in ".-+":
+        raise InputError(f"--delimiter must be one character such as ',' ';' '|' or tab, "
+                         f"got {delimiter!r}")
+    return delimiter
+
+
+def _csv_header(path, delimiter=","):
     """The header row's names (the UTF-8 byte order mark dropped); errors name the file."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            header = next(csv.reader(fh), None)
+            header = next(csv.reader(fh, delimiter=delimiter), None)
     except csv.Error as exc:
         raise InputError(f"{path}: the header row is not valid CSV ({exc})") from None
     except UnicodeDecodeError:
@@ -279,7 +304,7 @@ def _csv_header(path):
     return [h.strip() for h in header]
 
 
-def _ragged_row(path, read):
+def _ragged_row(path, read, delimiter=","):
     """Which data row of ``path`` has the wrong number of fields (a single-threaded re-read:
     pyarrow numbers rows only then)."""
     import pyarrow as pa
@@ -294,7 +319,8 @@ def _ragged_row(path, read):
     try:
         pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=read.block_size,
                                                             use_threads=False),
-                       parse_options=pacsv.ParseOptions(invalid_row_handler=handler))
+                       parse_options=pacsv.ParseOptions(delimiter=delimiter,
+                                                        invalid_row_handler=handler))
     except pa.ArrowInvalid:
         pass
     if found and found[0] is not None:
@@ -362,7 +388,8 @@ class ParquetSource(_FileSource):
                 yield cols
 
 
-def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, **options):
+def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, delimiter=None,
+          **options):
     """A :class:`~pydp_synopsis.sources.Source` over files: CSV, Parquet, ``.npy``, ``.npz``.
 
     Parameters
@@ -381,6 +408,9 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, *
         (:func:`pydp_synopsis.sources.sql.duckdb_files`).
     chunk_rows : int
         Rows per chunk.
+    delimiter : str, optional
+        CSV field separator, one character (default ``","``; ``"tab"`` or
+        ``"\\t"`` for tabs).
     **options
         For ``engine="duckdb"``: ``memory_limit``, ``threads``,
         ``temp_directory`` (DuckDB settings).
@@ -398,17 +428,28 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, *
     """
     paths, fmt = expand_paths(spec)
     columns = [c.strip() for c in columns if c.strip()] if columns else []
+    if delimiter is not None:
+        delimiter = check_delimiter(delimiter)
+        if fmt != "csv":
+            raise InputError(f"--delimiter applies to CSV files, not .{fmt}")
     if engine == "duckdb":
         if fmt not in ("csv", "parquet"):
             raise InputError(f"engine duckdb reads .csv and .parquet files, not .{fmt}")
         from .sql import duckdb_files
 
+        if delimiter is not None:
+            options["delimiter"] = delimiter
         return duckdb_files(paths, fmt, columns, scale=scale, chunk_rows=chunk_rows, **options)
     if engine != "local":
         raise InputError(f"engine {engine!r} does not read files here (local or duckdb)")
-    if fmt in ("csv", "parquet") and _arrow():
-        cls = CsvSource if fmt == "csv" else ParquetSource
-        return cls(paths, columns, scale=scale, chunk_rows=chunk_rows)
+    if fmt == "csv" and _arrow():
+        return CsvSource(paths, columns, scale=scale, chunk_rows=chunk_rows,
+                         delimiter=delimiter or ",")
+    if fmt == "parquet" and _arrow():
+        return ParquetSource(paths, columns, scale=scale, chunk_rows=chunk_rows)
+    if delimiter not in (None, ","):
+        raise InputError("--delimiter needs pyarrow (pip install 'pydp-synopsis[parquet]') "
+                         "or --engine duckdb")
     if fmt == "parquet":
         raise InputError("reading Parquet needs pyarrow: pip install 'pydp-synopsis[parquet]'")
     return _WholeFiles(paths, columns, scale, fmt, chunk_rows)

@@ -674,7 +674,7 @@ class _PushdownPrepared(Prepared):
 
 
 def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memory_limit=None,
-                 threads=None, temp_directory=None):
+                 threads=None, temp_directory=None, delimiter=None):
     """DuckDB reading CSV or Parquet files and aggregating them (``engine="duckdb"``).
 
     The files become ``read_parquet([...])`` or ``read_csv([...], header =
@@ -685,6 +685,8 @@ def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memo
     files = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
     reader = "read_parquet" if fmt == "parquet" else "read_csv"
     extra = "" if fmt == "parquet" else ", header = true"
+    if delimiter is not None and fmt == "csv":      # checked by files(): one safe character
+        extra += ", delim = '" + delimiter.replace("'", "''") + "'"
     if not columns:
         raise InputError("name the columns to use (--columns a,b)")
     shown = f"duckdb reading {paths[0]}" + (f" and {len(paths) - 1} more" if len(paths) > 1

@@ -52,12 +52,12 @@ META_KEYS = {
                            # (epsilon, delta) (as above)
                            "delta", "pure_epsilon"},
     # checkpoints (secret: the true prefix, the noise in use)
-    "binary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
-                            "noise", "rng", "max_item", "delta", "pure_epsilon"},
-    "kary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
-                          "noise", "rng", "max_item", "subtraction", "delta",
-                          "pure_epsilon"},
-    "sparse_stream_counter": {"kind", "version", "horizon", "epsilon", "beta", "counter",
+    "binary-tree-counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
+                            "noise", "rng", "max_item", "delta", "pure_epsilon", "peak"},
+    "kary-tree-counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
+                          "noise", "rng", "max_item", "subtraction", "delta", "pure_epsilon",
+                          "peak"},
+    "sparse-stream-counter": {"kind", "version", "horizon", "epsilon", "beta", "counter",
                               "partition_share", "inner", "partition", "release", "rng",
                               "sealed_total", "total", "max_items", "delta", "pure_epsilon"},
 }
@@ -66,12 +66,12 @@ ARRAY_KEYS = {
     "interval-synopsis": {"end_offsets", "released"},
     "rectangle-synopsis": {f"ends_{a}" for a in range(8)} | {"coarse", "fine", "fine_shape",
                                                               "count", "child", "succ"},
-    "binary_tree_counter": {"digits", "slots", "pool"},
-    "kary_tree_counter": {"digits", "slots", "pool"},
-    "sparse_stream_counter": {"digits", "slots", "ends", "pool"},
+    "binary-tree-counter": {"digits", "slots", "pool"},
+    "kary-tree-counter": {"digits", "slots", "pool"},
+    "sparse-stream-counter": {"digits", "slots", "ends", "pool"},
 }
 #: Record kinds that are secret checkpoints, not releases.
-SECRET_KINDS = {"binary_tree_counter", "kary_tree_counter", "sparse_stream_counter"}
+SECRET_KINDS = {"binary-tree-counter", "kary-tree-counter", "sparse-stream-counter"}
 
 
 def fingerprint(arrays):

@@ -1,0 +1,355 @@
+"""Pictures of releases, with their error bands (``pydp-synopsis plot``).
+
+Every number drawn is a release or post-processing of releases: answers of
+the synopsis (``count_many``), their per-query intervals
+(``confidence_intervals``), a counter's printed releases and its public
+noise law (``std``, the per-release tail).  Nothing here reads data, so a
+picture costs no privacy; titles and labels hold public parameters only.
+
+* :func:`plot_interval` -- an :class:`~pydp_synopsis.IntervalSynopsis` as
+  the private distribution over its domain: counts per equal-width bin,
+  with each bin's per-query interval as a band;
+* :func:`plot_rectangle` -- a 2-D :class:`~pydp_synopsis.RectangleSynopsis`
+  as a heat map of counts per cell (axes 0 and 1 of a wider one, over the
+  full range of the others);
+* :func:`plot_counter` -- a counter's running count (the releases it
+  printed) with the per-release interval;
+* :func:`plot_file` -- any saved file, as the command line does.
+
+The view window of a synopsis, unless given, is taken from the released
+answers: where the private cumulative count (at the released segment ends)
+crosses 0.5% and 99.5% of the private total, widened by 5%.  matplotlib is
+an optional dependency (``pip install 'pydp-synopsis[plot]'``); the figures
+are drawn with its Agg canvas and never touch ``pyplot``'s global state.
+"""
+import importlib
+import math
+
+import numpy as np
+
+from . import persist
+from .errors import UsageError
+from .inputs import parse_scale
+from .intervals import IntervalSynopsis
+from .rectangles import RectangleSynopsis
+from .tails import laplace_sum_tail
+
+__all__ = ["require_matplotlib", "new_figure", "plot_interval", "plot_rectangle", "plot_counter",
+           "plot_file", "read_releases", "view_window"]
+
+
+def require_matplotlib(what="plotting"):
+    """The ``matplotlib.figure.Figure`` class, or a one-line :class:`UsageError`.
+
+    Call it before any work: a missing optional dependency should cost
+    nothing (``demo --plot`` and ``plot`` check it first).
+    """
+    try:
+        importlib.import_module("matplotlib.backends.backend_agg")   # the canvas of new_figure
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise UsageError(f"{what} needs matplotlib: pip install 'pydp-synopsis[plot]'") from None
+    return Figure
+
+
+def new_figure(size):
+    """A matplotlib Figure on an Agg canvas (no pyplot state); ``size`` in inches."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = require_matplotlib()(figsize=size)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _unit(scale):
+    """Divide offsets-in-the-domain's integers by this to get user units."""
+    return 10 ** parse_scale(scale)
+
+
+def view_window(partition, cumulative, share=0.005):
+    """``(lo, hi)`` integers of the domain holding the private mass between quantiles.
+
+    ``cumulative[i]`` is the private count up to the partition's segment
+    end ``i`` (released numbers): the window runs from the first end where it
+    reaches ``share`` of the private total to the first where it reaches
+    ``1 - share``, widened by 5% and clipped to the domain.  Falls back to
+    the whole domain when the private total is not positive.
+    """
+    lo, hi = (int(x) for x in partition.domain)
+    ends = [int(e) for e in partition.ends]
+    total = float(cumulative[-1]) if len(cumulative) else 0.0
+    if not total > 0:
+        return lo, hi
+    cum = np.maximum.accumulate(np.asarray(cumulative, dtype=np.float64))
+    i = int(np.searchsorted(cum, share * total, side="left"))
+    j = int(np.searchsorted(cum, (1 - share) * total, side="left"))
+    a = lo if i == 0 else ends[i - 1] + 1
+    b = ends[min(j, len(ends) - 1)]
+    pad = (b - a) // 20
+    return max(lo, a - pad), min(hi, b + pad)
+
+
+def _bins(lo, hi, bins):
+    """``bins`` contiguous integer bins ``[starts, stops]`` covering ``[lo, hi]`` (fewer if narrow)."""
+    width = hi - lo + 1
+    bins = max(1, min(bins, width))
+    edges = [lo + (width * i) // bins for i in range(bins + 1)]
+    starts = np.array(edges[:-1], dtype=object)
+    stops = np.array([e - 1 for e in edges[1:]], dtype=object)
+    return starts, stops
+
+
+def _as_int_array(values, domain):
+    """Python ints as the dtype the synopsis takes for its domain (uint64 above int64)."""
+    dtype = np.uint64 if domain[1] > np.iinfo(np.int64).max else np.int64
+    return np.array([int(v) for v in values], dtype=dtype)
+
+
+def plot_interval(syn, path=None, *, window=None, bins=200, confidence=0.95, scale=None, ax=None):
+    """Draw an interval synopsis's private distribution with its per-bin band.
+
+    Parameters
+    ----------
+    syn : IntervalSynopsis
+    path : str, optional
+        Write a PNG here (atomically); else only draw on ``ax``.
+    window : (int, int), optional
+        Inclusive domain range to draw; default :func:`view_window`.
+    bins : int
+        Equal-width bins over the window.
+    confidence : float
+        Of each bin's interval (``confidence_intervals``; per bin, not
+        simultaneous).
+    scale : str, optional
+        The fixed-point scale used at build (``"1e6"``): the axis in user units.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if not isinstance(syn, IntervalSynopsis):
+        raise TypeError(f"syn must be an IntervalSynopsis, got {type(syn).__name__}")
+    dom = syn.domain
+    if window is None:
+        ends = syn.partition.ends
+        cum = syn.count_many(np.full(len(ends), dom[0], dtype=ends.dtype), ends)
+        window = view_window(syn.partition, cum)
+    starts, stops = _bins(int(window[0]), int(window[1]), int(bins))
+    bars = syn.confidence_intervals(_as_int_array(starts, dom), _as_int_array(stops, dom),
+                                    confidence, nonnegative=True)
+    unit = _unit(scale)
+    x = np.array([float(s) for s in starts] + [float(stops[-1]) + 1]) / unit
+    fig, ax = _figure_and_axes(ax, (9, 4.5))
+    ax.fill_between(x, np.append(bars.low, bars.low[-1]), np.append(bars.high, bars.high[-1]),
+                    step="post", alpha=0.3, color="tab:blue",
+                    label=f"{100 * confidence:g}% interval per bin")
+    ax.step(x, np.append(bars.answer, bars.answer[-1]), where="post", color="tab:blue", lw=1.2,
+            label="private count (clipped at 0)")
+    width = (int(window[1]) - int(window[0]) + 1) / len(starts) / unit
+    ax.set_xlabel("value")
+    ax.set_ylabel(f"count per bin (width {width:.4g})")
+    ax.set_title(f"IntervalSynopsis, epsilon = {syn.epsilon}: private distribution")
+    ax.set_xlim(x[0], x[-1])
+    ax.legend(loc="upper right", fontsize="small")
+    return _finish(fig, path)
+
+
+def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None):
+    """Draw a rectangle synopsis as a heat map of private counts per cell (axes 0 and 1).
+
+    Parameters
+    ----------
+    syn : RectangleSynopsis
+    path : str, optional
+        Write a PNG here.
+    window : sequence of two (int, int), optional
+        Inclusive ranges of axes 0 and 1; default per axis from the private
+        marginal (:func:`view_window`).
+    bins : int
+        Cells per axis.
+    scale : str, optional
+        The fixed-point scale used at build: axes in user units.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if not isinstance(syn, RectangleSynopsis):
+        raise TypeError(f"syn must be a RectangleSynopsis, got {type(syn).__name__}")
+    dom = [(int(a), int(b)) for a, b in syn.domain]
+    c = len(dom)
+    if window is None:
+        window = []
+        for axis in (0, 1):
+            ends = syn.partitions[axis].ends
+            lo = np.array([[d[0] for d in dom]] * len(ends), dtype=object)
+            hi = np.array([[d[1] for d in dom]] * len(ends), dtype=object)
+            hi[:, axis] = [int(e) for e in ends]
+            cum = syn.count_many(_corner_array(lo, dom), _corner_array(hi, dom))
+            window.append(view_window(syn.partitions[axis], cum))
+    (s0, e0), (s1, e1) = (_bins(int(w[0]), int(w[1]), int(bins)) for w in window)
+    g0, g1 = np.meshgrid(np.arange(len(s0)), np.arange(len(s1)), indexing="ij")
+    q = g0.size
+    lo = np.array([[d[0] for d in dom]] * q, dtype=object)
+    hi = np.array([[d[1] for d in dom]] * q, dtype=object)
+    lo[:, 0], hi[:, 0] = s0[g0.ravel()], e0[g0.ravel()]
+    lo[:, 1], hi[:, 1] = s1[g1.ravel()], e1[g1.ravel()]
+    counts, std = syn.count_many(_corner_array(lo, dom), _corner_array(hi, dom), return_std=True,
+                                 nonnegative=True)
+    unit = _unit(scale)
+    extent = [float(s0[0]) / unit, (float(e0[-1]) + 1) / unit,
+              float(s1[0]) / unit, (float(e1[-1]) + 1) / unit]
+    fig, ax = _figure_and_axes(ax, (7.5, 6))
+    image = ax.imshow(counts.reshape(len(s0), len(s1)).T, origin="lower", extent=extent,
+                      aspect="auto", cmap="viridis", interpolation="nearest")
+    fig.colorbar(image, ax=ax, label="private count per cell (clipped at 0)")
+    ax.set_xlabel("axis 0")
+    ax.set_ylabel("axis 1")
+    extra = f", axes 0 x 1 of {c}" if c > 2 else ""
+    ax.set_title(f"RectangleSynopsis, epsilon = {syn.epsilon}{extra}\n"
+                 f"median noise std per cell ± {np.median(std):.3g}", fontsize="medium")
+    return _finish(fig, path)
+
+
+def _corner_array(rows, dom):
+    dtype = np.uint64 if any(d[1] > np.iinfo(np.int64).max for d in dom) else np.int64
+    return np.array(rows.tolist(), dtype=dtype) if len(rows) else np.zeros((0, len(dom)), dtype)
+
+
+def _counter_tail(counter, times, confidence):
+    """Per release, a ``t`` with ``P(|noise_t| > t) <= 1 - confidence`` (rigorous).
+
+    The release at t sums ``std(t)**2 / Var`` i.i.d. discrete Laplace terms
+    of the counter's scale: the Chernoff bound with the exact MGF
+    (:func:`~pydp_synopsis.tails.laplace_sum_tail`), both signs.
+    """
+    from .noise import discrete_laplace_variance
+
+    var = discrete_laplace_variance(counter.noise_scale)
+    terms = np.rint(counter.std(times) ** 2 / var).astype(np.int64)
+    log_inv = math.log(2.0 / (1.0 - confidence))
+    tails = {n: (laplace_sum_tail(int(n), counter.noise_scale, log_inv) if n else 0.0)
+             for n in np.unique(terms)}
+    return np.array([tails[n] for n in terms])
+
+
+def plot_counter(counter, releases, path=None, *, start=0, confidence=0.95, ax=None):
+    """Draw a counter's running count (its releases) with the per-release interval.
+
+    Parameters
+    ----------
+    counter : BinaryTreeCounter, KaryTreeCounter or SparseStreamCounter
+        The counter (or its checkpoint) that made the releases: only its
+        public parameters are read (the noise law of each release).
+    releases : array_like of int
+        The releases at times ``start + 1, start + 2, ...`` (what
+        ``update_many`` returned or ``count-stream`` printed).
+    path : str, optional
+        Write a PNG here.
+    start : int
+        The time before the first release.
+    confidence : float
+        Of each release's interval (rigorous per release; tree counters).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    rel = np.asarray(releases, dtype=np.float64).ravel()
+    times = np.arange(start + 1, start + 1 + len(rel))
+    if len(rel) and times[-1] > counter.horizon:
+        raise UsageError(f"{len(rel):,} releases after time {start:,} go past the counter's "
+                         f"horizon {counter.horizon:,}")
+    fig, ax = _figure_and_axes(ax, (9, 4.5))
+    if hasattr(counter, "std") and len(rel):
+        half = _counter_tail(counter, times, confidence)
+        ax.fill_between(times, rel - half, rel + half, alpha=0.3, color="tab:orange", lw=0,
+                        label=f"{100 * confidence:g}% interval per release")
+    ax.plot(times, rel, color="tab:orange", lw=1, label="private running count")
+    ax.set_xlabel("time (items)")
+    ax.set_ylabel("running count")
+    ax.set_title(f"{type(counter).__name__}, epsilon = {counter.epsilon}, "
+                 f"horizon = {counter.horizon:,}")
+    ax.legend(loc="upper left", fontsize="small")
+    return _finish(fig, path)
+
+
+def _figure_and_axes(ax, size):
+    if ax is not None:
+        return ax.figure, ax
+    fig = new_figure(size)
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _finish(fig, path):
+    if path is not None:
+        fig.tight_layout()
+        persist.atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=100))
+    return fig
+
+
+def read_releases(path):
+    """The releases ``count-stream`` printed: one integer per line, or ``time,value`` lines."""
+    times, values = [], []
+    try:
+        with open(path) as fh:
+            for number, line in enumerate(fh, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                parts = line.split(",")
+                try:
+                    if len(parts) == 2:
+                        times.append(int(parts[0]))
+                        values.append(int(parts[1]))
+                    elif len(parts) == 1:
+                        values.append(int(parts[0]))
+                    else:
+                        raise ValueError
+                except ValueError:
+                    raise UsageError(f"{path}: line {number:,} is not a release (an integer, or "
+                                     f"time,value)") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    if times and len(times) != len(values):
+        raise UsageError(f"{path}: mixes 'time,value' lines with plain releases")
+    return (np.array(times) if times else None), np.array(values, dtype=np.int64)
+
+
+def plot_file(path, output, *, releases=None, confidence=0.95, scale=None, bins=None,
+              window=None):
+    """Draw the saved synopsis or checkpoint at ``path`` into the PNG ``output``.
+
+    A counter checkpoint holds no past releases: give the file ``count-stream``
+    printed as ``releases``.  Returns a one-line description of the picture.
+    """
+    obj = persist.load(path)
+    if isinstance(obj, IntervalSynopsis):
+        plot_interval(obj, output, bins=bins or 200, confidence=confidence, scale=scale,
+                      window=None if window is None else window[0])
+        return "interval synopsis: private distribution with per-bin intervals"
+    if isinstance(obj, RectangleSynopsis):
+        plot_rectangle(obj, output, bins=bins or 60, scale=scale, window=window)
+        return "rectangle synopsis: heat map of private counts"
+    if releases is None:
+        raise UsageError(f"{path} is a {type(obj).__name__} checkpoint, which holds no past "
+                         f"releases: give the count-stream output with --releases FILE")
+    times, values = read_releases(releases)
+    if times is not None:           # sparse counter: steps at the printed times
+        # the release is 0 before the first seal; the picture ends at the last
+        # printed seal (the checkpoint's time may be a data position: not drawn)
+        times = np.concatenate([[0], times])
+        values = np.concatenate([[0], values])
+        fig, ax = _figure_and_axes(None, (9, 4.5))
+        ax.step(times, values, where="post", color="tab:orange", label="private running count")
+        ax.set_xlabel("time")
+        ax.set_ylabel("running count")
+        ax.set_title(f"{type(obj).__name__}, epsilon = {obj.epsilon}")
+        ax.legend(loc="upper left", fontsize="small")
+        _finish(fig, output)
+        return "sparse counter: running count at the printed times"
+    plot_counter(obj, values, output, confidence=confidence)
+    return "counter: running count with per-release intervals"
