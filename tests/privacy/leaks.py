@@ -38,14 +38,17 @@ HEADER_KEYS = {"format_version", "kind", "created", "meta", "arrays", "annex"}
 #: released partitions' sizes).
 META_KEYS = {
     "interval-synopsis": {"format", "domain", "epsilon_partition", "epsilon_tree", "beta",
-                          "threshold_factor", "tree", "fanout", "consistency", "estimator", "k"},
+                          "threshold_factor", "tree", "fanout", "consistency", "estimator", "k",
+                          "columns"},  # public column descriptions (units.Column)
     "rectangle-synopsis": {"format", "domain", "beta", "config", "threshold_factor",
                            "epsilon_axis", "structure",
                            # adaptive grid
                            "epsilon_coarse", "epsilon_fine", "coarse_share", "merge",
                            # multi-tree
                            "epsilon_intermediate", "epsilon_final", "scales", "thresholds",
-                           "fanout", "estimator", "final_share", "prune"},
+                           "fanout", "estimator", "final_share", "prune",
+                           # public column descriptions (units.Column)
+                           "columns"},
     # checkpoints (secret: the true prefix, the noise in use)
     "binary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
                             "noise", "rng", "max_item"},
