@@ -12,8 +12,9 @@ Kinds and their integer ("offset-space") values:
 kind          integer value of a user value ``v``                     rounding
 ============  =====================================================  ==========
 ``integer``   ``v`` (whole-valued floats accepted where documented)   exact only
-``decimal``   ``scale=k``: ``v * 10**k``                              half to even
-``decimal``   ``resolution=r``: ``floor(v / r)`` (the bin holding v)  floor
+``decimal``   ``scale=10**k``: ``v * 10**k``                          half to even
+``decimal``   ``resolution=r``: ``floor(v / r)`` (the bin holding v;  floor
+              a float stands for its shortest decimal, ``0.3`` = 3/10)
 ``date``      days since 1970-01-01, ``floor(days / step)``           floor
 ``datetime``  units (s, ms, us, ns) since 1970-01-01T00:00 (UTC for   floor
               a column with a time zone, wall time for a naive one),
@@ -72,6 +73,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATETIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.(\d{1,9}))?)?)"
                        r"(Z|[+-]\d{2}:?\d{2})?$")
 _MISSING_STRINGS = ("", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "NaT")
+_POWERS = frozenset(10**k for k in range(19))
 _EPOCH = _dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
@@ -140,8 +142,9 @@ class Column:
         The column's name (a file's, a table's, a DataFrame's).
     kind : {"integer", "decimal", "date", "datetime"}
     scale : int
-        ``decimal`` only: the exponent ``k`` of ``10**k``; a value ``v``
-        becomes ``v * 10**k`` rounded half to even (exact).
+        ``decimal`` only: a power of ten ``10**k`` (1 to ``10**18``); a value
+        ``v`` becomes ``v * 10**k`` rounded half to even (exact).  Also
+        given as ``"1e5"`` to :meth:`decimal`.
     resolution : str, optional
         ``decimal`` only, instead of ``scale``: an exact positive decimal
         (``"0.25"``) or ``"p/q"``; ``v`` becomes ``floor(v / resolution)``.
@@ -159,7 +162,7 @@ class Column:
     --------
     >>> Column.date("day").to_int(["2001-03-01", "1969-12-31"]).tolist()
     [11382, -1]
-    >>> Column.decimal("lat", scale=5).to_int(["40.712805", "-75.5"]).tolist()
+    >>> Column.decimal("lat", scale="1e5").to_int(["40.712805", "-75.5"]).tolist()
     [4071280, -7550000]
     >>> Column.datetime("t", resolution="1h").format(2)
     '1970-01-01T02:00:00'
@@ -167,7 +170,7 @@ class Column:
 
     name: object = None
     kind: str = "integer"
-    scale: int = 0
+    scale: int = 1
     resolution: object = None
     unit: object = None
     step: int = 1
@@ -180,17 +183,17 @@ class Column:
             raise ParameterError(f"column kind must be one of {', '.join(KINDS)}, "
                                  f"got {self.kind!r}")
         if isinstance(self.scale, bool) or not isinstance(self.scale, int) \
-                or not 0 <= self.scale <= 18:
-            raise ParameterError(f"column scale must be an exponent k in [0, 18] (10**k), "
+                or self.scale not in _POWERS:
+            raise ParameterError(f"column scale must be a power of ten 10**k, 0 <= k <= 18, "
                                  f"got {self.scale!r}")
         if isinstance(self.step, bool) or not isinstance(self.step, int) \
                 or not 1 <= self.step <= 10**15:
             raise ParameterError(f"column step must be an integer in [1, 1e15], got {self.step!r}")
         kind = self.kind
-        if kind != "decimal" and (self.scale or self.resolution is not None):
+        if kind != "decimal" and (self.scale != 1 or self.resolution is not None):
             raise ParameterError(f"a {kind} column has no scale or real resolution")
         if kind == "decimal":
-            if self.scale and self.resolution is not None:
+            if self.scale != 1 and self.resolution is not None:
                 raise ParameterError("a decimal column has a scale or a resolution, not both")
             if self.resolution is not None:
                 unit, r = parse_resolution(self.resolution)
@@ -225,7 +228,7 @@ class Column:
             raise ParameterError("a decimal column needs scale= (a power of ten) or "
                                  "resolution= (a number), exactly one")
         if scale is not None:
-            return cls(name, "decimal", scale=parse_scale(scale))
+            return cls(name, "decimal", scale=10**parse_scale(scale))
         return cls(name, "decimal", resolution=_fraction_text(parse_resolution(resolution)[1]))
 
     @classmethod
@@ -296,6 +299,11 @@ class Column:
 
     # ------------------------------------------------------------- describe
     @property
+    def digits(self):
+        """``k`` of a decimal column's ``scale = 10**k``."""
+        return len(str(self.scale)) - 1
+
+    @property
     def is_plain(self):
         """True for an integer column: its user values are its integers."""
         return self.kind == "integer"
@@ -307,7 +315,7 @@ class Column:
         'datetime (unit s, step 3600, time zone UTC)'
         """
         if self.kind == "decimal":
-            return (f"decimal (scale 1e{self.scale})" if self.resolution is None
+            return (f"decimal (scale 1e{self.digits})" if self.resolution is None
                     else f"decimal (resolution {self.resolution}, floored)")
         if self.kind == "date":
             return "date" if self.step == 1 else f"date (step {self.step} days)"
@@ -318,12 +326,14 @@ class Column:
         return "integer"
 
     # ----------------------------------------------------- user -> integers
-    def to_int(self, values, what="values", bound=None):
+    def to_int(self, values, what="values", bound=None, utc=None):
         """Integers (int64, or the integers given) of user ``values`` (any shape).
 
         ``bound="hi"``: an inclusive upper query bound (a date alone in a
         datetime column then means the end of that day).  Missing values
-        must have been removed (:func:`missing_mask`).
+        must have been removed (:func:`missing_mask`).  ``utc``: the
+        ``datetime64`` values are UTC instants (a time-zone-aware column
+        read as numpy); None: detected (pandas time-zone-aware dtypes).
 
         Raises
         ------
@@ -334,6 +344,8 @@ class Column:
             A string that is not an ISO date/datetime or a decimal, naming
             ``what`` and the first such data row.
         """
+        if utc is None:
+            utc = _is_tz_aware(values)
         arr = _as_array(values)
         shape = arr.shape
         flat = arr.reshape(-1)
@@ -342,7 +354,7 @@ class Column:
         elif self.kind == "decimal":
             out = self._decimal(flat, what)
         else:
-            out = self._time(flat, what, bound)
+            out = self._time(flat, what, bound, utc)
         return out.reshape(shape)
 
     def _decimal(self, flat, what):
@@ -352,7 +364,7 @@ class Column:
             flat = np.array([_decimal_text(v, what) for v in flat.tolist()], dtype=str) \
                 if flat.size else np.zeros(0, dtype=np.int64)
         if self.resolution is None:
-            return _as_i64(to_fixed_point(flat, 10**self.scale, what), what)
+            return _as_i64(to_fixed_point(flat, self.scale, what), what)
         r = Fraction(self.resolution)
         if flat.dtype.kind in "iu":
             return np.array([(int(v) * r.denominator) // r.numerator for v in flat.tolist()],
@@ -369,25 +381,30 @@ class Column:
                 if not d.is_finite():
                     raise InvalidOperation
             except InvalidOperation:
-                raise InputError(f"{what}, data row {i + 1:,}: not a decimal number") from None
+                raise InputError(f"{_at(what, None if len(strings) == 1 else i)}: not a decimal "
+                                 f"number") from None
             out[i] = math.floor(Fraction(d) / r)
         return out
 
     def _unit_step(self):
         return ("D", self.step) if self.kind == "date" else (self.unit, self.step)
 
-    def _time(self, flat, what, bound):
+    def _time(self, flat, what, bound, utc=False):
         unit, step = self._unit_step()
         if flat.dtype.kind in "iufb":
             raise TypeError(f"{what}: numbers given for {self.kind} column {self.name!r} "
                             f"(give dates or ISO strings such as '2001-03-01')")
         if flat.dtype.kind == "M":
+            if utc and self.tz is None and self.kind == "datetime":
+                raise TypeError(f"{what}: time-zone-aware times given for the naive datetime "
+                                f"column {self.name!r}")
             ticks = flat.astype(f"datetime64[{unit}]").view(np.int64)   # numpy floors
-            if self.tz is not None:
+            if self.tz is not None and not utc:
                 ticks = _localize_ticks(flat, unit, self.tz, what)
         else:
-            ticks = np.array([self._one_tick(v, unit, what, i, bound) for i, v in
-                              enumerate(flat.tolist())], dtype=np.int64) if flat.size else \
+            single = flat.size == 1
+            ticks = np.array([self._one_tick(v, unit, what, None if single else i, bound)
+                              for i, v in enumerate(flat.tolist())], dtype=np.int64) if flat.size else \
                 np.zeros(0, dtype=np.int64)
         return np.floor_divide(ticks, step)
 
@@ -400,12 +417,12 @@ class Column:
                 try:
                     v = _dt.date.fromisoformat(s)
                 except ValueError:
-                    raise InputError(f"{what}, data row {row + 1:,}: not a valid date") from None
+                    raise InputError(f"{_at(what, row)}: not a valid date") from None
                 end_of_day = bound == "hi" and self.kind == "datetime"
             elif _DATETIME.match(s):
                 return self._iso_ticks(s, unit, what, row)
             else:
-                raise InputError(f"{what}, data row {row + 1:,}: not an ISO "
+                raise InputError(f"{_at(what, row)}: not an ISO "
                                  f"{'date (YYYY-MM-DD)' if self.kind == 'date' else 'datetime'}")
         if isinstance(v, np.datetime64):
             return int(np.array([v]).astype(f"datetime64[{unit}]").view(np.int64)[0]) \
@@ -447,7 +464,7 @@ class Column:
         try:
             v = _dt.datetime.fromisoformat(base)
         except ValueError:
-            raise InputError(f"{what}, data row {row + 1:,}: not a valid ISO datetime") from None
+            raise InputError(f"{_at(what, row)}: not a valid ISO datetime") from None
         return self._datetime_ticks(v, unit, what, int(frac.ljust(9, "0")) if frac else 0)
 
     # ----------------------------------------------------- integers -> user
@@ -466,7 +483,7 @@ class Column:
 
     def _decimal_value(self, v):
         if self.resolution is None:
-            return Decimal(v).scaleb(-self.scale)
+            return Decimal(v).scaleb(-self.digits)
         r = Fraction(self.resolution)
         x = v * r
         if "/" in self.resolution:
@@ -498,6 +515,11 @@ class Column:
 
 
 # ------------------------------------------------------------------ helpers
+def _at(what, row):
+    """``what`` and, for a column of several values, the data row (1-based)."""
+    return what if row is None else f"{what}, data row {row + 1:,}"
+
+
 def _zone(tz):
     if not isinstance(tz, str):
         raise TypeError(f"a time zone must be a name such as 'UTC', not {type(tz).__name__}")
@@ -537,7 +559,9 @@ def _decimal_text(v, what):
 
 
 def _floor_floats(x, r, what):
-    """``floor(x / r)`` exactly for binary floats ``x`` and a rational ``r``."""
+    """``floor(x / r)`` exactly, each float ``x`` standing for its shortest
+    decimal form (``0.3`` is 3/10, so ``0.3`` at resolution ``0.1`` is bin 3),
+    the rule of every float parameter of the package."""
     x = np.asarray(x, dtype=np.float64)
     if not np.isfinite(x).all():
         raise InputError(f"{what} holds NaN or infinity")
@@ -549,7 +573,7 @@ def _floor_floats(x, r, what):
     # that near an integer can floor the wrong way; redo those exactly
     near = np.abs(q - np.rint(q)) <= 8 * np.spacing(np.abs(q)) + 1e-300
     for i in np.flatnonzero(near):
-        out[i] = math.floor(Fraction(float(x[i])) / r)
+        out[i] = math.floor(Fraction(repr(float(x[i]))) / r)
     return out
 
 
@@ -612,6 +636,12 @@ def _localize_ticks(flat, unit, tz, what):
     col = Column("x", "datetime", unit=unit, tz=tz)
     return np.array([col._datetime_ticks(v.item() if unit != "ns" else v.astype("datetime64[us]")
                                          .item(), unit, what, 0) for v in flat], dtype=np.int64)
+
+
+def _is_tz_aware(values):
+    """True for a pandas Series/Index of time-zone-aware times."""
+    return _is_pandas(values) and type(getattr(values, "dtype", None)).__name__ == \
+        "DatetimeTZDtype"
 
 
 def _is_pandas(obj):
@@ -691,16 +721,19 @@ def needs_conversion(units):
 _ROW = re.compile(r"data row ([0-9,]+)")
 
 
-def convert_chunk(cols, units, names, *, dropna=False, where="", before=0, scale=None):
+def convert_chunk(cols, units, names, *, dropna=False, where="", before=0, scale=None,
+                  utc=None):
     """One chunk of a streamed source as integer columns.
 
     Missing values are dropped (``dropna``: the whole row) or refused with
     :func:`missing_message` naming the column and the data row (counted from
     ``before``); each column is then converted by its :class:`Column` (or,
     without ``units``, by :func:`~pydp_synopsis.inputs.to_fixed_point` with
-    ``scale``), errors naming the data row in the file.  Returns
-    ``(int_columns, rows_kept)``.
+    ``scale``), errors naming the data row in the file; ``utc``: per column,
+    whether its ``datetime64`` values are UTC instants (Parquet timestamps
+    with a time zone).  Returns ``(int_columns, rows_kept)``.
     """
+    utc = utc or [_is_tz_aware(x) for x in cols]
     cols = [_as_array(x).reshape(-1) for x in cols]
     drop = None
     for x, name in zip(cols, names):
@@ -719,10 +752,11 @@ def convert_chunk(cols, units, names, *, dropna=False, where="", before=0, scale
             if units is None:
                 out.append(to_fixed_point(_retype(x), scale, name))
             else:
-                out.append(units[a].to_int(_retype(x), f"column {name!r}"))
+                out.append(units[a].to_int(_retype(x), f"column {name!r}", utc=utc[a]))
         except InputError as exc:
             def in_file(m):
-                return f"data row {int(rows[int(m.group(1).replace(',', '')) - 1]) + before + 1:,}"
+                kept = int(m.group(1).replace(",", "")) - 1
+                return f"data row {int(rows[kept]) + before + 1:,}"
             text = _ROW.sub(in_file, str(exc))
             raise InputError(f"{where}{text}") from None
     return out, len(rows)
@@ -902,6 +936,7 @@ def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="val
     refused (one line naming the column and the first data row).  Draws
     nothing and charges nothing: call it before the budget.
     """
+    aware = [_is_tz_aware(x) for x in data["columns"]]
     cols = [_as_array(x).reshape(-1) if np.ndim(_as_array(x)) else _as_array(x).reshape(1)
             for x in data["columns"]]
     if len({len(x) for x in cols}) > 1:
@@ -931,7 +966,7 @@ def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="val
     for a, (x, col) in enumerate(zip(cols, columns)):
         label = what if col.name is None and len(cols) == 1 else \
             f"{what} (column {col.name if col.name is not None else a!r})"
-        out.append(col.to_int(_retype(x), label))
+        out.append(col.to_int(_retype(x), label, utc=aware[a]))
     return out, int_domains, counts
 
 

@@ -256,11 +256,12 @@ class CsvSource(_FileSource):
             reader = pacsv.open_csv(path, read_options=read, convert_options=convert)
             for batch in reader:
                 cols = [batch.column(name) for name in self.columns]
-                for col, name in zip(cols, self.columns):
-                    if col.null_count and not nulls:
-                        row = before + int(np.flatnonzero(
-                            np.asarray(col.is_null(), dtype=bool))[0]) + 1
-                        raise InputError(missing_message(f"{path}: ", name, row))
+                firsts = [(int(np.flatnonzero(np.asarray(col.is_null(), dtype=bool))[0]), a)
+                          for a, col in enumerate(cols) if col.null_count and not nulls]
+                if firsts:          # the first row holding one, and its first such column
+                    row, a = min(firsts)
+                    raise InputError(missing_message(f"{path}: ", self.columns[a],
+                                                     before + row + 1))
                 yield [c.to_numpy(zero_copy_only=False) for c in cols], batch.num_rows
                 before += batch.num_rows
         except pa.ArrowInvalid as exc:
@@ -371,14 +372,16 @@ class ParquetSource(_FileSource):
             for batch in self._file(path).iter_batches(batch_size=self.chunk_rows,
                                                        columns=list(self.columns)):
                 if self.units is not None or self.dropna:
-                    raw = []
+                    raw, utc = [], []
                     for name in self.columns:
                         col = batch.column(name)
                         if pa.types.is_decimal(col.type):
                             col = col.cast(pa.string())
+                        utc.append(pa.types.is_timestamp(col.type) and col.type.tz is not None)
                         raw.append(col.to_numpy(zero_copy_only=False))
                     out, _ = convert_chunk(raw, self.units, self.columns, dropna=self.dropna,
-                                           where=f"{path}: ", before=before, scale=self.scale)
+                                           where=f"{path}: ", before=before, scale=self.scale,
+                                           utc=utc)
                     before += batch.num_rows
                     yield out
                     continue
