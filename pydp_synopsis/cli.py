@@ -190,7 +190,7 @@ def _describe_build(args, columns, dims):
     if args.domain is None:
         parse_domain(None, dims)
     pairs = parse_user_domain(args.domain, dims)
-    plain = args.scale is None and args.resolution is None and all(
+    plain = args.scale is None and args.resolution is None and args.tz is None and all(
         isinstance(b, int) for pair in pairs for b in pair)
     if plain:
         return None, parse_domain(args.domain, dims, args.scale)
@@ -202,6 +202,9 @@ def _describe_build(args, columns, dims):
             col, = describe_axes(None, [pair], columns=[columns[a]] if columns else None,
                                  scale=args.scale, resolution=resolutions[a]) or \
                 (Column.integer(),)
+            if args.tz is not None and col.kind == "datetime":
+                col = Column.datetime(col.name, unit=col.unit, tz=args.tz) if col.step == 1 \
+                    else Column(col.name, "datetime", unit=col.unit, step=col.step, tz=args.tz)
             lo, hi = (int(col.to_int(b, "a bound", side)) for b, side in zip(pair, ("lo", "hi")))
         except (TypeError, ValueError) as exc:
             text = str(exc).replace("scale=", "--scale").replace("resolution=", "--resolution")
@@ -915,6 +918,9 @@ def build_parser():
     b.add_argument("--resolution", metavar="R",
                    help="bin real values (0.01: floor(v / 0.01)) or dates and times (1h, 15min, "
                         "7d); one value or one per column, comma separated")
+    b.add_argument("--tz", metavar="ZONE",
+                   help="time zone of datetime columns (e.g. UTC, Europe/Paris): --domain and "
+                        "queries are wall times there; needed for time-zone-aware timestamps")
     b.add_argument("--dropna", action="store_true",
                    help="drop rows with a missing value (empty, NA, NaN, NULL) in a used column "
                         "(a per-row filter); without it such a row is an error")

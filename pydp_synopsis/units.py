@@ -279,9 +279,12 @@ class Column:
     @classmethod
     def from_record(cls, rec):
         """Strict inverse of :meth:`to_record` (any deviation: FormatError)."""
-        keys = {"integer": {"name", "kind"}, "decimal": {"name", "kind", "scale", "resolution"},
-                "date": {"name", "kind", "step"}, "datetime": {"name", "kind", "unit", "step", "tz"}}
-        if not isinstance(rec, dict) or rec.get("kind") not in keys or set(rec) != keys[rec["kind"]]:
+        keys = {"integer": {"name", "kind"},
+                "decimal": {"name", "kind", "scale", "resolution"},
+                "date": {"name", "kind", "step"},
+                "datetime": {"name", "kind", "unit", "step", "tz"}}
+        if not isinstance(rec, dict) or rec.get("kind") not in keys \
+                or set(rec) != keys[rec["kind"]]:
             raise FormatError("malformed column description")
         for key in ("scale", "step"):
             if key in rec and type(rec[key]) is not int:
@@ -397,15 +400,14 @@ class Column:
         if flat.dtype.kind == "M":
             if utc and self.tz is None and self.kind == "datetime":
                 raise TypeError(f"{what}: time-zone-aware times given for the naive datetime "
-                                f"column {self.name!r}")
+                                f"column {self.name!r} (give its time zone: tz=, --tz)")
             ticks = flat.astype(f"datetime64[{unit}]").view(np.int64)   # numpy floors
             if self.tz is not None and not utc:
                 ticks = _localize_ticks(flat, unit, self.tz, what)
         else:
             single = flat.size == 1
             ticks = np.array([self._one_tick(v, unit, what, None if single else i, bound)
-                              for i, v in enumerate(flat.tolist())], dtype=np.int64) if flat.size else \
-                np.zeros(0, dtype=np.int64)
+                              for i, v in enumerate(flat.tolist())], dtype=np.int64)
         return np.floor_divide(ticks, step)
 
     def _one_tick(self, v, unit, what, row, bound):
@@ -444,7 +446,7 @@ class Column:
         if v.tzinfo is not None:
             if self.tz is None and self.kind == "datetime":
                 raise TypeError(f"{what}: a time-zone-aware time given for the naive datetime "
-                                f"column {self.name!r}")
+                                f"column {self.name!r} (give its time zone: tz=, --tz)")
             v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
         elif self.tz is not None:
             v = v.replace(tzinfo=_zone(self.tz)).astimezone(_dt.timezone.utc).replace(tzinfo=None)
@@ -753,7 +755,7 @@ def convert_chunk(cols, units, names, *, dropna=False, where="", before=0, scale
                 out.append(to_fixed_point(_retype(x), scale, name))
             else:
                 out.append(units[a].to_int(_retype(x), f"column {name!r}", utc=utc[a]))
-        except InputError as exc:
+        except (InputError, TypeError) as exc:
             def in_file(m):
                 kept = int(m.group(1).replace(",", "")) - 1
                 return f"data row {int(rows[kept]) + before + 1:,}"

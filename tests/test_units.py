@@ -129,7 +129,8 @@ def test_interval_in_dates_equals_interval_in_days():
     np.testing.assert_array_equal(bars_d.high, bars_i.high)
     ends = by_date.user_segment_ends
     assert ends.dtype == np.dtype("datetime64[D]")
-    assert ends.astype(np.int64).tolist() == [e + 11323 for e in by_int.partition.end_offsets.tolist()]
+    assert ends.astype(np.int64).tolist() == \
+        [e + 11323 for e in by_int.partition.end_offsets.tolist()]
 
 
 def test_rectangle_in_decimals_equals_rectangle_in_integers():
@@ -364,3 +365,20 @@ def test_record_meta_holds_only_public_descriptions(tmp_path):
     assert meta["columns"] == [{"name": "price", "kind": "decimal", "scale": 100,
                                 "resolution": None}]
     assert "12.5" not in json.dumps(meta) and "1250" not in json.dumps(meta)
+
+
+def test_time_zone_aware_builds_equal_builds_on_utc_instants():
+    t = pd.Series(pd.to_datetime(["2001-07-01 02:00", "2001-07-01 03:30", "2001-07-01 23:00"])
+                  .tz_localize("Europe/Paris"), name="t")
+    syn = ps.IntervalSynopsis.build(t, domain=("2001-07-01T00:00", "2001-07-01T23:59"),
+                                    epsilon=1.0, rng=ps.Rng(seed=12))
+    start = 993938400                              # 2001-07-01T00:00+02:00
+    assert syn.column == Column.datetime("t", unit="us", tz="Europe/Paris")
+    assert syn.domain == (start * 10**6, (start + 86340) * 10**6)
+    ints = [(start + s) * 10**6 for s in (7200, 12600, 82800)]
+    ref = ps.IntervalSynopsis.build(ints, domain=syn.domain, epsilon=1.0, rng=ps.Rng(seed=12))
+    assert syn.count("2001-07-01T02:00", "2001-07-01T04:00") == \
+        ref.count((start + 7200) * 10**6, (start + 14400) * 10**6)
+    with pytest.raises(TypeError, match="give its time zone"):
+        ps.IntervalSynopsis.build(t, domain=("2001-07-01T00:00", "2001-07-01T23:59"),
+                                  columns=Column.datetime("t", unit="us"), epsilon=1.0)

@@ -612,7 +612,8 @@ class RectangleSynopsis:
             lo, hi = np.array(lo, dtype=object), np.array(hi, dtype=object)
             for name, v in (("lo", lo), ("hi", hi)):
                 if v.ndim != 1 or v.shape[0] != self.dims:
-                    raise ParameterError(f"{name} must have length {self.dims}, got shape {v.shape}")
+                    raise ParameterError(f"{name} must have length {self.dims}, "
+                                         f"got shape {v.shape}")
             return float(self.count_many(lo[None, :], hi[None, :])[0])
         lo, hi = as_int_array(lo), as_int_array(hi)
         for name, v in (("lo", lo), ("hi", hi)):
