@@ -353,7 +353,8 @@ def _build_source(args, columns, units=None):
     if engine == "dask":
         from .sources.dask import dask_files
 
-        if units is not None and any(not col.is_plain for col in units):
+        if units is not None and any(col.kind in ("date", "datetime") or col.resolution
+                                     is not None for col in units):
             raise UsageError("--engine dask reads integer and --scale decimal columns; dates "
                              "and --resolution need --engine local or duckdb")
         return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler,

@@ -382,3 +382,17 @@ def test_time_zone_aware_builds_equal_builds_on_utc_instants():
     with pytest.raises(TypeError, match="give its time zone"):
         ps.IntervalSynopsis.build(t, domain=("2001-07-01T00:00", "2001-07-01T23:59"),
                                   columns=Column.datetime("t", unit="us"), epsilon=1.0)
+
+
+def test_dask_collections_drop_missing_rows_on_request():
+    dd = pytest.importorskip("dask.dataframe")
+    frame = pd.DataFrame({"x": pd.array([1, None, 3, 7], dtype="Int64"),
+                          "y": [1.0, 2.0, np.nan, 4.0]})
+    with pytest.raises(ps.DomainError, match="column '[xy]' holds NULL values"):
+        ps.RectangleSynopsis.build(dd.from_pandas(frame, npartitions=2),
+                                   domain=[(0, 9), (0, 9)], epsilon=1.0)
+    got = ps.RectangleSynopsis.build(dd.from_pandas(frame, npartitions=2), dropna=True,
+                                     domain=[(0, 9), (0, 9)], epsilon=1.0, rng=ps.Rng(seed=3))
+    ref = ps.RectangleSynopsis.build([[1, 1], [7, 4]], domain=[(0, 9), (0, 9)], epsilon=1.0,
+                                     rng=ps.Rng(seed=3))
+    assert got.count([0, 0], [9, 9]) == ref.count([0, 0], [9, 9])
