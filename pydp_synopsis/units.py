@@ -397,6 +397,12 @@ class Column:
         if flat.dtype.kind in "iufb":
             raise TypeError(f"{what}: numbers given for {self.kind} column {self.name!r} "
                             f"(give dates or ISO strings such as '2001-03-01')")
+        if self.kind == "date" and flat.size > 1 and (flat.dtype.kind == "U" or (
+                flat.dtype.kind == "O" and all(isinstance(v, str) for v in flat.tolist()))):
+            days, bad = _iso_days(flat)
+            if bad is None:
+                return np.floor_divide(days, step)
+            # not all ISO dates: the one by one path names the first bad row
         if flat.dtype.kind == "M":
             if utc and self.tz is None and self.kind == "datetime":
                 raise TypeError(f"{what}: time-zone-aware times given for the naive datetime "
@@ -517,6 +523,34 @@ class Column:
 
 
 # ------------------------------------------------------------------ helpers
+_DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
+
+
+def _iso_days(strings):
+    """Days since 1970-01-01 of ISO dates ``YYYY-MM-DD``, vectorised and exact
+    (the proleptic Gregorian calendar, Hinnant's ``days_from_civil``); or
+    ``(None, i)`` with ``i`` the first string that is not a valid date."""
+    s = np.char.strip(np.asarray(strings, dtype=str))
+    n = s.size
+    codes = np.frombuffer(s.astype("U10").tobytes(), dtype=np.uint32).reshape(n, 10)
+    num = np.delete(codes, [4, 7], axis=1).astype(np.int64) - ord("0")
+    ok = (np.char.str_len(s) == 10) & (codes[:, 4] == ord("-")) & (codes[:, 7] == ord("-")) \
+        & ((num >= 0) & (num <= 9)).all(axis=1)
+    num = np.where(ok[:, None], num, 0)
+    y = num[:, 0] * 1000 + num[:, 1] * 100 + num[:, 2] * 10 + num[:, 3]
+    m, d = num[:, 4] * 10 + num[:, 5], num[:, 6] * 10 + num[:, 7]
+    leap = ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
+    month = np.clip(m, 0, 12)
+    ok &= (m >= 1) & (m <= 12) & (d >= 1) & (d <= _DAYS_IN_MONTH[month] + ((month == 2) & leap))
+    if not ok.all():
+        return None, int(np.flatnonzero(~ok)[0])
+    y = y - (m <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468, None
+
+
 def _at(what, row):
     """``what`` and, for a column of several values, the data row (1-based)."""
     return what if row is None else f"{what}, data row {row + 1:,}"

@@ -396,3 +396,39 @@ def test_dask_collections_drop_missing_rows_on_request():
     ref = ps.RectangleSynopsis.build([[1, 1], [7, 4]], domain=[(0, 9), (0, 9)], epsilon=1.0,
                                      rng=ps.Rng(seed=3))
     assert got.count([0, 0], [9, 9]) == ref.count([0, 0], [9, 9])
+
+
+def test_iso_dates_are_parsed_exactly_in_bulk():
+    every = np.datetime64("0001-01-01") + np.arange(0, 3652059, 3)    # years 1 to 9999
+    col = Column.date("d")
+    assert col.to_int(every.astype(str)).tolist() == every.astype(np.int64).tolist()
+    assert col.to_int(np.array(["2000-02-29", " 1969-12-31 "], dtype=object)).tolist() == \
+        [11016, -1]
+    for bad, row in ((["2000-02-29", "2001-02-29"], 2), (["2001-01-01", "2001-1-01"], 2),
+                     (["2001-13-01", "2001-01-01"], 1), (["2001-01-01", "2001-01-0x"], 2)):
+        with pytest.raises(ps.DomainError, match=f"data row {row}: not"):
+            col.to_int(bad)
+    assert Column.date("w", resolution="7d").to_int(["1970-01-07", "1970-01-08",
+                                                      "1969-12-31"]).tolist() == [0, 1, -1]
+
+
+def test_duckdb_time_zone_aware_timestamps(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    pytest.importorskip("pyarrow")
+    from pydp_synopsis import sources
+
+    db = tmp_path / "t.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("CREATE TABLE t (ts TIMESTAMPTZ)")
+    con.execute("INSERT INTO t VALUES ('2001-07-01 00:00:00+00'), ('2001-07-01 01:30:00+00')")
+    con.close()
+    unit = (Column.datetime("ts", tz="Europe/Paris"),)
+    got = ps.IntervalSynopsis.build(sources.SqlSource(f"duckdb:///{db}", ["ts"], table="t",
+                                                      units=unit),
+                                    domain=("2001-07-01T00:00", "2001-07-01T23:59"),
+                                    columns=unit, epsilon=1.0, rng=ps.Rng(seed=2))
+    ref = ps.IntervalSynopsis.build([993945600, 993951000], domain=got.domain, epsilon=1.0,
+                                    rng=ps.Rng(seed=2))
+    assert got.count("2001-07-01T02:00", "2001-07-01T03:59") == \
+        ref.count(993945600, 993945600 + 7140)          # hi: 03:59:00, the second

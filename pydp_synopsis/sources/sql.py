@@ -295,6 +295,10 @@ class _DuckDB(_Engine):
                     raise _Null(j)
                 if pa.types.is_decimal(col.type):
                     col = col.cast(pa.string())
+                if pa.types.is_timestamp(col.type) and col.type.tz is not None:
+                    # aware datetimes: numpy would drop the zone (units.Column converts)
+                    cols.append(np.array(col.to_pylist(), dtype=object))
+                    continue
                 cols.append(col.to_numpy(zero_copy_only=False))
             yield cols
 
