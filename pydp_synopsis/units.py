@@ -49,6 +49,7 @@ import dataclasses
 import datetime as _dt
 import math
 import re
+import warnings
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -403,6 +404,12 @@ class Column:
             if bad is None:
                 return np.floor_divide(days, step)
             # not all ISO dates: the one by one path names the first bad row
+        if self.kind == "datetime" and bound is None and flat.size > 1 and (
+                flat.dtype.kind == "U" or (flat.dtype.kind == "O" and
+                                           all(isinstance(v, str) for v in flat.tolist()))):
+            parsed = _iso_naive_datetimes(flat)
+            if parsed is not None:
+                flat = parsed           # naive wall times: the datetime64 path below
         if flat.dtype.kind == "M":
             if utc and self.tz is None and self.kind == "datetime":
                 raise TypeError(f"{what}: time-zone-aware times given for the naive datetime "
@@ -549,6 +556,28 @@ def _iso_days(strings):
     yoe = y - era * 400
     doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
     return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468, None
+
+
+def _iso_naive_datetimes(strings):
+    """ISO datetimes without a zone (``YYYY-MM-DDTHH:MM[:SS[.f]]``, years 1700 to
+    2200) as ``datetime64[ns]`` in bulk (numpy's parser checks every field);
+    None when some string is of another form (they go one by one)."""
+    s = np.char.strip(np.asarray(strings, dtype=str))
+    n = s.size
+    codes = np.frombuffer(s.astype("U11").tobytes(), dtype=np.uint32).reshape(n, 11)
+    year = (codes[:, :4].astype(np.int64) - ord("0")) @ np.array([1000, 100, 10, 1])
+    if not ((np.char.str_len(s) >= 16) & ((codes[:, 10] == ord("T")) | (codes[:, 10] == ord(" ")))
+            & ((codes[:, :4] >= ord("0")) & (codes[:, :4] <= ord("9"))).all(axis=1)
+            & (year >= 1700) & (year <= 2200)
+            & (np.char.find(s, "Z") < 0) & (np.char.find(s, "+") < 0)
+            & (np.char.rfind(s, "-") == 7)).all():
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return s.astype("datetime64[ns]")
+    except (ValueError, UserWarning, DeprecationWarning):
+        return None
 
 
 def _at(what, row):

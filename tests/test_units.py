@@ -432,3 +432,19 @@ def test_duckdb_time_zone_aware_timestamps(tmp_path):
                                     rng=ps.Rng(seed=2))
     assert got.count("2001-07-01T02:00", "2001-07-01T03:59") == \
         ref.count(993945600, 993945600 + 7140)          # hi: 03:59:00, the second
+
+
+def test_iso_datetimes_in_bulk_equal_one_by_one():
+    rng = np.random.default_rng(5)
+    ns = rng.integers(-2 * 10**18, 7 * 10**18, 3000)
+    text = ns.astype("datetime64[ns]").astype(str)
+    for col in (Column.datetime("t", unit="s"), Column.datetime("t", unit="ns"),
+                Column.datetime("t", resolution="1h", tz="Europe/Paris"),
+                Column.datetime("t", unit="ms", tz="UTC")):
+        bulk = col.to_int(text)
+        one = [int(col.to_int(v)) for v in text[:200].tolist()]
+        assert bulk[:200].tolist() == one
+    mixed = np.array(["2001-03-01T10:00:00", "2001-03-01T10:00:00+02:00"])
+    assert Column.datetime("t", tz="UTC").to_int(mixed).tolist() == [983440800, 983433600]
+    with pytest.raises(ps.DomainError, match="data row 2: not a valid ISO datetime"):
+        Column.datetime("t").to_int(["2001-03-01T10:00:00", "2001-03-01T25:00:00"])
