@@ -884,7 +884,7 @@ def _load(meta, arrays):
         want = len(part) if tree == "kary" else trees.tree_shape(len(part), fanout)[1]
         if released.shape != (want,):
             raise FormatError("interval synopsis record: released array has the wrong length")
-        described = columns_from_record(meta, 1)
+        described = columns_from_record(meta, [part.domain])
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         if isinstance(exc, FormatError):
             raise

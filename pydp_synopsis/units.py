@@ -522,7 +522,10 @@ class Column:
             return text
         per = _PER_SECOND[unit]
         secs, sub = divmod(ticks, per)
-        local = (_EPOCH_UTC + _dt.timedelta(seconds=secs)).astimezone(_zone(self.tz))
+        try:
+            local = (_EPOCH_UTC + _dt.timedelta(seconds=secs)).astimezone(_zone(self.tz))
+        except (OverflowError, ValueError):
+            return f"{text}Z"          # beyond Python's years 1-9999: shown in UTC
         digits = {"s": 0, "ms": 3, "us": 6, "ns": 9}[unit]
         frac = f".{sub:0{digits}d}" if digits else ""
         off = local.strftime("%z")
@@ -1143,12 +1146,19 @@ def columns_to_record(described):
     return [col.to_record() for col in described]
 
 
-def columns_from_record(meta, dims):
-    """The descriptions of a record's ``columns`` field; None when absent
-    (files of release 0.1 and plain integer synopses)."""
+def columns_from_record(meta, domains):
+    """The descriptions of a record's ``columns`` field, one per axis of
+    ``domains`` (checked: a date or time axis's bounds times its step are
+    datetime64 values); None when absent (files of release 0.1 and plain
+    integer synopses)."""
     if "columns" not in meta:
         return None
     recs = meta["columns"]
-    if not isinstance(recs, list) or len(recs) != dims:
+    if not isinstance(recs, list) or len(recs) != len(domains):
         raise FormatError("malformed column descriptions (one per axis)")
-    return tuple(Column.from_record(r) for r in recs)
+    cols = tuple(Column.from_record(r) for r in recs)
+    for col, (lo, hi) in zip(cols, domains):
+        if col.kind in ("date", "datetime") and \
+                not all(abs(int(b) * col.step) < 2**63 - 1 for b in (lo, hi)):
+            raise FormatError("malformed column description (domain beyond datetime64)")
+    return cols

@@ -8,6 +8,8 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import pydp_synopsis as ps
 from pydp_synopsis import persist
@@ -448,3 +450,39 @@ def test_iso_datetimes_in_bulk_equal_one_by_one():
     assert Column.datetime("t", tz="UTC").to_int(mixed).tolist() == [983440800, 983433600]
     with pytest.raises(ps.DomainError, match="data row 2: not a valid ISO datetime"):
         Column.datetime("t").to_int(["2001-03-01T10:00:00", "2001-03-01T25:00:00"])
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz_column_descriptions_load_or_raise_format_error(tmp_path, data):
+    """Hostile ``columns`` fields: load raises FormatError or gives a synopsis whose
+    descriptions read its domain back in user units (never another error)."""
+    syn = ps.IntervalSynopsis.build([3, 5], domain=(-2**62, 2**62), epsilon=1.0,
+                                    columns="x", rng=ps.Rng(seed=1))
+    syn.save(tmp_path / "ok.pds")
+    kind, meta, arrays, _ = persist.read_record(tmp_path / "ok.pds")
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
+                        st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6),
+                        st.sampled_from(["s", "ns", "UTC", "Europe/Paris", "0.25", "1/3",
+                                         "integer", "decimal", "date", "datetime", 10**18]))
+    entry = st.dictionaries(st.sampled_from(["name", "kind", "scale", "resolution", "unit",
+                                             "step", "tz", "extra"]), scalars, max_size=7)
+    columns = data.draw(st.one_of(scalars, st.lists(entry, max_size=2)))
+    persist.write_record(tmp_path / "m.pds", kind, dict(meta, columns=columns), arrays)
+    try:
+        obj = ps.load(tmp_path / "m.pds")
+    except ps.FormatError:
+        return
+    obj.user_domain
+    [obj.column.format(b) for b in obj.domain]
+
+
+@pytest.mark.parametrize("col", [Column.date("d"), Column.datetime("t", unit="ns"),
+                                 Column.datetime("t", tz="Europe/Paris"),
+                                 Column.datetime("t", unit="ns", tz="UTC", resolution="1h")])
+def test_extreme_integers_are_shown_without_errors(col):
+    for v in (-2**62, 2**62, -2**63 + 2):
+        if abs(v * col.step) < 2**63 - 1:
+            assert col.format(v)
+            assert col.values(np.array([v])).shape == (1,)

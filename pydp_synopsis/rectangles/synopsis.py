@@ -700,7 +700,7 @@ class RectangleSynopsis:
                 raise FormatError("rectangle synopsis record has an invalid beta or config")
             axes = Axes.from_record(meta, arrays, beta, float(meta.get("threshold_factor", 3.0)))
             mechanism = _MECHANISMS[meta.get("structure", "multitree")]
-            described = columns_from_record(meta, len(axes.partitions))
+            described = columns_from_record(meta, [p.domain for p in axes.partitions])
             return cls._from_parts(axes, mechanism.from_record(meta, arrays, axes),
                                    config)._described(described)
         except FormatError:
