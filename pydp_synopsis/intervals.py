@@ -446,6 +446,9 @@ class IntervalSynopsis:
         lo, hi : array_like of int
             Same shape; every endpoint inside the domain and ``lo <= hi``.
             Python ints up to ``2**64 - 1`` (or the domain's ``hi``) are fine.
+            A synopsis built in user units (:attr:`column`) takes them
+            instead: dates, datetimes, decimals, ISO and decimal strings,
+            converted as the data were (``hi`` inclusive of its whole bin).
         return_std : bool
             Also return each answer's noise standard deviation, exactly:
             the answer's noise is a weighted sum of the released counts'
@@ -509,7 +512,8 @@ class IntervalSynopsis:
     def count(self, lo, hi):
         """Noisy count of the inclusive interval ``[lo, hi]`` (a float).
 
-        Same rules as :meth:`count_many`; O(log m).
+        Same rules as :meth:`count_many` (user units included:
+        ``syn.count("2001-03-01", "2001-03-31")``); O(log m).
 
         Examples
         --------

@@ -478,7 +478,9 @@ class RectangleSynopsis:
         Parameters
         ----------
         lo, hi : array_like of int, shape (q, c)
-            Corners, every coordinate inside its axis's domain, ``lo <= hi``.
+            Corners, every coordinate inside its axis's domain, ``lo <= hi``;
+            in user units for axes built in them (:attr:`columns`: dates,
+            datetimes, decimals, ISO and decimal strings).
         return_std : bool
             Also return each answer's noise standard deviation, exactly: an
             answer is a linear combination of the released counts (the
