@@ -22,8 +22,8 @@ DuckDB table) are generated under a temporary directory and removed at the end; 
 written to the repository.  Times are wall-clock seconds on the machine the script runs on:
 take ratios, not absolute times.  The script asserts nothing.
 
-    PYTHONPATH=. python benchmarks/bench_scale.py                 # everything (~20 min)
-    PYTHONPATH=. python benchmarks/bench_scale.py --quick         # 10x smaller, ~2 min
+    PYTHONPATH=. python benchmarks/bench_scale.py                 # everything (~8 min, 2 cores)
+    PYTHONPATH=. python benchmarks/bench_scale.py --quick         # 10x smaller, ~1 min
     PYTHONPATH=. python benchmarks/bench_scale.py --pushdown 1e7,1e8,1e9 --skip parquet,csv
 """
 import argparse

@@ -1,7 +1,7 @@
 """Short tier of benchmarks/bench_scale.py: every measurement runs end to end on tiny inputs.
 
 The full run (10^8-row Parquet, 10^9-row DuckDB table, 10^7-row CSV, a dask LocalCluster)
-takes ~20 minutes and is run by hand; this checks that each of its tasks still works
+takes ~8 minutes and is run by hand; this checks that each of its tasks still works
 (no row reports an error) and that it prints the floors and targets it compares with.
 """
 import os

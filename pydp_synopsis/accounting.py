@@ -103,6 +103,8 @@ from .params import MAX_SCALE, exact_epsilon, exact_scale
 
 __all__ = [
     "check_delta",
+    "check_delta_or_zero",
+    "unit_shift_scale",
     "check_sensitivity",
     "real_fraction",
     "l2_laplace_scale",
@@ -161,6 +163,40 @@ def check_delta(delta, name="delta"):
     frac = real_fraction(delta, name)
     if not 0 < frac < 1:
         raise ParameterError(f"{name} must be in the open interval (0, 1), got {delta!r}")
+    return frac
+
+
+def check_delta_or_zero(delta, name="delta"):
+    """``delta`` as an exact Fraction in the half-open interval [0, 1); 0 means pure epsilon-DP.
+
+    The check of every ``delta=`` keyword of the synopses and counters.  A
+    float is taken at its exact binary value.  Every refusal is one line
+    naming ``name`` and the allowed range.
+
+    Raises
+    ------
+    TypeError
+        Not a real number (``bool`` included).
+    ParameterError
+        NaN, infinite, or outside ``[0, 1)``.
+
+    Examples
+    --------
+    >>> check_delta_or_zero(0)
+    Fraction(0, 1)
+    >>> check_delta_or_zero(Fraction(1, 10**6))
+    Fraction(1, 1000000)
+    """
+    rule = f"{name} must be a real number in [0, 1) (0: pure epsilon-DP)"
+    if isinstance(delta, (bool, np.bool_)) or not isinstance(
+            delta, (numbers.Real, np.floating, np.integer, Decimal)):
+        raise TypeError(f"{rule}, not {type(delta).__name__}")
+    try:
+        frac = real_fraction(delta, name)
+    except ParameterError:
+        raise ParameterError(f"{rule}, got {delta!r}") from None
+    if not 0 <= frac < 1:
+        raise ParameterError(f"{rule}, got {delta!r}")
     return frac
 
 
@@ -291,6 +327,61 @@ def l2_laplace_scale(l2_sensitivity, epsilon, delta, *, l1_sensitivity=None):
             f"epsilon and delta give a Laplace scale above 2**48 for l2_sensitivity={l2_sensitivity!r}; "
             f"use a larger epsilon or delta")
     return exact_scale(scale)
+
+
+def _sqrt_up(count):
+    """The smallest m / 10**16 >= sqrt(count) (an exact rational upper bound)."""
+    scaled = count * 10**32
+    root = math.isqrt(scaled)
+    if root * root != scaled:
+        root += 1
+    return Fraction(root, 10**16)
+
+
+def unit_shift_scale(count, epsilon, delta):
+    r"""The discrete Laplace scale of a release in which one item moves ``count`` noisy counts by one each.
+
+    The tree synopses and counters release vectors of noisy counts in
+    which one item changes exactly ``count`` coordinates by 1 (``L`` tree
+    levels, ``S`` multi-tree nodes, ``h`` counter levels): l1 sensitivity
+    ``count`` and l2 sensitivity ``sqrt(count)``.
+
+    Parameters
+    ----------
+    count : int
+        ``S >= 1``, the coordinates one item moves.
+    epsilon : Fraction
+        The exact epsilon of this part of the release (checked by the caller).
+    delta : Fraction
+        ``0`` for pure epsilon-DP, else in (0, 1) (checked by
+        :func:`check_delta_or_zero`).
+
+    Returns
+    -------
+    Fraction
+        ``delta == 0``: ``S / epsilon`` exactly (the pure path, unchanged).
+        ``delta > 0``: :func:`l2_laplace_scale` ``(sqrt(S), epsilon, delta,
+        l1_sensitivity=S)``, with ``sqrt(S)`` rounded up to 16 decimals, so
+        :math:`\min(S/\varepsilon, \lambda)`: ``(epsilon, delta)``-DP by
+        Lemma 5.5 and never more noise than the pure scale (Theorem 1.3).
+        The release is also ``S / scale``-DP (pure).
+
+    References
+    ----------
+    .. [APT] Andersson, Pagh, Torkamani, "Count on Your Elders", section
+       5.2, Lemma 5.5, Theorem 1.3.
+    .. [KOV15] Kairouz, Oh, Viswanath 2015, Theorem 3.5.
+
+    Examples
+    --------
+    >>> unit_shift_scale(3, Fraction(1, 2), 0)
+    Fraction(6, 1)
+    >>> float(unit_shift_scale(100, Fraction(1), Fraction(1, 10**6))) < 100
+    True
+    """
+    if delta == 0:
+        return Fraction(count) / epsilon
+    return l2_laplace_scale(_sqrt_up(count), epsilon, delta, l1_sensitivity=count)
 
 
 def l2_laplace_epsilon(l2_sensitivity, scale, delta, *, l1_sensitivity=None):

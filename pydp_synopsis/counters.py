@@ -19,6 +19,21 @@ the whole sequence of releases, whatever the stream length up to the
 horizon.  A stream whose items differ by more than one unit at one position
 (for example a count changed by 5) is protected with ``5*epsilon``.
 
+(epsilon, delta)
+----------------
+With ``delta > 0`` the node scale is calibrated to the l2 sensitivity
+``sqrt(h)`` of the node vector (each item moves h nodes by one):
+``min(h/epsilon, lambda)`` with lambda from
+:func:`~pydp_synopsis.accounting.l2_laplace_scale` (Andersson, Pagh,
+Torkamani, "Count on Your Elders", section 5.2, Lemma 5.5 and Theorem 1.3;
+Kairouz, Oh, Viswanath, Theorem 3.5).  The releases are then
+``(epsilon, delta)``-DP and also ``pure_epsilon = h / scale``-DP.  Items
+differing by c units are protected with ``(c^2/2 + c sqrt(2 ln(1/delta)))``
+times the same x, i.e. group privacy in the l2 sense; the counters never
+scale the noise with ``max_item``.  The l2 scale is below the pure one only
+when ``h > 2 ln(1/delta)`` roughly (never for ``h <= 15`` at delta = 1e-6):
+then the pure scale is used and ``pure_epsilon == epsilon``.
+
 When an update raises
 ---------------------
 Whether an update raises or releases depends only on public parameters and
@@ -68,6 +83,9 @@ did, so its files and JSON states still load.  A tree counter's record:
                 digits (Algorithm 1); absent: true (release 0.1: odd k)
 ``max_item``    public bound on every item; absent: ``2**62 // horizon``
 ``epsilon``     ``[numerator, denominator]`` of the exact epsilon
+``delta``       ``[numerator, denominator]`` of the exact delta; absent: 0
+``pure_epsilon`` ``[numerator, denominator]``: h / noise scale, checked
+                against the other fields; absent: ``epsilon``
 ``time``        updates done
 ``prefix``      true prefix sum (secret)
 ``noise``       sum of the noise terms in use (secret); release = prefix + noise
@@ -102,6 +120,7 @@ from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .budget import charge
 from .noise import discrete_laplace_variance
+from .accounting import check_delta_or_zero, unit_shift_scale
 from .params import check_beta, check_bool, check_int, exact_epsilon, scale_parts
 from .rng import Rng, resolve_rng
 from .tails import laplace_sum_tail
@@ -479,6 +498,31 @@ def state_fraction(pair, name):
     return Fraction(check_int(num, name, 1, math.inf), check_int(den, name, 1, math.inf))
 
 
+def state_delta(meta):
+    """A record's exact delta: ``[numerator, denominator]`` in [0, 1); 0 when absent (release 0.1)."""
+    pair = meta.get("delta")
+    if pair is None:
+        if "pure_epsilon" in meta:
+            raise FormatError("state has pure_epsilon but no delta")
+        return Fraction(0)
+    num, den = pair
+    delta = Fraction(check_int(num, "delta", 0, math.inf), check_int(den, "delta", 1, math.inf))
+    if not delta < 1:
+        raise FormatError("state field 'delta' must be in [0, 1)")
+    return delta
+
+
+def check_pure_epsilon(meta, pure, delta):
+    """The record's ``pure_epsilon`` must be the one its parameters give; it may be
+    absent only with ``delta == 0`` (release 0.1)."""
+    if "pure_epsilon" in meta:
+        saved = state_fraction(meta["pure_epsilon"], "pure_epsilon")
+        if saved != pure:
+            raise FormatError(f"state pure_epsilon {saved} is not the one its noise scale gives")
+    elif delta:
+        raise FormatError("state has delta > 0 but no pure_epsilon")
+
+
 def default_max_item(horizon):
     """The public item bound used when none is given: ``2**62 // horizon``.
 
@@ -502,25 +546,29 @@ class _TreeCounter(ContinualCounter):
     #: The digit set of a record without a "subtraction" field (release 0.1).
     _release_01_subtraction = True
 
-    def __init__(self, *, horizon, epsilon, k, subtraction, max_item, rng=None, budget=None):
+    def __init__(self, *, horizon, epsilon, k, subtraction, max_item, rng=None, budget=None, delta=0):
         # Everything is validated before the C state exists, budget is
         # charged or rng is touched.
-        params = self._parameters(horizon, epsilon, k, subtraction, max_item)
+        params = self._parameters(horizon, epsilon, k, subtraction, max_item, delta=delta)
         rng = resolve_rng(rng, "rng")
-        charge(budget, params[1], f"{type(self).__name__}(horizon={params[0]})")  # before any noise
+        what = f"{type(self).__name__}(horizon={params[0]}" + (f", delta={params[6]})" if params[6] else ")")
+        charge(budget, params[1], what, params[6])  # before any noise
         self._init(params, rng)
         self._fill_pool()
 
     @classmethod
-    def _parameters(cls, horizon, epsilon, k, subtraction, max_item, total=None):
-        """Checked ``(horizon, epsilon, k, subtraction, max_item, layout)``; no side effect.
+    def _parameters(cls, horizon, epsilon, k, subtraction, max_item, total=None, delta=0):
+        """Checked ``(horizon, epsilon, k, subtraction, max_item, layout, delta, scale)``; no side effect.
 
         ``total`` (internal: the sparse counter's inner counter) is a bound
         on the whole prefix sum that the caller guarantees; it replaces the
-        item bound.  ``layout`` is ``(height, capacity, pool capacity)``.
+        item bound.  ``layout`` is ``(height, capacity, pool capacity)``;
+        ``scale`` the node noise scale (:func:`~pydp_synopsis.accounting.unit_shift_scale`
+        of the height).
         """
         horizon = check_int(horizon, "horizon", 1, MAX_HORIZON)
         eps = exact_epsilon(epsilon, "epsilon")
+        delta = check_delta_or_zero(delta)
         k, subtraction = cls._check_fanout(k, subtraction)
         if total is None:
             top = default_max_item(horizon)
@@ -534,7 +582,8 @@ class _TreeCounter(ContinualCounter):
                 f"epsilon must be at least {Fraction(height[0], MAX_NOISE_SCALE)} for this horizon "
                 f"(noise scale height/epsilon at most 2**40), got {epsilon!r}"
             )
-        return horizon, eps, k, subtraction, max_item, (height[0], capacity[0], pool[0])
+        scale = unit_shift_scale(height[0], eps, delta)   # <= height / eps
+        return horizon, eps, k, subtraction, max_item, (height[0], capacity[0], pool[0]), delta, scale
 
     @classmethod
     @abc.abstractmethod
@@ -545,16 +594,18 @@ class _TreeCounter(ContinualCounter):
         """The one constructor (``__init__``, the decoder and the sparse
         counter's inner counter): checked parameters in, a counter at time 0
         with an empty pool out.  Draws nothing."""
-        horizon, eps, k, subtraction, max_item, (height, capacity, pool) = params
+        horizon, eps, k, subtraction, max_item, (height, capacity, pool), delta, scale = params
         self._lock = threading.RLock()
         self._epsilon = eps
+        self._delta = delta
         self._max_item = max_item
-        self._scale = Fraction(height) / eps
+        self._scale = scale
         self._rng = rng
         self._state = ffi.new("pds_counter *")
         self._digits = ffi.new("int32_t[]", height)
         self._slots = ffi.new("int64_t[]", capacity)
         self._pool = ffi.new("int64_t[]", pool)
+        self._one = ffi.new("int64_t[]", 2)      # update(x): the item and its release
         scale_t, scale_s = scale_parts(self._scale)
         check(lib.pds_counter_init(self._state, k, int(subtraction), horizon, scale_t, scale_s,
                                    self._digits, self._slots, self._pool, height, capacity, pool))
@@ -590,6 +641,40 @@ class _TreeCounter(ContinualCounter):
         return self._epsilon
 
     @property
+    def delta(self):
+        """The exact delta asked for (a Fraction; 0: pure epsilon-DP).
+
+        The releases are ``(epsilon, delta)``-DP: node noise calibrated to
+        the l2 sensitivity ``sqrt(h)`` ([APT2]_ section 5.2, Lemma 5.5,
+        Theorem 1.3; [KOV15]_ Theorem 3.5), never more noise than the pure
+        scale ``h / epsilon``.
+
+        References
+        ----------
+        .. [APT2] J. D. Andersson, R. Pagh, S. Torkamani, "Count on Your
+           Elders: Laplace vs Gaussian Noise", section 5.2.
+        .. [KOV15] P. Kairouz, S. Oh, P. Viswanath, "The Composition Theorem
+           for Differential Privacy", ICML 2015, Theorem 3.5.
+        """
+        return self._delta
+
+    @property
+    def pure_epsilon(self):
+        """The pure epsilon the releases also achieve: ``h / noise_scale`` (a Fraction).
+
+        Equal to :attr:`epsilon` when ``delta == 0`` or when the pure scale
+        is the smaller one; larger when the l2-calibrated scale is used
+        (Theorem 1.3 of [APT2]_: the same noise is ``(epsilon, delta)``- and
+        ``h / scale``-DP).
+
+        References
+        ----------
+        .. [APT2] J. D. Andersson, R. Pagh, S. Torkamani, "Count on Your
+           Elders", section 5.2, Theorem 1.3.
+        """
+        return Fraction(self.height) / self._scale
+
+    @property
     def k(self):
         """Fanout of the tree (2 for the binary tree counter)."""
         return int(self._state.fanout)
@@ -611,7 +696,8 @@ class _TreeCounter(ContinualCounter):
 
     @property
     def noise_scale(self):
-        """Scale h/epsilon of the discrete Laplace noise of every node (a Fraction)."""
+        """Scale of the discrete Laplace noise of every node (a Fraction): h/epsilon, or
+        its l2 calibration with ``delta > 0`` (module docstring)."""
         return self._scale
 
     @property
@@ -631,6 +717,34 @@ class _TreeCounter(ContinualCounter):
             return int(self._state.prefix)
 
     # --------------------------------------------------------------- updates
+    def update(self, x):
+        # The same C call as update_many, without numpy: a Python int in
+        # range, before the horizon, goes straight to pds_counter_update_many
+        # with a one-item buffer; anything else (or a refusal) takes the
+        # checked path, which raises the documented error.
+        if type(x) is int and 0 <= x <= self._max_item:
+            with self._lock:
+                state, one = self._state, self._one
+                if state.time < state.horizon and not state.failed:
+                    one[0] = x
+                    with self._rng.native() as p:
+                        st = lib.pds_counter_update_many(state, p, one, one + 1, 1)
+                    if st == lib.PDS_OK:
+                        return one[1]
+                    self._raise_status(st)
+        return super().update(x)
+
+    update.__doc__ = ContinualCounter.update.__doc__
+
+    def _raise_status(self, st):
+        """The exception of a refused ``pds_counter_update_many``."""
+        if st == lib.PDS_ERANGE and not self._state.failed:
+            # only a restored release-0.1 state whose prefix is already
+            # above horizon * max_item can reach the C core's limit
+            raise DomainError("xs would make the prefix sum exceed 2**62 (a restored "
+                              "release 0.1 checkpoint with items above max_item)")
+        check(st)
+
     def update_many(self, xs):
         """Feed a batch of items in one C call; return the releases.
 
@@ -663,12 +777,8 @@ class _TreeCounter(ContinualCounter):
             with self._rng.native() as p:
                 st = lib.pds_counter_update_many(self._state, p, ffi.from_buffer("int64_t[]", xs),
                                                  ffi.from_buffer("int64_t[]", out), n)
-            if st == lib.PDS_ERANGE and not self._state.failed:
-                # only a restored release-0.1 state whose prefix is already
-                # above horizon * max_item can reach the C core's limit
-                raise DomainError("xs would make the prefix sum exceed 2**62 (a restored "
-                                  "release 0.1 checkpoint with items above max_item)")
-            check(st)
+            if st != lib.PDS_OK:
+                self._raise_status(st)
             return out
 
     # ------------------------------------------------------------- analysis
@@ -753,6 +863,8 @@ class _TreeCounter(ContinualCounter):
             "k": self.k,
             "max_item": self._max_item,
             "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
+            "delta": [self._delta.numerator, self._delta.denominator],
+            "pure_epsilon": [self.pure_epsilon.numerator, self.pure_epsilon.denominator],
             "time": self.time,
             "prefix": int(s.prefix),
             "noise": int(s.noise),
@@ -775,9 +887,12 @@ class _TreeCounter(ContinualCounter):
         saved_eps = state_fraction(meta["epsilon"], "epsilon")
         subtraction = meta.get("subtraction", cls._release_01_subtraction)
         max_item = meta.get("max_item") if total is None else None
-        params = cls._parameters(meta["horizon"], saved_eps, meta["k"], subtraction, max_item, total)
+        saved_delta = state_delta(meta)
+        params = cls._parameters(meta["horizon"], saved_eps, meta["k"], subtraction, max_item, total,
+                                 delta=saved_delta)
         if params[1] != saved_eps:
             raise FormatError(f"state epsilon {saved_eps} is not one this class produces")
+        check_pure_epsilon(meta, Fraction(params[5][0]) / params[7], saved_delta)
         obj = cls.__new__(cls)
         obj._init(params, rng)
         s = obj._state
@@ -804,9 +919,15 @@ class _TreeCounter(ContinualCounter):
         # (no pool) fills at its first update (counters.c, case (c)).
         return obj
 
+    def _delta_repr(self):
+        """``", delta=..., pure_epsilon=..."`` for an (epsilon, delta) counter, else ``""``."""
+        if not self._delta:
+            return ""
+        return f", delta={float(self._delta):.3g}, pure_epsilon={float(self.pure_epsilon):.6g}"
+
     def __repr__(self):
-        return (f"{type(self).__name__}(horizon={self.horizon}, epsilon={self._epsilon}, "
-                f"k={self.k}, time={self.time})")
+        return (f"{type(self).__name__}(horizon={self.horizon}, epsilon={self._epsilon}"
+                f"{self._delta_repr()}, k={self.k}, time={self.time})")
 
 
 class BinaryTreeCounter(_TreeCounter):
@@ -833,8 +954,14 @@ class BinaryTreeCounter(_TreeCounter):
         Randomness; default a fresh OS-seeded Rng.  Seeds are for tests and
         benchmarks only.
     budget : Budget, optional
-        Charged ``epsilon`` after every argument is validated and before any
+        Charged ``(epsilon, delta)`` after every argument is validated and before any
         noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
+    delta : float or Fraction
+        In ``[0, 1)``; 0 (default) is pure epsilon-DP.  With ``delta > 0``
+        the node scale is ``min(h/epsilon, lambda)``, lambda calibrated to
+        the l2 sensitivity ``sqrt(h)`` (module docstring, "(epsilon,
+        delta)"); :attr:`delta` and :attr:`pure_epsilon` report both
+        guarantees.
 
     Notes
     -----
@@ -858,9 +985,9 @@ class BinaryTreeCounter(_TreeCounter):
     _record_kind = "binary_tree_counter"
     _release_01_subtraction = False
 
-    def __init__(self, *, horizon, epsilon, max_item=None, rng=None, budget=None):
+    def __init__(self, *, horizon, epsilon, max_item=None, rng=None, budget=None, delta=0):
         super().__init__(horizon=horizon, epsilon=epsilon, k=2, subtraction=False, max_item=max_item,
-                         rng=rng, budget=budget)
+                         rng=rng, budget=budget, delta=delta)
 
     @classmethod
     def _check_fanout(cls, k, subtraction):
@@ -914,8 +1041,14 @@ class KaryTreeCounter(_TreeCounter):
         Randomness; default a fresh OS-seeded Rng.  Seeds are for tests and
         benchmarks only.
     budget : Budget, optional
-        Charged ``epsilon`` after every argument is validated and before any
+        Charged ``(epsilon, delta)`` after every argument is validated and before any
         noise is drawn (sequential composition, see :class:`~pydp_synopsis.Budget`).
+    delta : float or Fraction
+        In ``[0, 1)``; 0 (default) is pure epsilon-DP.  With ``delta > 0``
+        the node scale is ``min(h/epsilon, lambda)``, lambda calibrated to
+        the l2 sensitivity ``sqrt(h)`` (module docstring, "(epsilon,
+        delta)"); :attr:`delta` and :attr:`pure_epsilon` report both
+        guarantees.
 
     Notes
     -----
@@ -945,9 +1078,10 @@ class KaryTreeCounter(_TreeCounter):
     _kind = "KaryTreeCounter"
     _record_kind = "kary_tree_counter"
 
-    def __init__(self, *, horizon, epsilon, k=19, subtraction=True, max_item=None, rng=None, budget=None):
+    def __init__(self, *, horizon, epsilon, k=19, subtraction=True, max_item=None, rng=None, budget=None,
+                 delta=0):
         super().__init__(horizon=horizon, epsilon=epsilon, k=k, subtraction=subtraction,
-                         max_item=max_item, rng=rng, budget=budget)
+                         max_item=max_item, rng=rng, budget=budget, delta=delta)
 
     @classmethod
     def _check_fanout(cls, k, subtraction):
@@ -957,8 +1091,8 @@ class KaryTreeCounter(_TreeCounter):
         return {"subtraction": self.subtraction}
 
     def __repr__(self):
-        return (f"KaryTreeCounter(horizon={self.horizon}, epsilon={self._epsilon}, k={self.k}, "
-                f"subtraction={self.subtraction}, time={self.time})")
+        return (f"KaryTreeCounter(horizon={self.horizon}, epsilon={self._epsilon}"
+                f"{self._delta_repr()}, k={self.k}, subtraction={self.subtraction}, time={self.time})")
 
 
 for _cls in (BinaryTreeCounter, KaryTreeCounter):

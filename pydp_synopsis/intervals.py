@@ -28,8 +28,9 @@ from fractions import Fraction
 import numpy as np
 
 from . import persist, trees
+from .accounting import check_delta_or_zero
 from .budget import charge, describe
-from .counters import KaryTreeCounter
+from .counters import KaryTreeCounter, check_pure_epsilon, state_delta
 from .errorbars import assemble, noise_std
 from .errors import DomainError, FormatError, ParameterError
 from .params import (as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
@@ -38,6 +39,7 @@ from .aggregates import aggregate, check_counts
 from .partition import Partition, fig1_threshold, partition_of_sorted
 from .shards import check_shards, partition_sharded
 from .rng import resolve_rng
+from ._threads import halves
 from .tails import laplace_sum_tail, laplace_weighted_tail
 from .units import Column, columns_from_record, columns_to_record, convert_corners, prepare_build
 
@@ -151,6 +153,12 @@ class IntervalSynopsis:
         Total privacy loss: ``epsilon_partition + epsilon_tree <= epsilon`` asked.
     epsilon_partition, epsilon_tree : Fraction
         The split actually used (each rounded down to an exact rational).
+    delta : Fraction
+        The delta asked for (0: pure); the synopsis is ``(epsilon, delta)``-DP.
+    pure_epsilon : Fraction
+        The pure epsilon also achieved: ``epsilon_partition + S / scale``
+        (``S`` the nodes one item changes); equals ``epsilon`` when
+        ``delta == 0`` or when the pure scale is the smaller.
     domain : tuple of int
         Inclusive ``(lo, hi)``.
     tree, fanout, consistency, estimator, k
@@ -169,7 +177,8 @@ class IntervalSynopsis:
        Observation with Pure Differential Privacy", Algorithm 2.
     """
 
-    __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta",
+    __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta", "delta",
+                 "pure_epsilon", "_scale",
                  "tree", "fanout", "consistency", "estimator", "k", "_released", "_prefix",
                  "_levels", "_ends", "_tau", "_coef", "_columns")
 
@@ -178,7 +187,7 @@ class IntervalSynopsis:
 
     @classmethod
     def _from_release(cls, partition, released, *, epsilon_tree, beta, tree, fanout,
-                      consistency, estimator, k):
+                      consistency, estimator, k, delta=0):
         """The one constructor (build and load): released numbers and checked options in.
 
         Everything but the arguments is post-processing of the release: the
@@ -205,6 +214,13 @@ class IntervalSynopsis:
             if consistency:
                 leaf = trees.consistent_leaves(released, m, fanout)
                 self._prefix = np.concatenate(([0.0], np.cumsum(leaf)))
+        # the node scale: S nodes move by one per item (S = L levels, or the
+        # kary counter's height h), calibrated to l1 = S (pure) or also to
+        # l2 = sqrt(S) with delta > 0
+        sens = self._kary_shape()[2] if tree == "kary" else self._levels
+        self.delta = delta
+        self._scale = trees.noise_scale(sens, epsilon_tree, delta)
+        self.pure_epsilon = partition.epsilon + Fraction(sens) / self._scale
         return self
 
     # ------------------------------------------------------------------ build
@@ -212,7 +228,8 @@ class IntervalSynopsis:
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
               fanout=DEFAULT_FANOUT, consistency=True, estimator=DEFAULT_ESTIMATOR,
               partition_share=DEFAULT_SHARE, threshold_factor=DEFAULT_FACTOR, k=19, budget=None,
-              counts=None, shards=None, columns=None, scale=None, resolution=None, dropna=False):
+              counts=None, shards=None, delta=0, columns=None, scale=None,
+              resolution=None, dropna=False):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -247,7 +264,7 @@ class IntervalSynopsis:
         k : int
             Fanout of the kary tree (odd, >= 3).
         budget : Budget, optional
-            Charged ``epsilon`` after every check, before any noise is drawn.
+            Charged ``(epsilon, delta)`` after every check, before any noise is drawn.
         counts : array_like of int, optional
             Multiplicities, one per value (same shape): ``values[i]`` occurs
             ``counts[i] >= 0`` times, totalling at most ``2**62``.  With the
@@ -261,6 +278,17 @@ class IntervalSynopsis:
             other.  Same epsilon (parallel composition), at most ``shards -
             1`` more segments; see :mod:`pydp_synopsis.shards`.  None or 1:
             one partition drawn from ``rng``.
+        delta : float or Fraction
+            In ``[0, 1)``; 0 (default) is pure epsilon-DP.  With ``delta >
+            0`` the tree's node scale is ``min(S / epsilon_tree, lambda)``,
+            lambda calibrated to the l2 sensitivity ``sqrt(S)`` of the ``S``
+            nodes one item changes (``L`` levels; the kary counter's height
+            ``h``) by :func:`~pydp_synopsis.accounting.l2_laplace_scale`
+            ([APT2]_ section 5.2, Lemma 5.5, Theorem 1.3; [KOV15]_ Theorem
+            3.5).  The partition stays pure.  The synopsis is then
+            ``(epsilon, delta)``-DP and :attr:`pure_epsilon`-DP.  Trees of
+            ``S <= 2 ln(1/delta)`` levels (all interval trees at delta =
+            1e-6) keep the pure scale.
         columns : str or Column, optional
             The column's name, or its full description
             (:class:`~pydp_synopsis.units.Column`); a Series' name is taken
@@ -294,6 +322,13 @@ class IntervalSynopsis:
         -------
         IntervalSynopsis
 
+        References
+        ----------
+        .. [APT2] J. D. Andersson, R. Pagh, S. Torkamani, "Count on Your
+           Elders: Laplace vs Gaussian Noise", section 5.2.
+        .. [KOV15] P. Kairouz, S. Oh, P. Viswanath, "The Composition Theorem
+           for Differential Privacy", ICML 2015, Theorem 3.5.
+
         Notes
         -----
         O(n log n) for the one sort, O(n + m) kernel steps for the partition
@@ -314,6 +349,7 @@ class IntervalSynopsis:
         share = check_share(partition_share, "partition_share")
         factor = check_threshold_factor(threshold_factor)
         eps = exact_epsilon(epsilon)
+        dlt = check_delta_or_zero(delta)
         beta = check_beta(beta)
         eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
                                                   "epsilon * (1 - partition_share)"))
@@ -324,22 +360,24 @@ class IntervalSynopsis:
         fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         n_shards = check_shards(shards, [domain])
         rng = resolve_rng(rng)
+        what = describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t,
+                        **({"delta": dlt} if dlt else {}))
         source = _as_source(values, counts)
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
             with source.prepare([domain]) as prepared:
-                charge(budget, eps_p + eps_t, describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t))
+                charge(budget, eps_p + eps_t, what, dlt)
                 part, counts = prepared.partition(0, domain, eps_p, beta / 2, factor, rng,
                                                   n_shards)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
-                                    estimator=estimator, k=k)
+                                    estimator=estimator, k=k, dlt=dlt)
             syn._columns = described
             return syn
         offsets = as_offsets(values, domain, "values")
         weights = check_counts(counts, offsets.shape)
         offsets = offsets.ravel()
-        charge(budget, eps_p + eps_t, describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t))
+        charge(budget, eps_p + eps_t, what, dlt)
 
         if weights is not None or n_shards > 1:
             part, counts = partition_sharded(
@@ -354,27 +392,30 @@ class IntervalSynopsis:
             if int(cut[-1]) != offsets.size:
                 raise AssertionError("partition weights do not add up to the number of values")
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
-                                consistency=consistency, estimator=estimator, k=k)
+                                consistency=consistency, estimator=estimator, k=k,
+                                dlt=dlt)
         syn._columns = described
         return syn
 
     @classmethod
     def _release_tree(cls, part, counts, eps_t, rng, *, beta, tree, fanout, consistency,
-                      estimator, k):
+                      estimator, k, dlt):
         """The tree over the released partition's true segment ``counts`` (DNRR section 3.2)."""
         if tree == "kary":
-            counter = KaryTreeCounter(horizon=len(part), epsilon=eps_t, k=k, rng=rng)
+            counter = KaryTreeCounter(horizon=len(part), epsilon=eps_t, k=k, rng=rng, delta=dlt)
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)
         else:
             fanout = 2 if tree == "binary" else fanout
-            released = trees.noisy_tree(counts, fanout, eps_t, rng)
+            released = trees.noisy_tree(counts, fanout, eps_t, rng, dlt)
         return cls._from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
                                  fanout=fanout, consistency=consistency and tree != "kary",
-                                 estimator=estimator, k=k)
+                                 estimator=estimator, k=k, delta=dlt)
 
     def __repr__(self):
         # public facts and released sizes only (never the number of values)
-        return (f"IntervalSynopsis(domain={self.domain}, epsilon={self.epsilon}, "
+        dlt = (f", delta={float(self.delta):.3g}, pure_epsilon={float(self.pure_epsilon):.6g}"
+               if self.delta else "")
+        return (f"IntervalSynopsis(domain={self.domain}, epsilon={self.epsilon}{dlt}, "
                 f"segments={len(self)}, tree={self.tree!r})")
 
     # ---------------------------------------------------------------- queries
@@ -382,6 +423,14 @@ class IntervalSynopsis:
     def domain(self):
         """Inclusive ``(lo, hi)`` of the domain."""
         return self.partition.domain
+
+    @property
+    def noise_scale(self):
+        """The discrete Laplace scale of every released node (a Fraction): ``S /
+        epsilon_tree`` (``S`` = the levels ``L``, or the kary height ``h``), or its
+        l2 calibration ``min(S / epsilon_tree, lambda)`` with ``delta > 0``.
+        ``pure_epsilon == epsilon_partition + S / noise_scale``."""
+        return self._scale
 
     def __len__(self):
         """Number of segments ``m`` of the partition."""
@@ -434,9 +483,10 @@ class IntervalSynopsis:
     def _answers(self, lo_o, hi_o):
         if self._prefix is None:
             return trees.interval_answers(self._ends, lo_o, hi_o, self.estimator, self._tau,
-                                          nodes=self._released, fanout=self.fanout)
+                                          nodes=self._released, fanout=self.fanout,
+                                          lookup=self.partition.lookup)
         return trees.interval_answers(self._ends, lo_o, hi_o, self.estimator, self._tau,
-                                      prefix=self._prefix)
+                                      prefix=self._prefix, lookup=self.partition.lookup)
 
     def count_many(self, lo, hi, *, return_std=False, nonnegative=False):
         """Noisy counts of the inclusive intervals ``[lo[q], hi[q]]``.
@@ -483,11 +533,13 @@ class IntervalSynopsis:
 
         Notes
         -----
-        O(q log m): a ``searchsorted`` of the 2q endpoints into the segment
-        ends, then one C call reading ``<= 2 (f - 1) L + 2`` tree nodes per
-        query (raw tree) or 4 prefix sums (consistent tree, kary); the std
-        is one more C call, O(cover) per query (raw tree), O(L) for the
-        consistent tree (any fanout), O(log_k m) for kary.
+        O(q log m): the 2q endpoints' segments (the partition's
+        :attr:`~pydp_synopsis.Partition.lookup`), then one C call reading
+        ``<= 2 (f - 1) L + 2`` tree nodes per query (raw tree) or 4 prefix
+        sums (consistent tree, kary); the std is one more C call, O(cover)
+        per query (raw tree), O(L) for the consistent tree (any fanout),
+        O(log_k m) for kary.  Batches of ``2**16`` queries or more run in
+        two threads (the same answers).
 
         Examples
         --------
@@ -501,12 +553,12 @@ class IntervalSynopsis:
         return_std = check_bool(return_std, "return_std")
         nonnegative = check_bool(nonnegative, "nonnegative")
         lo_o, hi_o, shape = self._offsets(lo, hi)
-        out = self._answers(lo_o, hi_o)
+        out = halves(self._answers, lo_o, hi_o)         # two threads for large batches
         if nonnegative:
             out = np.maximum(out, 0.0)
         if not return_std:
             return out.reshape(shape)
-        sumsq, _ = self._noise_weights(lo_o, hi_o, corners=False)
+        sumsq, _ = halves(lambda a, b: self._noise_weights(a, b, corners=False), lo_o, hi_o)
         return out.reshape(shape), noise_std(sumsq[:, 3:], [self._noise_scale()]).reshape(shape)
 
     def count(self, lo, hi):
@@ -543,7 +595,7 @@ class IntervalSynopsis:
             terms, b, _ = self._kary_shape()
             return 2 * laplace_sum_tail(terms, b, -math.log(delta / (2 * m)))
         f, L = self.fanout, self._levels
-        b = float(trees.noise_scale(L, self.epsilon_tree))
+        b = float(self._scale)
         cover = trees.cover_terms(L, f)
         if not self.consistency:
             if self.estimator == "uniform":
@@ -578,7 +630,8 @@ class IntervalSynopsis:
         """(max noise terms in one noisy prefix, node noise scale, height) of the kary counter.
 
         Algorithm 2 of [APT] adds one node per unit of each offset digit, digits in
-        [-(k-1)/2, (k-1)/2] on h = ceil(log_k(2m)) levels, each node of scale h/eps_t.
+        [-(k-1)/2, (k-1)/2] on h = ceil(log_k(2m)) levels, each node of scale h/eps_t
+        (or its l2 calibration with delta > 0: :meth:`_noise_scale`).
         """
         m = len(self)
         h, power = 0, 1
@@ -586,7 +639,8 @@ class IntervalSynopsis:
             power *= self.k
             h += 1
         h = max(h, 1)
-        return h * (self.k - 1) // 2, float(Fraction(h) / self.epsilon_tree), h
+        b = float(self._scale) if hasattr(self, "_scale") else None
+        return h * (self.k - 1) // 2, b, h
 
     def interior_weight_bound(self):
         """``W``: with probability ``>= 1 - beta/2`` no segment holds more than
@@ -678,24 +732,22 @@ class IntervalSynopsis:
     # ----------------------------------------------------------- error bars
     def _noise_scale(self):
         """The discrete Laplace scale of every released noise term (a Fraction)."""
-        if self.tree == "kary":
-            return Fraction(self._kary_shape()[2]) / self.epsilon_tree
-        return trees.noise_scale(self._levels, self.epsilon_tree)
+        return self._scale
 
     def _noise_weights(self, lo_o, hi_o, corners=True):
         """Per query and clip corner, ``sum w^2`` and ``max |w|`` of the noise weights."""
         if self.tree == "kary":
             return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, kary=self.k,
-                                        corners=corners)
+                                        corners=corners, lookup=self.partition.lookup)
         return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, fanout=self.fanout,
-                                    consistent=self.consistency, corners=corners)
+                                    consistent=self.consistency, corners=corners,
+                                    lookup=self.partition.lookup)
 
     def _boundaries(self, lo_o, hi_o):
         """Per query: is the left (or only) boundary segment cut, is the right one,
         and does each cut one lose its seal point (its end) to the query?"""
-        ends = self._ends
-        k = np.searchsorted(ends, lo_o, side="left")
-        r = np.searchsorted(ends, hi_o, side="left")
+        ends, lookup = self._ends, self.partition.lookup
+        k, r = lookup.of(lo_o).astype(np.intp), lookup.of(hi_o).astype(np.intp)
         first = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + np.uint64(1))
         single = k == r
         seal_out_left = single & (hi_o < ends[k])
@@ -843,6 +895,8 @@ class IntervalSynopsis:
             "domain": [int(self.domain[0]), int(self.domain[1])],
             "epsilon_partition": eps(self.epsilon_partition),
             "epsilon_tree": eps(self.epsilon_tree),
+            "delta": [self.delta.numerator, self.delta.denominator],
+            "pure_epsilon": eps(self.pure_epsilon),
             "beta": self.beta,
             "threshold_factor": self.partition.threshold_factor,
             "tree": self.tree,
@@ -888,13 +942,14 @@ def _load(meta, arrays):
         want = len(part) if tree == "kary" else trees.tree_shape(len(part), fanout)[1]
         if released.shape != (want,):
             raise FormatError("interval synopsis record: released array has the wrong length")
-        described = columns_from_record(meta, [part.domain])
+        delta = state_delta(meta)   # absent (release 0.1): 0
+        syn = IntervalSynopsis._from_release(part, released, epsilon_tree=eps_t, beta=beta,
+                                             tree=tree, fanout=fanout, consistency=consistency,
+                                             estimator=estimator, k=k, delta=delta)
+        check_pure_epsilon(meta, syn.pure_epsilon, delta)
+        syn._columns = columns_from_record(meta, [part.domain])
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         if isinstance(exc, FormatError):
             raise
         raise FormatError(f"invalid interval synopsis record: {exc}") from exc
-    syn = IntervalSynopsis._from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
-                                         fanout=fanout, consistency=consistency,
-                                         estimator=estimator, k=k)
-    syn._columns = described
     return syn

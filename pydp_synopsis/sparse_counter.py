@@ -20,6 +20,8 @@ behaviour, no bound and no pool):
 ``version``          1
 ``epsilon``          ``[numerator, denominator]`` of the exact total epsilon
 ``partition_share``  ``[numerator, denominator]``
+``delta``            ``[numerator, denominator]`` of the inner counter's delta; absent: 0
+``pure_epsilon``     derived: partition epsilon + the inner counter's pure epsilon
 ``max_items``        the public bound on the total weight, or absent (None)
 ``total``            true prefix sum of the items fed (secret)
 ``partition``        :meth:`OnlinePartition.to_state` without ``ends`` (secret)
@@ -53,7 +55,7 @@ import numpy as np
 from . import persist
 from .budget import charge
 from .counters import (MAX_HORIZON, STATE_VERSION, BinaryTreeCounter, ContinualCounter, KaryTreeCounter,
-                       int64_array, state_fraction)
+                       check_pure_epsilon, int64_array, state_delta, state_fraction)
 from .errors import DomainError, FormatError, HorizonError
 from .params import check_beta, check_choice, check_int, check_share, exact_epsilon, split_epsilon
 from .partition import OnlinePartition, fig1_threshold
@@ -135,9 +137,15 @@ class SparseStreamCounter(ContinualCounter):
     rng : Rng, optional
         Randomness (default a fresh OS-seeded Rng); seeds for tests only.
     budget : Budget, optional
-        Charged ``epsilon`` after every argument is validated (the noise
+        Charged ``(epsilon, delta)`` after every argument is validated (the noise
         scale limits of both parts included) and before any noise is drawn
         (sequential composition, see :class:`~pydp_synopsis.Budget`).
+    delta : float or Fraction
+        In ``[0, 1)``; 0 (default) is pure epsilon-DP.  With ``delta > 0``
+        the inner counter's node noise is calibrated to its l2 sensitivity
+        ``sqrt(h)`` (:class:`~pydp_synopsis.KaryTreeCounter`, ``delta=``);
+        the partition stays pure.  The releases are ``(epsilon, delta)``-DP
+        and :attr:`pure_epsilon`-DP.
 
     Raises
     ------
@@ -216,18 +224,20 @@ class SparseStreamCounter(ContinualCounter):
     _optional_arrays = frozenset({"pool"})
 
     def __init__(self, *, horizon, epsilon, beta=0.05, counter="kary", partition_share=0.5, max_items=None,
-                 rng=None, budget=None):
+                 rng=None, budget=None, delta=0):
         horizon, eps, beta, counter, share, max_items, eps_p, inner_params = self._parameters(
-            horizon, epsilon, beta, counter, partition_share, max_items)
+            horizon, epsilon, beta, counter, partition_share, max_items, delta)
         rng = resolve_rng(rng, "rng")
-        charge(budget, eps, f"SparseStreamCounter(horizon={horizon})")  # before any noise
+        dlt = inner_params[6]
+        charge(budget, eps, f"SparseStreamCounter(horizon={horizon}" + (f", delta={dlt})" if dlt else ")"),
+               dlt)  # before any noise
         # Build both before keeping either: no half-built object on error.
         inner = _COUNTERS[counter][0]._inner(inner_params, rng)
         partition = OnlinePartition(size=horizon, epsilon=eps_p, beta=beta / 2, rng=rng)
         self._init(eps, share, max_items, inner, partition, 0)
 
     @staticmethod
-    def _parameters(horizon, epsilon, beta, counter, partition_share, max_items):
+    def _parameters(horizon, epsilon, beta, counter, partition_share, max_items, delta=0):
         """Every check, the parts' included; no side effect.
 
         Returns ``(horizon, epsilon, beta, counter, share, max_items,
@@ -248,7 +258,7 @@ class SparseStreamCounter(ContinualCounter):
         cls, k, subtraction = _COUNTERS[counter]
         inner_horizon = horizon if max_items is None else min(horizon, max_items + 1)
         bound = MAX_TOTAL if max_items is None else max_items
-        inner_params = cls._parameters(inner_horizon, eps_c, k, subtraction, None, total=bound)
+        inner_params = cls._parameters(inner_horizon, eps_c, k, subtraction, None, total=bound, delta=delta)
         return horizon, eps, beta, counter, share, max_items, eps_p, inner_params
 
     def _init(self, eps, share, max_items, inner, partition, total):
@@ -294,6 +304,25 @@ class SparseStreamCounter(ContinualCounter):
     def max_item(self):
         """Public bound on every item: the total weight bound (``max_items``, default 2**60)."""
         return MAX_TOTAL if self._max_items is None else self._max_items
+
+    @property
+    def delta(self):
+        """The exact delta asked for (Fraction; 0: pure epsilon-DP), spent by the inner counter.
+
+        References
+        ----------
+        .. [APT2] Andersson, Pagh, Torkamani, "Count on Your Elders", section 5.2,
+           Lemma 5.5, Theorem 1.3.
+        .. [KOV15] Kairouz, Oh, Viswanath, ICML 2015, Theorem 3.5.
+        """
+        return self._inner.delta
+
+    @property
+    def pure_epsilon(self):
+        """The pure epsilon achieved: :attr:`epsilon_partition` plus the inner counter's
+        :attr:`~pydp_synopsis.KaryTreeCounter.pure_epsilon` (Fraction; :attr:`epsilon` when
+        ``delta == 0``)."""
+        return self._partition.epsilon + self._inner.pure_epsilon
 
     @property
     def epsilon_partition(self):
@@ -614,6 +643,8 @@ class SparseStreamCounter(ContinualCounter):
             "version": STATE_VERSION,
             "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
             "partition_share": [self._share.numerator, self._share.denominator],
+            "delta": [self.delta.numerator, self.delta.denominator],
+            "pure_epsilon": [self.pure_epsilon.numerator, self.pure_epsilon.denominator],
             "total": self._total,
             "partition": part,
             "inner": inner_meta,
@@ -633,8 +664,9 @@ class SparseStreamCounter(ContinualCounter):
     def _decode(cls, meta, arrays, rng):
         eps = state_fraction(meta["epsilon"], "epsilon")
         share = state_fraction(meta["partition_share"], "partition_share")
+        delta = state_delta(meta)
         horizon, eps2, beta, counter, share2, max_items, eps_p, inner_params = cls._parameters(
-            meta["horizon"], eps, meta["beta"], meta["counter"], share, meta.get("max_items"))
+            meta["horizon"], eps, meta["beta"], meta["counter"], share, meta.get("max_items"), delta)
         inner_horizon, eps_c, total = inner_params[0], inner_params[1], inner_params[4]
         inner_arrays = {name: arrays[name] for name in ("digits", "slots", "pool") if name in arrays}
         inner = _COUNTERS[counter][0]._from_record(meta["inner"], inner_arrays, rng=rng, total=total)
@@ -650,13 +682,17 @@ class SparseStreamCounter(ContinualCounter):
                 or inner.horizon != inner_horizon
                 or obj.epsilon_counter != eps_c or obj.epsilon_partition != eps_p
                 or partition.beta != beta / 2 or len(partition.segments) != obj.segments
+                or inner.delta != delta or inner.noise_scale != inner_params[7]
                 or sealed != inner.true_prefix_sum or release != obj.release
                 or total != sealed + partition.to_state()["count"]):
             raise FormatError("state is inconsistent (budgets, partition, inner counter or totals)")
+        check_pure_epsilon(meta, obj.pure_epsilon, delta)
         return obj
 
     def __repr__(self):
-        return (f"SparseStreamCounter(horizon={self.horizon}, epsilon={self._epsilon}, "
+        dlt = (f", delta={float(self.delta):.3g}, pure_epsilon={float(self.pure_epsilon):.6g}"
+               if self.delta else "")
+        return (f"SparseStreamCounter(horizon={self.horizon}, epsilon={self._epsilon}{dlt}, "
                 f"counter={self.counter!r}, max_items={self._max_items}, time={self.time}, "
                 f"segments={self.segments})")
 

@@ -49,8 +49,9 @@ Exact :math:`Rx` needs ``max(R) * sum(x) < 2**62``: the items' total is at
 most :attr:`~SqrtFactorizationCounter.max_total` :math:`= 2^{62-k} - 1`
 (``2**38 - 1`` at 24 bits).
 
-Budget: the :class:`~pydp_synopsis.Budget` accounts pure epsilon only, so
-this counter takes ``budget=None`` only.
+Budget: a :class:`~pydp_synopsis.Budget` with a ``total_delta`` is charged
+``(epsilon, delta)`` when the counter is created (after every check, before
+any noise is drawn); a pure budget (``total_delta=0``) refuses it.
 
 References
 ----------
@@ -71,6 +72,7 @@ import numpy as np
 
 from ._core import check, ffi, lib
 from .accounting import check_delta, zcdp_rho
+from .budget import charge, describe
 from .errors import DomainError, HorizonError, ParameterError
 from .gaussian import MAX_SIGMA2, _fill, discrete_gaussian_variance, exact_sigma2
 from .params import check_int, exact_epsilon
@@ -172,13 +174,6 @@ def _plan(horizon, eps, delta):
     return _Plan(rho, precision, coef, sens2, sigma2, discrete_gaussian_variance(sigma2), b, mse_cum)
 
 
-def _check_budget(budget):
-    if budget is not None:
-        raise ParameterError(
-            "budget must be None: a Budget accounts pure epsilon only, and this counter is "
-            "(epsilon, delta)-DP")
-
-
 class SqrtFactorizationCounter:
     r"""Square-root factorization counter with discrete Gaussian noise, ``(epsilon, delta)``-DP.
 
@@ -201,8 +196,9 @@ class SqrtFactorizationCounter:
     rng : Rng, optional
         Randomness; default a fresh OS-seeded Rng.  Seeds are for tests and
         benchmarks only.
-    budget : None
-        Only ``None``: :class:`~pydp_synopsis.Budget` is pure-epsilon.
+    budget : Budget, optional
+        Charged ``(epsilon, delta)`` after every check, before any noise is
+        drawn (:class:`~pydp_synopsis.Budget` with a ``total_delta``).
 
     Raises
     ------
@@ -238,9 +234,10 @@ class SqrtFactorizationCounter:
         horizon = check_int(horizon, "horizon", 1, MAX_HORIZON)
         eps = exact_epsilon(epsilon, "epsilon")
         dlt = check_delta(delta, "delta")
-        _check_budget(budget)
         rng = resolve_rng(rng, "rng")
         self._plan = _plan(horizon, eps, dlt)
+        charge(budget, eps, describe("SqrtFactorizationCounter", horizon=horizon, epsilon=eps,
+                                     delta=dlt), dlt)
         self._horizon = horizon
         self._epsilon = eps
         self._delta = dlt
@@ -374,7 +371,7 @@ class SqrtFactorizationCounter:
         return out
 
     @classmethod
-    def release_all(cls, xs, *, epsilon, delta, rng=None):
+    def release_all(cls, xs, *, epsilon, delta, rng=None, budget=None):
         """Offline: all prefix-sum estimates of a whole stream at once (horizon = len(xs)).
 
         The same release as a counter of that horizon fed ``xs`` in one
@@ -384,7 +381,7 @@ class SqrtFactorizationCounter:
         ----------
         xs : array_like of int
             One-dimensional, non-negative, 1 to 2**22 items.
-        epsilon, delta, rng
+        epsilon, delta, rng, budget
             As for the constructor.
 
         Returns
@@ -404,7 +401,8 @@ class SqrtFactorizationCounter:
             raise DomainError(f"xs must hold 1 to 2**22 items, got {len(arr)}")
         if arr.dtype.kind not in "biu":
             raise TypeError(f"xs must hold integers, got dtype {arr.dtype}")
-        return cls(horizon=len(arr), epsilon=epsilon, delta=delta, rng=rng).update_many(arr)
+        return cls(horizon=len(arr), epsilon=epsilon, delta=delta, rng=rng,
+                   budget=budget).update_many(arr)
 
     # ------------------------------------------------------------- analysis
     def mean_squared_error(self, steps=None):

@@ -24,11 +24,11 @@ References
    for Differentially Private Histograms", VLDB 2013 (the choice of fanout).
 """
 import math
-from fractions import Fraction
 
 import numpy as np
 
 from ._core import check, f64, ffi, i64, lib, u64
+from .accounting import unit_shift_scale
 from .params import scale_parts
 
 __all__ = ["ESTIMATORS", "MAX_COEF_WORK", "tree_shape", "noise_scale", "noisy_tree",
@@ -76,18 +76,25 @@ def tree_shape(m, fanout=2):
     return int(levels[0]), int(nodes[0])
 
 
-def noise_scale(levels, epsilon):
-    """Discrete Laplace scale ``L / epsilon`` of every node: epsilon-DP for sensitivity ``L``.
+def noise_scale(levels, epsilon, delta=0):
+    """Discrete Laplace scale of every node: ``L / epsilon`` (epsilon-DP for sensitivity ``L``).
+
+    With ``delta > 0`` (a checked Fraction), ``min(L / epsilon, lambda)``
+    with lambda calibrated to the l2 sensitivity ``sqrt(L)``
+    (:func:`~pydp_synopsis.accounting.unit_shift_scale`; Andersson, Pagh,
+    Torkamani, "Count on Your Elders", Lemma 5.5 and Theorem 1.3):
+    ``(epsilon, delta)``-DP and ``L / scale``-DP.
 
     Examples
     --------
+    >>> from fractions import Fraction
     >>> noise_scale(3, Fraction(1, 2))
     Fraction(6, 1)
     """
-    return Fraction(levels) / epsilon
+    return unit_shift_scale(levels, epsilon, delta)
 
 
-def noisy_tree(counts, fanout, epsilon, rng):
+def noisy_tree(counts, fanout, epsilon, rng, delta=0):
     """Release the tree over segment counts: every node's count plus discrete Laplace noise.
 
     Parameters
@@ -100,6 +107,8 @@ def noisy_tree(counts, fanout, epsilon, rng):
         Privacy parameter of the release (exact, checked by the caller).
     rng : Rng
         The generator; one draw per node, leaves first, level by level.
+    delta : Fraction
+        0 (pure) or in (0, 1): the node scale is :func:`noise_scale` ``(L, epsilon, delta)``.
 
     Returns
     -------
@@ -115,7 +124,7 @@ def noisy_tree(counts, fanout, epsilon, rng):
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     m = counts.size
     levels, n_nodes = tree_shape(m, fanout)
-    t, s = scale_parts(noise_scale(levels, epsilon))
+    t, s = scale_parts(noise_scale(levels, epsilon, delta))
     nodes = np.empty(n_nodes, dtype=np.int64)
     with rng.native() as p:
         check(lib.pds_tree_build(p, i64(counts), m, fanout, t, s, i64(nodes), n_nodes),
@@ -200,7 +209,15 @@ def coefficient_bound(m, fanout, max_work=None):
     return min(float(out[0]) * (1 + 1e-9) + 1e-12, fallback)
 
 
-def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, prefix=None):
+def _segments(ends, x, lookup):
+    """``searchsorted(ends, x, "left")`` as uint64, through ``lookup`` when given."""
+    if lookup is not None:
+        return lookup.of(x).astype(np.uint64)
+    return np.searchsorted(ends, x, side="left").astype(np.uint64)
+
+
+def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, prefix=None,
+                     lookup=None):
     """Answers of the inclusive offset intervals ``[lo[q], hi[q]]`` from a released tree.
 
     Parameters
@@ -218,6 +235,9 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
         The raw noisy tree of fanout ``fanout`` (answers from minimal covers) ...
     prefix : numpy.ndarray of float64, optional
         ... or the ``m + 1`` prefix sums of segment estimates (``prefix[0] = 0``).
+    lookup : SegmentIndex, optional
+        The partition's :attr:`~pydp_synopsis.Partition.lookup` over ``ends``:
+        the endpoints' segments by its bucket table instead of ``searchsorted``.
 
     Returns
     -------
@@ -225,11 +245,10 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
 
     Notes
     -----
-    O(q log m): a ``searchsorted`` of the endpoints into ``ends``, then one C
+    O(q log m): the endpoints' segments (``lookup`` or ``searchsorted``), then one C
     call reading ``<= 2 (f - 1) L + 2`` nodes or 4 prefix sums per interval.
     """
-    seg_lo = np.searchsorted(ends, lo, side="left").astype(np.uint64)
-    seg_hi = np.searchsorted(ends, hi, side="left").astype(np.uint64)
+    seg_lo, seg_hi = _segments(ends, lo, lookup), _segments(ends, hi, lookup)
     out = np.empty(lo.size, dtype=np.float64)
     args = (u64(ends), u64(lo), u64(hi), u64(seg_lo), u64(seg_hi), lo.size,
             ESTIMATORS.index(estimator), tau, f64(out))
@@ -242,7 +261,7 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
 
 
 def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=None,
-                   corners=True):
+                   corners=True, lookup=None):
     """The exact weights of the released noise in the answers of :func:`interval_answers`.
 
     An answer's noise is ``sum_v w_v Z_v`` over the independent noise terms
@@ -266,6 +285,8 @@ def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=
     corners : bool
         False: only the unclipped linear map (column 3, copied to all four
         columns), which is all the std needs.
+    lookup : SegmentIndex, optional
+        As for :func:`interval_answers`.
 
     Returns
     -------
@@ -285,8 +306,7 @@ def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=
     the raw tree, O(levels) for the consistent tree (independent of the
     fanout), O(log_k m) for kary.
     """
-    seg_lo = np.searchsorted(ends, lo, side="left").astype(np.uint64)
-    seg_hi = np.searchsorted(ends, hi, side="left").astype(np.uint64)
+    seg_lo, seg_hi = _segments(ends, lo, lookup), _segments(ends, hi, lookup)
     sumsq = np.empty((lo.size, 4), dtype=np.float64)
     maxabs = np.empty((lo.size, 4), dtype=np.float64)
     args = (u64(ends), u64(lo), u64(hi), u64(seg_lo), u64(seg_hi), lo.size,

@@ -350,8 +350,9 @@ COUNTER_ARGS = dict(horizon=10, epsilon=1, delta=1e-6)
     (dict(delta=float("inf")), ParameterError, "delta"),
     (dict(delta=None), TypeError, "delta"),
     (dict(rng="seed"), TypeError, "rng"),
-    (dict(budget=ps.Budget(10)), ParameterError, "budget"),
-    (dict(budget="all"), ParameterError, "budget"),
+    (dict(budget=ps.Budget(10)), ps.BudgetError, "delta"),          # a pure budget
+    (dict(budget=ps.Budget(10, total_delta=1e-9)), ps.BudgetError, "delta"),
+    (dict(budget="all"), TypeError, "budget"),
     (dict(epsilon=1e-12, delta=1e-12), ParameterError, "epsilon"),
 ])
 def test_counter_bad_arguments(kwargs, exc, name):
@@ -362,6 +363,19 @@ def test_counter_bad_arguments(kwargs, exc, name):
     with pytest.raises(exc, match=name):
         SqrtFactorizationCounter(**args)
     assert unchanged(rng, before)
+
+
+def test_counter_charges_epsilon_and_delta():
+    budget = ps.Budget(2, total_delta=Fraction(1, 10**5))
+    c = ps.SqrtFactorizationCounter(horizon=64, epsilon=1, delta=1e-6, budget=budget,
+                                    rng=ps.Rng(seed=1))
+    what, eps, dlt = budget.charges[-1]
+    assert (eps, dlt) == (c.epsilon, c.delta) and "SqrtFactorizationCounter" in what
+    assert budget.remaining == 1 and budget.remaining_delta == Fraction(1, 10**5) - c.delta
+    ps.SqrtFactorizationCounter.release_all([1, 0, 1], epsilon=1, delta=1e-6, budget=budget)
+    assert budget.remaining == 0
+    with pytest.raises(ps.BudgetError):
+        ps.SqrtFactorizationCounter(horizon=64, epsilon=1, delta=1e-6, budget=budget)
 
 
 def test_counter_bad_updates_consume_nothing():

@@ -230,7 +230,7 @@ class Axes:
             if len(part) > np.iinfo(np.uint32).max:    # needs over 2**32 thresholds of points
                 raise ParameterError(f"domain[{a}]: the partition has more than 2**32 - 1 "
                                      "segments; use a smaller epsilon or a coarser domain")
-            segments[:, a] = np.searchsorted(part.end_offsets, offsets[:, a], side="left")
+            segments[:, a] = part.lookup.of(offsets[:, a])
             n_hat = max(n_hat, float(len(part)) * part.threshold)
         return cls(parts, beta), segments, n_hat
 
@@ -297,11 +297,11 @@ class Axes:
         Returns
         -------
         Corners
-            O(q log m_a).
+            O(q log(m_a / buckets)): the partition's lookup.
         """
         ends, one = self.ends[a], np.uint64(1)
-        k = np.searchsorted(ends, lo, side="left")
-        r = np.searchsorted(ends, hi, side="left")
+        lookup = self.partitions[a].lookup             # bucket table, C search
+        k, r = lookup.of(lo).astype(np.intp), lookup.of(hi).astype(np.intp)
         k_first = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + one)
         r_first = np.where(r == 0, np.uint64(0), ends[np.maximum(r, 1) - 1] + one)
         return Corners(k, r, k_first, r_first, (ends[k] - k_first).astype(np.float64) + 1.0,

@@ -10,7 +10,13 @@ point lies in exactly ``S = sum_a prod_{b<=a} L_b`` nodes (Claim 3.3): ``S_int
 discrete Laplace noise of scale ``S / epsilon_tree``; a share ``f`` gives final
 nodes ``S_fin / (f epsilon_tree)`` and intermediate ones ``S_int / ((1 - f)
 epsilon_tree)``; ``f = 1`` leaves intermediate nodes uncounted (sequential
-composition in every case).  Pruning: a node whose noisy count is below
+composition in every case).  With ``delta > 0`` each of those scales
+``S_g / e`` is replaced by :func:`~pydp_synopsis.accounting.unit_shift_scale`
+``(S_g, e, delta_g)``, ``min(S_g / e, lambda)`` with lambda calibrated to the
+l2 sensitivity ``sqrt(S_g)`` (Andersson, Pagh, Torkamani, "Count on Your
+Elders", section 5.2, Lemma 5.5, Theorem 1.3), ``delta_g`` the group's share
+of ``delta`` in proportion to its epsilon (basic composition of the two
+groups).  The scales still depend on the released partitions' sizes only.  Pruning: a node whose noisy count is below
 ``ceil(prune * b)`` (``b`` its scale) is empty: count 0, no children, no
 successor, their noise never drawn.  A query sums the final nodes of the
 product of the per-axis covers (boundary segments weighted by ``estimator``).
@@ -34,6 +40,7 @@ from .._core import LIMITS
 from .. import aggregates
 from ..aggregates import histogram
 from ..errors import FormatError, ParameterError
+from ..accounting import unit_shift_scale
 from ..params import scale_parts, split_epsilon
 from ..errorbars import noise_std
 from ..tails import laplace_sum_tail, laplace_weighted_tail
@@ -134,20 +141,23 @@ class MultiTree:
         Privacy loss of intermediate and final nodes.
     records : (count, child, succ)
         The C core's node records (int64 arrays of equal length).
+    delta : Fraction
+        The delta the scales were calibrated for (0: pure).
     """
 
     __slots__ = ("axes", "shape", "estimator", "final_share", "prune", "thresholds", "scales",
-                 "epsilon_levels", "records", "_cum", "_present")
+                 "epsilon_levels", "records", "delta", "_cum", "_present")
 
     structure = "multitree"
 
     def __init__(self, axes, shape, *, estimator, final_share, prune, thresholds, scales,
-                 epsilon_levels, records):
+                 epsilon_levels, records, delta=Fraction(0)):
         self.axes, self.shape = axes, shape
         self.estimator, self.final_share, self.prune = estimator, final_share, prune
         self.thresholds, self.scales = tuple(thresholds), tuple(scales)
         self.epsilon_levels = tuple(epsilon_levels)
         self.records = tuple(records)
+        self.delta = delta
         self._cum, self._present = None, None
 
     # ------------------------------------------------------------------ build
@@ -165,11 +175,12 @@ class MultiTree:
     @staticmethod
     def check_noise(eps_tree, split):
         """Nothing to refuse before the charge: the multi-tree's node scales
-        ``S / epsilon`` depend on the released partitions' sizes (Claim 3.3),
-        and the C kernel takes any scale with parts below ``2**62``."""
+        ``S / epsilon`` (or their l2 calibration with delta) depend on the
+        released partitions' sizes (Claim 3.3), and the C kernel takes any
+        scale with parts below ``2**62``."""
 
     @classmethod
-    def build(cls, axes, cells, n_hat, eps_tree, split, options, rng):
+    def build(cls, axes, cells, n_hat, eps_tree, split, options, rng, delta=Fraction(0)):
         """Release the multi-tree (one C call; noise only after the partitions').
 
         Parameters
@@ -188,6 +199,8 @@ class MultiTree:
         options : MultiTreeOptions
             Checked.
         rng : Rng
+        delta : Fraction
+            0 (pure) or in (0, 1), checked: the scales' l2 calibration.
 
         Notes
         -----
@@ -209,7 +222,7 @@ class MultiTree:
             prunes = (threshold is not None or prune not in (None, "auto")
                       or (prune == "auto" and shape.unpruned_nodes > _AUTO_PRUNE_NODES))
             share = _AUTO_FINAL_SHARE if prunes else Fraction(1)
-        (eps_int, eps_fin), scales = _noise(shape, eps_tree, share, split)
+        (eps_int, eps_fin), scales = _noise(shape, eps_tree, share, split, delta)
         prune, thresholds = _pruning(prune, threshold, shape, scales, axes.beta)
         records = kernels.multitree_build(
             rng, segs, shape.segments, shape.fanout,
@@ -218,9 +231,16 @@ class MultiTree:
         return cls(axes, shape, estimator=options.estimator,
                    final_share=None if (c == 1 or share is None) else float(share), prune=prune,
                    thresholds=thresholds, scales=scales, epsilon_levels=(eps_int, eps_fin),
-                   records=records)
+                   records=records, delta=delta)
 
     # ---------------------------------------------------------------- reading
+    @property
+    def pure_epsilon(self):
+        """The pure epsilon of the nodes: ``S_int / b_int + S_fin / b_fin`` (uncounted
+        levels add 0); the sum of :attr:`epsilon_levels` when ``delta == 0``."""
+        return sum((Fraction(n) / b for n, b in zip(self.sensitivity, self.scales) if b),
+                   Fraction(0))
+
     @property
     def merge(self):
         """Partition segments per tree segment, per axis."""
@@ -497,7 +517,7 @@ class MultiTree:
         return meta, dict(zip(("count", "child", "succ"), self.records))
 
     @classmethod
-    def from_record(cls, meta, arrays, axes):
+    def from_record(cls, meta, arrays, axes, delta=Fraction(0)):
         """The multi-tree of a file record; the C core checks the node arrays.
 
         Raises
@@ -533,7 +553,7 @@ class MultiTree:
         return cls(axes, shape, estimator=meta["estimator"], final_share=meta["final_share"],
                    prune=tuple(prune) if isinstance(prune, list) else prune,
                    thresholds=thresholds, scales=scales,
-                   epsilon_levels=(eps_int, eps_fin), records=records)
+                   epsilon_levels=(eps_int, eps_fin), records=records, delta=delta)
 
 
 def _tree_cells(cells, merge, segments):
@@ -608,19 +628,24 @@ def _tree_position(pos, g, segments, sizes):
     return j + (pos - j * g) / np.minimum(g, sizes - j * g)
 
 
-def _noise(shape, eps_tree, share, split):
+def _noise(shape, eps_tree, share, split, delta=Fraction(0)):
     """``((epsilon_intermediate, epsilon_final), (b_int, b_fin))`` for a resolved share.
 
     One scale ``S / eps_tree`` for every node when ``share`` is None or c =
     1; ``share = 1``: final nodes ``S_fin / eps_tree``, intermediate ones
     uncounted; else ``split`` = (final, intermediate) budgets, scales ``S_fin /
-    eps_fin`` and ``S_int / eps_int``.
+    eps_fin`` and ``S_int / eps_int``.  With ``delta > 0`` each ``S / e`` is
+    ``unit_shift_scale(S, e, delta_g)``: the whole delta for one group, else
+    ``delta * eps_fin / eps_tree`` for the final nodes and the rest for the
+    intermediate ones (their sum is delta: basic composition).
     """
     s_int, s_fin = shape.sensitivity
     if len(shape.levels) > 1 and share == 1:
-        return (Fraction(0), eps_tree), (Fraction(0), Fraction(s_fin) / eps_tree)
+        return (Fraction(0), eps_tree), (Fraction(0), unit_shift_scale(s_fin, eps_tree, delta))
     if len(shape.levels) == 1 or share is None:
-        b = Fraction(s_int + s_fin) / eps_tree
+        b = unit_shift_scale(s_int + s_fin, eps_tree, delta)
         return (Fraction(0), eps_tree), (b, b)
     eps_fin, eps_int = split
-    return (eps_int, eps_fin), (Fraction(s_int) / eps_int, Fraction(s_fin) / eps_fin)
+    delta_fin = delta * eps_fin / (eps_fin + eps_int)
+    return (eps_int, eps_fin), (unit_shift_scale(s_int, eps_int, delta - delta_fin),
+                                unit_shift_scale(s_fin, eps_fin, delta_fin))

@@ -10,8 +10,13 @@ from collections import namedtuple
 
 import numpy as np
 
+from fractions import Fraction
+
 from .. import persist
+from .._threads import halves
+from ..accounting import check_delta_or_zero
 from ..budget import charge, describe
+from ..counters import check_pure_epsilon, state_delta
 from ..errorbars import assemble, noise_std
 from ..errors import FormatError, ParameterError
 from ..aggregates import check_counts
@@ -77,6 +82,9 @@ class RectangleSynopsis:
         As built.
     epsilon, epsilon_partition : Fraction
         Total privacy loss; that of the c partitions.
+    delta, pure_epsilon : Fraction
+        The delta asked for (0: pure; multi-tree only) and the pure epsilon
+        also achieved (``epsilon`` when ``delta == 0``).
     epsilon_intermediate, epsilon_final, scales
         Privacy loss and noise scales of the structure's two levels: the
         multi-tree's intermediate (0 when uncounted or when one scale serves
@@ -117,8 +125,8 @@ class RectangleSynopsis:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
-              structure="auto", budget=None, counts=None, shards=None, columns=None, scale=None,
-              resolution=None, dropna=False, **tuning):
+              structure="auto", budget=None, counts=None, shards=None, delta=0,
+              columns=None, scale=None, resolution=None, dropna=False, **tuning):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
@@ -148,7 +156,7 @@ class RectangleSynopsis:
             "auto": the multi-tree for c = 1, ``config="dnrr"`` or a
             multi-tree option, else the adaptive grid.
         budget : Budget, optional
-            Charged ``epsilon`` after every check, before any noise is drawn.
+            Charged ``(epsilon, delta)`` after every check, before any noise is drawn.
         counts : array_like of int, shape (n,), optional
             Multiplicities: row i stands for ``counts[i] >= 0`` points
             (totalling at most ``2**62``).  With the same seeded ``rng`` the
@@ -158,6 +166,18 @@ class RectangleSynopsis:
             Cut every axis at ``shards - 1`` public points and partition the
             pieces on their own streams (:mod:`pydp_synopsis.shards`: same
             epsilon, at most ``shards - 1`` more segments per axis).
+        delta : float or Fraction
+            In ``[0, 1)``; 0 (default) is pure epsilon-DP.  ``delta > 0`` is
+            accepted by the multi-tree only (``structure="multitree"``,
+            ``config="dnrr"``, c = 1 or a multi-tree option): each node group
+            of ``S`` nodes per point (Claim 3.3) gets the scale ``min(S / e,
+            lambda)``, lambda calibrated to the l2 sensitivity ``sqrt(S)``
+            ([APT2]_ section 5.2, Lemma 5.5, Theorem 1.3; [KOV15]_ Theorem
+            3.5); with a final share the two groups split delta in
+            proportion to their epsilon.  The partitions stay pure.  The
+            synopsis is then ``(epsilon, delta)``-DP and
+            :attr:`pure_epsilon`-DP.  The adaptive grid refuses it: one point
+            moves one cell per level, where the l2 calibration cannot help.
         columns, scale, resolution, dropna
             User units, as :meth:`IntervalSynopsis.build
             <pydp_synopsis.IntervalSynopsis.build>`, per axis: ``columns``
@@ -210,6 +230,13 @@ class RectangleSynopsis:
         -------
         RectangleSynopsis
 
+        References
+        ----------
+        .. [APT2] J. D. Andersson, R. Pagh, S. Torkamani, "Count on Your
+           Elders: Laplace vs Gaussian Noise", section 5.2.
+        .. [KOV15] P. Kairouz, S. Oh, P. Viswanath, "The Composition Theorem
+           for Differential Privacy", ICML 2015, Theorem 3.5.
+
         Raises
         ------
         TypeError, ParameterError, DomainError
@@ -241,6 +268,7 @@ class RectangleSynopsis:
         check_choice(config, "config", _CONFIGS)
         check_choice(structure, "structure", _STRUCTURES)
         eps = exact_epsilon(epsilon)
+        dlt = check_delta_or_zero(delta)
         beta = check_beta(beta)
         points, domain, counts, described = prepare_build(
             points, check_domain_pairs(domain), counts=counts, columns=columns, scale=scale,
@@ -254,6 +282,10 @@ class RectangleSynopsis:
         c = len(domain)
         opts = options.resolve(config, structure, c, tuning)
         mechanism = _MECHANISMS[opts.structure]
+        if dlt and mechanism is not MultiTree:
+            raise ParameterError("delta must be 0 for the adaptive grid: delta in (0, 1) is accepted "
+                                 "by the multi-tree only (structure='multitree', config='dnrr', or "
+                                 "one axis)")
         if mechanism is MultiTree and source is None and len(offsets) > MAX_POINTS:
             # a declared public limit, like the domain (README, "Privacy guarantees")
             raise ParameterError("structure='multitree' takes at most 2**32 - 1 points "
@@ -268,7 +300,9 @@ class RectangleSynopsis:
         mechanism.check_noise(eps_tree, split)
         n_shards = check_shards(shards, domain)
         rng = resolve_rng(rng)
-        what = describe("RectangleSynopsis", domain=domain, epsilon=c * eps_axis + eps_tree)
+        what = describe("RectangleSynopsis", domain=domain, epsilon=c * eps_axis + eps_tree,
+                        **({"delta": dlt} if dlt else {}))
+        extra = {"delta": dlt} if dlt else {}
         if source is None and n_shards > 1:     # shards run on the streamed path
             from ..sources import ArraySource
 
@@ -276,17 +310,17 @@ class RectangleSynopsis:
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
             with source.prepare(domain) as prepared:
-                charge(budget, c * eps_axis + eps_tree, what)
+                charge(budget, c * eps_axis + eps_tree, what, dlt)
                 axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
                                                   opts.threshold_factor, rng, n_shards)
                 built = mechanism.build(axes, prepared.cells(axes.ends), n_hat, eps_tree, split,
-                                        opts, rng)
+                                        opts, rng, **extra)
             return cls._from_parts(axes, built, config)._described(described)
-        charge(budget, c * eps_axis + eps_tree, what)
+        charge(budget, c * eps_axis + eps_tree, what, dlt)
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
                                          opts.threshold_factor, rng, counts=weights)
         return cls._from_parts(axes, mechanism.build(axes, Cells.of(segs, weights), n_hat,
-                                                     eps_tree, split, opts, rng),
+                                                     eps_tree, split, opts, rng, **extra),
                                config)._described(described)
 
     def _described(self, described):
@@ -323,7 +357,9 @@ class RectangleSynopsis:
 
     def __repr__(self):
         # public facts and released sizes only (never the number of points)
-        return (f"RectangleSynopsis(domain={self.domain}, epsilon={self.epsilon}, "
+        dlt = (f", delta={float(self.delta):.3g}, pure_epsilon={float(self.pure_epsilon):.6g}"
+               if self.delta else "")
+        return (f"RectangleSynopsis(domain={self.domain}, epsilon={self.epsilon}{dlt}, "
                 f"structure={self.structure!r}, nodes={self.num_nodes})")
 
     # ------------------------------------------------------------- attributes
@@ -381,6 +417,26 @@ class RectangleSynopsis:
     def epsilon(self):
         """Total privacy loss: partitions plus both levels (at most the epsilon asked)."""
         return self.epsilon_partition + self.epsilon_intermediate + self.epsilon_final
+
+    @property
+    def delta(self):
+        """The delta asked for (Fraction; 0: pure epsilon-DP, always for the adaptive grid).
+
+        References
+        ----------
+        .. [APT2] Andersson, Pagh, Torkamani, "Count on Your Elders", section 5.2,
+           Lemma 5.5, Theorem 1.3.
+        .. [KOV15] Kairouz, Oh, Viswanath, ICML 2015, Theorem 3.5.
+        """
+        return getattr(self._mechanism, "delta", Fraction(0))
+
+    @property
+    def pure_epsilon(self):
+        """The pure epsilon achieved: the partitions' plus ``S_int / b_int + S_fin / b_fin``
+        (Fraction; :attr:`epsilon` when ``delta == 0``)."""
+        if not self.delta:
+            return self.epsilon
+        return self.epsilon_partition + self._mechanism.pure_epsilon
 
     @property
     def scales(self):
@@ -517,12 +573,14 @@ class RectangleSynopsis:
         the multi-tree at most ``prod_a (2 (k_a - 1) L_a + 2)`` nodes per
         rectangle (Claim 3.3's product cover; fewer where pruned).  The std
         is one more C call visiting the same cells or nodes (the grid: O(c)
-        per boundary coarse cell, whatever its fine grid).
+        per boundary coarse cell, whatever its fine grid).  Batches of
+        ``2**16`` rectangles or more are answered in two threads (the same
+        answers).
         """
         return_std = check_bool(return_std, "return_std")
         nonnegative = check_bool(nonnegative, "nonnegative")
         lo_o, hi_o = check_corners(*self._user(lo, hi), self.domain)
-        out = self._mechanism.answer(lo_o, hi_o)
+        out = halves(self._mechanism.answer, lo_o, hi_o)    # two threads for large batches
         if nonnegative:
             out = np.maximum(out, 0.0)
         if not return_std:
@@ -685,7 +743,9 @@ class RectangleSynopsis:
         axes_meta, arrays = self._axes.record()
         meta, structure_arrays = self._mechanism.record()
         meta.update(axes_meta, format=_FORMAT, beta=self.beta, config=self.config,
-                    threshold_factor=self.threshold_factor)
+                    threshold_factor=self.threshold_factor,
+                    delta=list(self.delta.as_integer_ratio()),
+                    pure_epsilon=list(self.pure_epsilon.as_integer_ratio()))
         arrays.update(structure_arrays)
         if self._columns is not None:
             meta["columns"] = columns_to_record(self._columns)
@@ -702,9 +762,14 @@ class RectangleSynopsis:
                 raise FormatError("rectangle synopsis record has an invalid beta or config")
             axes = Axes.from_record(meta, arrays, beta, float(meta.get("threshold_factor", 3.0)))
             mechanism = _MECHANISMS[meta.get("structure", "multitree")]
-            described = columns_from_record(meta, [p.domain for p in axes.partitions])
-            return cls._from_parts(axes, mechanism.from_record(meta, arrays, axes),
-                                   config)._described(described)
+            delta = state_delta(meta)      # absent (release 0.1): 0
+            if delta and mechanism is not MultiTree:
+                raise FormatError("rectangle synopsis record: delta > 0 for an adaptive grid")
+            extra = {"delta": delta} if delta else {}
+            syn = cls._from_parts(axes, mechanism.from_record(meta, arrays, axes, **extra), config)
+            check_pure_epsilon(meta, syn.pure_epsilon, delta)
+            return syn._described(columns_from_record(
+                meta, [p.domain for p in axes.partitions]))
         except FormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:

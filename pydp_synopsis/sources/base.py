@@ -153,6 +153,10 @@ class RowSource(Source):
     spill_directory = None
     #: entries kept in memory per axis before a sorted run is spilled
     memory_entries = 1 << 23
+    #: Spill the checked offsets (8 bytes per value) during the first pass, so
+    #: that the cells are computed from the spill instead of a second read:
+    #: for sources that are slow to parse (CSV) rather than slow to store.
+    spill_offsets = False
 
     def chunks(self):
         """Iterate over the rows: lists of c integer arrays (one per column)."""
@@ -233,18 +237,24 @@ class _RowPrepared(Prepared):
         self._aggs = [SortedAggregator(source.memory_entries, directory=self._tmp)
                       for _ in domains]
         workers = _AxisWorkers(len(domains))
+        self._offsets = os.path.join(self._tmp, "offsets.u64") if source.spill_offsets else None
 
         def add(agg, col, dom, name):
-            agg.add(_column_offsets(col, dom, name))
+            offsets = _column_offsets(col, dom, name)
+            agg.add(offsets)
+            return offsets
 
         try:
             rows = 0
-            # reading the next chunk overlaps sorting this one (both release the GIL)
-            for cols in prefetch(iter(source.chunks())):
-                workers.map(add, self._aggs, cols, self._domains, source.columns)
-                rows += len(cols[0]) if cols else 0
-                if progress is not None:
-                    progress(rows)
+            with open(self._offsets or os.devnull, "wb") as spill:
+                # reading the next chunk overlaps sorting this one (both release the GIL)
+                for cols in prefetch(iter(source.chunks())):
+                    offsets = workers.map(add, self._aggs, cols, self._domains, source.columns)
+                    if self._offsets is not None and offsets:
+                        np.stack(offsets, axis=1).tofile(spill)
+                    rows += len(cols[0]) if cols else 0
+                    if progress is not None:
+                        progress(rows)
             self.rows = rows
         except BaseException:
             self.close()
@@ -256,6 +266,20 @@ class _RowPrepared(Prepared):
         return prefetch(self._aggs[a].chunks())
 
     def cells(self, ends):
+        if self._offsets is not None:       # checked offsets, read back: no second parse
+            c, path = len(self._domains), self._offsets
+
+            def chunks():
+                with open(path, "rb") as fh:
+                    while True:
+                        block = np.fromfile(fh, dtype=np.uint64, count=CHUNK_ROWS * c)
+                        if block.size == 0:
+                            return
+                        block = block.reshape(-1, c)
+                        yield [block[:, a] for a in range(c)]
+
+            return spilled_cells(self._tmp, chunks, ends, None, self._source.columns,
+                                 self.rows)
         return spilled_cells(self._tmp, self._source.chunks, ends, self._domains,
                              self._source.columns, self.rows)
 
@@ -268,7 +292,8 @@ class _RowPrepared(Prepared):
 
 
 def spilled_cells(directory, chunks, ends, domains, names, rows):
-    """Cells of rows streamed by ``chunks()`` (lists of c integer columns).
+    """Cells of rows streamed by ``chunks()`` (lists of c integer columns; with
+    ``domains`` None, columns of checked uint64 offsets).
 
     The first pass maps each row to its segment per axis and spills the
     segments (uint32, c per row) to ``directory`` as it goes, so further
@@ -286,7 +311,8 @@ def spilled_cells(directory, chunks, ends, domains, names, rows):
             with open(path, "wb") as out:
                 for cols in prefetch(iter(chunks())):
                     seg = np.empty((len(cols[0]), c), dtype=np.uint32)
-                    workers.map(_fill_segments, [seg] * c, range(c), index, cols, domains, names)
+                    workers.map(_fill_segments, [seg] * c, range(c), index, cols,
+                                domains or [None] * c, names)
                     seg.tofile(out)
                     seen += seg.shape[0]
                     yield seg, None
@@ -302,7 +328,7 @@ def spilled_cells(directory, chunks, ends, domains, names, rows):
 
 def _fill_segments(seg, a, index, col, domain, name):
     """Column a of ``seg``: each value's segment (a per-axis worker task)."""
-    seg[:, a] = index.of(_column_offsets(col, domain, name))
+    seg[:, a] = index.of(col if domain is None else _column_offsets(col, domain, name))
 
 
 def _read_cells(path, c):

@@ -186,6 +186,9 @@ class CsvSource(_FileSource):
         Rows per chunk (pyarrow's block size adapts to it).
     """
 
+    #: parsing text costs more than storing 8 bytes a value: the cells read a spill
+    spill_offsets = True
+
     def check(self):
         for path in self.paths:
             header = _csv_header(path)

@@ -39,6 +39,9 @@ HEADER_KEYS = {"format_version", "kind", "created", "meta", "arrays", "annex"}
 META_KEYS = {
     "interval-synopsis": {"format", "domain", "epsilon_partition", "epsilon_tree", "beta",
                           "threshold_factor", "tree", "fanout", "consistency", "estimator", "k",
+                          # (epsilon, delta): public parameters, and the pure epsilon their
+                          # scales give (a function of the released tree's shape)
+                          "delta", "pure_epsilon",
                           "columns"},  # public column descriptions (units.Column)
     "rectangle-synopsis": {"format", "domain", "beta", "config", "threshold_factor",
                            "epsilon_axis", "structure",
@@ -47,16 +50,19 @@ META_KEYS = {
                            # multi-tree
                            "epsilon_intermediate", "epsilon_final", "scales", "thresholds",
                            "fanout", "estimator", "final_share", "prune",
+                           # (epsilon, delta) (as above)
+                           "delta", "pure_epsilon",
                            # public column descriptions (units.Column)
                            "columns"},
     # checkpoints (secret: the true prefix, the noise in use)
     "binary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
-                            "noise", "rng", "max_item"},
+                            "noise", "rng", "max_item", "delta", "pure_epsilon"},
     "kary_tree_counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
-                          "noise", "rng", "max_item", "subtraction"},
+                          "noise", "rng", "max_item", "subtraction", "delta",
+                          "pure_epsilon"},
     "sparse_stream_counter": {"kind", "version", "horizon", "epsilon", "beta", "counter",
                               "partition_share", "inner", "partition", "release", "rng",
-                              "sealed_total", "total", "max_items"},
+                              "sealed_total", "total", "max_items", "delta", "pure_epsilon"},
 }
 #: Array names each record kind may hold.
 ARRAY_KEYS = {

@@ -272,6 +272,40 @@ for tree, fanout in (("binary", 2), ("hierarchical", 16), ("kary", 16)):
     ))
 
 
+def _interval_run_weighted(values, rng, **params):
+    """The weighted path: the distinct values with their counts (``counts=``)."""
+    dtype = np.uint64 if params["domain"][1] > 2**63 - 1 else np.int64
+    v, c = np.unique(np.asarray(values, dtype=dtype), return_counts=True)
+    return ps.IntervalSynopsis.build(v, counts=c, rng=rng, **params)
+
+
+# Sharded (public cut at 3 | 4) and weighted builds.  Tight: a tiny partition
+# share leaves one segment per shard, and the k-ary tree over two segments has
+# one level, so one noisy count carries epsilon_tree = 0.99 epsilon.
+for name, run, extra in (("interval/sharded", _interval_run, {"shards": 2}),
+                         ("interval/weighted", _interval_run_weighted, {})):
+    base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "tree": "kary", **extra}
+    register(Mechanism(
+        name=name,
+        run=run,
+        features=_interval_features,
+        epsilon=lambda syn: syn.epsilon,
+        released=lambda syn: syn._to_record()[2],
+        record=lambda syn: syn,
+        charges=True,
+        probes=_SYNOPSIS_PROBES,
+        params=base,
+        pairs=(
+            Pair("empty vs one item", [], [3], {CI, TIGHT}),
+            Pair("an item at the shard cut", [3] * 5, [3] * 5 + [4]),
+            Pair("heavy duplicates on both sides of the cut", [3] * 12 + [4] * 12,
+                 [3] * 12 + [4] * 13, params={"partition_share": 0.5}),
+            Pair("domain 2^64: middle", [2**63] * 5, [2**63] * 6,
+                 params={"domain": (0, U64), "partition_share": 0.5}),
+        ),
+    ))
+
+
 # ---------------------------------------------------------- rectangle synopsis
 def _rect_run(points, rng, **params):
     c = len(params["domain"])
@@ -392,6 +426,27 @@ register(Mechanism(
         Pair("block boundary k^l + 1", [0] * 9, [0, 0, 0, 1, 0, 0, 0, 0, 0]),
         Pair("k = 19, one item", [0] * 10, [1] + [0] * 9, params={"k": 19}),
         Pair("count limit 2^62", [2**62 - 1, 0], [2**62, 0]),
+    ),
+))
+# (epsilon, delta): h = 3 (T = 4), eps = 2, delta = 0.6, where the l2-calibrated scale
+# (1.40) is below the pure one (1.5).  The release is also pure_epsilon = 3 / scale
+# = 2.14-DP (Theorem 1.3 of "Count on your elders"): the audit checks that pure
+# bound, which needs no delta on rare events.  The first item lies in the nodes
+# released alone at t = 1, 2, 4; the orthant {o1, o2, o4 >= 1} has ratio e^(3/scale).
+register(Mechanism(
+    name="counter/binary-delta",
+    run=_counter_run,
+    features=lambda s, params: s.releases[[0, 1, 3]],
+    epsilon=lambda s: s.counter.pure_epsilon,
+    released=lambda s: {"releases": s.releases},
+    probes=_COUNTER_PROBES,
+    charges=False,
+    samples=4.0,
+    mutants=("epsilon_1_5", "half_node_scale"),
+    params={"kind": "binary", "epsilon": 2, "delta": 0.6},
+    pairs=(
+        Pair("one item at the first position", [0] * 4, [1, 0, 0, 0], {CI, TIGHT}),
+        Pair("one item at the last position", [0] * 4, [0, 0, 0, 1]),
     ),
 ))
 register(Mechanism(
