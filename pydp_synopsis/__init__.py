@@ -26,6 +26,7 @@ from .rng import Rng
 from .partition import OnlinePartition, Partition, private_partition
 from .persist import load, save
 from .sqrt_counter import SqrtFactorizationCounter
+from .units import Column
 
 __version__ = "0.1.0"
 
@@ -38,6 +39,7 @@ __all__ = [
     "IntervalSynopsis",
     "RectangleSynopsis",
     "Rng",
+    "Column",
     "discrete_laplace",
     "discrete_laplace_variance",
     "discrete_gaussian",

@@ -38,6 +38,7 @@ from .intervals import IntervalSynopsis
 from .params import check_beta, exact_epsilon
 from .rng import Rng
 from .rectangles import RectangleSynopsis
+from .units import Column, describe_axes
 
 __all__ = ["main", "parse_domain"]
 
@@ -147,6 +148,93 @@ def parse_domain(text, dims, scale=None):
             raise UsageError(f"--domain entry {p!r}: {exc} (integers, or decimals with --scale)") from None
         out.append((int(bounds[0]), int(bounds[1])))
     return out
+
+
+_INT = re.compile(r"^[+-]?\d+$")
+
+
+def parse_user_domain(text, dims):
+    """Parse ``--domain`` in user units: ``lo:hi`` or ``lo..hi`` per axis
+    (``..`` for ISO datetimes, which hold colons), or an integer type name.
+
+    Integer bounds become ints; anything else (dates, datetimes, decimals)
+    stays text for the column's description to convert.
+
+    Examples
+    --------
+    >>> parse_user_domain("2001-01-01:2001-12-31,0:9", 2)
+    [('2001-01-01', '2001-12-31'), (0, 9)]
+    >>> parse_user_domain("2001-01-01T00:00..2001-12-31T23:59", 1)
+    [('2001-01-01T00:00', '2001-12-31T23:59')]
+    """
+    if text is None:
+        parse_domain(None, dims)
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) == 1 and dims > 1:
+        parts = parts * dims
+    if len(parts) != dims:
+        raise UsageError(f"--domain gives {len(parts)} ranges for {dims} columns")
+    out = []
+    for p in parts:
+        if p in DTYPE_DOMAINS:
+            out.append(DTYPE_DOMAINS[p])
+            continue
+        lo, sep, hi = p.partition("..")
+        if not sep:
+            if re.match(r"^\s*[+-]?\d{4}-\d{2}-\d{2}[T ]", p):
+                raise UsageError(f"--domain entry {p!r}: separate datetimes with .. "
+                                 f"(2001-01-01T00:00..2001-12-31T23:59)")
+            lo, sep, hi = p.rpartition(":")
+        if not sep:
+            raise UsageError(f"--domain entry {p!r} is not lo:hi (or lo..hi) or an integer "
+                             f"type name")
+        out.append(tuple(int(b) if _INT.match(b.strip()) else b.strip() for b in (lo, hi)))
+    return out
+
+
+def _per_column(text, dims, name):
+    """``--resolution`` (or another per-column option): one value or one per column."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) == 1:
+        return parts * dims
+    if len(parts) != dims:
+        raise UsageError(f"{name} gives {len(parts)} values for {dims} columns")
+    return [p or None for p in parts]
+
+
+def _describe_build(args, columns, dims):
+    """The columns' descriptions (None: plain integers, today's path) and the
+    domain: in user units when described, else the integer pairs."""
+    if args.scale is not None and args.resolution is not None:
+        raise UsageError("give --scale or --resolution, not both")
+    if args.domain is None:
+        parse_domain(None, dims)
+    pairs = parse_user_domain(args.domain, dims)
+    plain = args.scale is None and args.resolution is None and args.tz is None and all(
+        isinstance(b, int) for pair in pairs for b in pair)
+    if plain:
+        return None, parse_domain(args.domain, dims, args.scale)
+    resolutions = _per_column(args.resolution, dims, "--resolution") or [None] * dims
+    units = []
+    for a, pair in enumerate(pairs):
+        entry = f"{pair[0]}..{pair[1]}" if "T" in f"{pair[0]}" else f"{pair[0]}:{pair[1]}"
+        try:
+            col, = describe_axes(None, [pair], columns=[columns[a]] if columns else None,
+                                 scale=args.scale, resolution=resolutions[a]) or \
+                (Column.integer(),)
+            if args.tz is not None and col.kind == "datetime":
+                col = Column.datetime(col.name, unit=col.unit, tz=args.tz) if col.step == 1 \
+                    else Column(col.name, "datetime", unit=col.unit, step=col.step, tz=args.tz)
+            lo, hi = (int(col.to_int(b, "a bound", side)) for b, side in zip(pair, ("lo", "hi")))
+        except (TypeError, ValueError) as exc:
+            text = str(exc).replace("scale=", "--scale").replace("resolution=", "--resolution")
+            raise UsageError(f"--domain entry {entry!r}: {text}") from None
+        if lo > hi:
+            raise UsageError(f"--domain entry {entry!r}: lo must be <= hi")
+        units.append(col)
+    return tuple(units), pairs
 
 
 def _rng(args):
@@ -261,7 +349,7 @@ def _columns(text):
     return [c.strip() for c in (text or "").split(",") if c.strip()]
 
 
-def _build_source(args, columns):
+def _build_source(args, columns, units=None):
     """The source the arguments name (files are expanded, nothing is opened)."""
     from . import sources
 
@@ -278,7 +366,8 @@ def _build_source(args, columns):
         if args.engine not in (None, "local"):
             raise UsageError("--engine applies to --input files; a --database runs its own")
         return sources.SqlSource(args.database, columns, table=args.table, sql=args.sql,
-                                 scale=args.scale, memory_limit=args.memory_limit)
+                                 scale=args.scale, memory_limit=args.memory_limit,
+                                 units=units, dropna=args.dropna)
     if args.input is None:
         raise UsageError("give an input (--input FILE, GLOB or DIRECTORY) or a database "
                          "(--database with --table or --sql)")
@@ -286,11 +375,17 @@ def _build_source(args, columns):
     if engine == "dask":
         from .sources.dask import dask_files
 
-        return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler)
+        if units is not None and any(col.kind in ("date", "datetime") or col.resolution
+                                     is not None for col in units):
+            raise UsageError("--engine dask reads integer and --scale decimal columns; dates "
+                             "and --resolution need --engine local or duckdb")
+        return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler,
+                          dropna=args.dropna)
     options = {"memory_limit": args.memory_limit} if engine == "duckdb" else {}
     if args.delimiter is not None:
         options["delimiter"] = _delimiter(args)
-    return sources.files(args.input, columns, scale=args.scale, engine=engine, **options)
+    return sources.files(args.input, columns, scale=args.scale, engine=engine, units=units,
+                         dropna=args.dropna, **options)
 
 
 def _input_paths(args):
@@ -331,20 +426,24 @@ def cmd_build(args):
     if args.domain is None:
         parse_domain(None, 1)
     dims = len(columns) or len(args.domain.split(","))
-    domain = parse_domain(args.domain, dims, args.scale)
+    units, domain = _describe_build(args, columns, dims)
+    if units is None and columns:
+        units = describe_axes(None, domain, columns=columns)     # named integer columns
     _check_output(args.output, *_input_paths(args))
-    source = _build_source(args, columns)
+    source = _build_source(args, columns, units)
     rng = _rng(args)
     progress = _BuildProgress()
     try:
         observed = _Observed(source, progress)
         if len(domain) == 1:
             syn = IntervalSynopsis.build(observed, domain=domain[0], epsilon=args.epsilon,
-                                         beta=args.beta, rng=rng, shards=args.shards)
+                                         beta=args.beta, rng=rng, shards=args.shards,
+                                         columns=units)
             what = f"interval synopsis: {len(syn):,} segments"
         else:
             syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,
-                                          beta=args.beta, rng=rng, shards=args.shards)
+                                          beta=args.beta, rng=rng, shards=args.shards,
+                                          columns=units)
             what = f"rectangle synopsis over {len(domain)} columns: {syn.num_nodes:,} nodes"
     finally:
         progress.close()
@@ -363,6 +462,37 @@ def _parse_point(text, dims, name, scale):
         return to_fixed_point(parts, scale, name)
     except InputError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _columns_of(syn):
+    """The synopsis's column descriptions, or None (a file of integers: release
+    0.1, or built without names)."""
+    cols = (syn.column,) if isinstance(syn, IntervalSynopsis) else syn.columns
+    return None if all(c.is_plain and c.name is None for c in cols) else cols
+
+
+def _query_units(syn, scale):
+    """How ``--lo``/``--hi`` and query files are read: None (integers, or decimals by
+    ``--scale`` for files without a description) or the synopsis's columns, whose
+    units they are given in; a ``--scale`` contradicting the file is an error."""
+    cols = _columns_of(syn)
+    if cols is None or all(c.is_plain for c in cols):
+        return None
+    if scale is not None:
+        k = parse_scale(scale)
+        for c in cols:
+            if c.kind != "decimal" or c.resolution is not None or c.scale != 10**k:
+                raise UsageError(f"--scale {scale} contradicts the synopsis: column "
+                                 f"{c.name or '?'} is {c.describe()} (the file says how to "
+                                 f"read queries: drop --scale)")
+    return cols
+
+
+def _parse_user_point(text, dims, name):
+    parts = [p.strip() for p in str(text).split(",")]
+    if len(parts) != dims:
+        raise UsageError(f"{name} needs {dims} comma-separated value(s), got {text!r}")
+    return np.array(parts, dtype=object)
 
 
 def _dims(syn):
@@ -402,6 +532,14 @@ def _print_one_answer(bars, bound, confidence):
     print(f"simultaneous {pct} bound (all queries at once): ± {_shown(bound)}")
 
 
+def _bars_checked(syn, lo, hi, confidence, nonnegative):
+    """:func:`_error_bars`; a value that is no date/decimal of its column is a usage error."""
+    try:
+        return _error_bars(syn, lo, hi, confidence, nonnegative)
+    except TypeError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def cmd_query(args):
     if args.output:
         _check_output(args.output, args.synopsis, args.queries)
@@ -410,13 +548,18 @@ def cmd_query(args):
     if not isinstance(syn, (IntervalSynopsis, RectangleSynopsis)):
         raise UsageError(f"{args.synopsis} is a {type(syn).__name__} checkpoint, not a synopsis")
     dims = _dims(syn)
+    units = _query_units(syn, args.scale)
     bound = syn.error_bound(args.confidence)
     if args.queries is None:
         if args.lo is None or args.hi is None:
             raise UsageError("give --lo and --hi, or --queries FILE.csv")
-        lo = _parse_point(args.lo, dims, "--lo", args.scale)[None, :]
-        hi = _parse_point(args.hi, dims, "--hi", args.scale)[None, :]
-        _print_one_answer(_error_bars(syn, lo, hi, args.confidence, args.nonnegative), bound,
+        if units is not None:
+            lo = _parse_user_point(args.lo, dims, "--lo")[None, :]
+            hi = _parse_user_point(args.hi, dims, "--hi")[None, :]
+        else:
+            lo = _parse_point(args.lo, dims, "--lo", args.scale)[None, :]
+            hi = _parse_point(args.hi, dims, "--hi", args.scale)[None, :]
+        _print_one_answer(_bars_checked(syn, lo, hi, args.confidence, args.nonnegative), bound,
                           args.confidence)
         return 0
     names = ["lo", "hi"] if dims == 1 else [f"lo_{a}" for a in range(dims)] + [f"hi_{a}" for a in range(dims)]
@@ -431,14 +574,17 @@ def cmd_query(args):
             rows = list(reader)
     except OSError as exc:
         raise InputError(f"cannot read {args.queries}: {exc.strerror}") from None
-    table = {n: to_fixed_point([r[n] for r in rows], args.scale, n) for n in names}
+    if units is not None:
+        table = {n: np.array([r[n] for r in rows], dtype=object) for n in names}
+    else:
+        table = {n: to_fixed_point([r[n] for r in rows], args.scale, n) for n in names}
     if dims == 1:
         lo, hi = table["lo"][:, None], table["hi"][:, None]
     else:
         lo = np.column_stack([table[f"lo_{a}"] for a in range(dims)])
         hi = np.column_stack([table[f"hi_{a}"] for a in range(dims)])
     empty = np.zeros(0)
-    bars = (_error_bars(syn, lo, hi, args.confidence, args.nonnegative) if len(rows)
+    bars = (_bars_checked(syn, lo, hi, args.confidence, args.nonnegative) if len(rows)
             else ErrorBars(*[empty] * 6))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n", delimiter=delimiter)
@@ -472,6 +618,13 @@ def cmd_info(args):
         value = getattr(obj, key, None)
         if value is not None:
             print(f"{key + ':':<15} {value}")
+    cols = _columns_of(obj) if isinstance(obj, (IntervalSynopsis, RectangleSynopsis)) else None
+    if cols is not None:
+        doms = [obj.domain] if isinstance(obj, IntervalSynopsis) else obj.domain
+        for a, (c, (lo, hi)) in enumerate(zip(cols, doms)):
+            label = c.name if c.name is not None else str(a)
+            print(f"{'column ' + label + ':':<15} {c.describe()}, domain "
+                  f"{c.format(lo)} .. {c.format(hi)}")
     if isinstance(obj, IntervalSynopsis):
         print(f"segments:       {len(obj):,}")
     elif isinstance(obj, RectangleSynopsis):
@@ -958,6 +1111,15 @@ def build_parser():
                    help="field separator of CSV input, one character, 'tab' for tabs (default: ,)")
     b.add_argument("--scale", help="power of ten turning decimals into integers exactly (e.g. 1e6); "
                                    "rounds to nearest, ties to even")
+    b.add_argument("--resolution", metavar="R",
+                   help="bin real values (0.01: floor(v / 0.01)) or dates and times (1h, 15min, "
+                        "7d); one value or one per column, comma separated")
+    b.add_argument("--tz", metavar="ZONE",
+                   help="time zone of datetime columns (e.g. UTC, Europe/Paris): --domain and "
+                        "queries are wall times there; needed for time-zone-aware timestamps")
+    b.add_argument("--dropna", action="store_true",
+                   help="drop rows with a missing value (empty, NA, NaN, NULL) in a used column "
+                        "(a per-row filter); without it such a row is an error")
     b.add_argument("--output", required=True, metavar="SYN", help="where to save the synopsis")
     b.add_argument("--seed", type=int, help=seed_help)
     b.set_defaults(func=cmd_build)
@@ -981,7 +1143,8 @@ def build_parser():
                         "never negative)")
     q.add_argument("--delimiter", metavar="CHAR",
                    help="field separator of the query and answer CSV files (default: ,)")
-    q.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6)")
+    q.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6); only for "
+                                   "files without column descriptions (the file says its units)")
     q.set_defaults(func=cmd_query)
 
     i = sub.add_parser("info", help="describe a saved synopsis or counter checkpoint",

@@ -41,6 +41,7 @@ from .shards import check_shards, partition_sharded
 from .rng import resolve_rng
 from ._threads import halves
 from .tails import laplace_sum_tail, laplace_weighted_tail
+from .units import Column, columns_from_record, columns_to_record, convert_corners, prepare_build
 
 __all__ = ["IntervalSynopsis"]
 
@@ -194,7 +195,7 @@ class IntervalSynopsis:
     __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta", "delta",
                  "pure_epsilon", "_scale",
                  "tree", "fanout", "consistency", "estimator", "k", "_released", "_prefix",
-                 "_levels", "_ends", "_tau", "_coef")
+                 "_levels", "_ends", "_tau", "_coef", "_columns")
 
     def __init__(self):
         raise TypeError("use IntervalSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -219,6 +220,7 @@ class IntervalSynopsis:
         self._ends = np.ascontiguousarray(partition.end_offsets, dtype=np.uint64)
         self._tau = float(partition.threshold)
         self._coef = None
+        self._columns = None                     # set by build/load when described
         self._levels, self._prefix = None, None
         if tree == "kary":
             self._prefix = np.concatenate(([0.0], released.astype(np.float64)))
@@ -241,7 +243,8 @@ class IntervalSynopsis:
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
               fanout=DEFAULT_FANOUT, consistency=True, estimator=DEFAULT_ESTIMATOR,
               partition_share=DEFAULT_SHARE, threshold_factor=DEFAULT_FACTOR, k=19, budget=None,
-              counts=None, shards=None, delta=0):
+              counts=None, shards=None, delta=0, columns=None, scale=None,
+              resolution=None, dropna=False):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -301,6 +304,34 @@ class IntervalSynopsis:
             ``(epsilon, delta)``-DP and :attr:`pure_epsilon`-DP.  Trees of
             ``S <= 2 ln(1/delta)`` levels (all interval trees at delta =
             1e-6) keep the pure scale.
+        columns : str or Column, optional
+            The column's name, or its full description
+            (:class:`~pydp_synopsis.units.Column`); a Series' name is taken
+            when not given.  Saved with the synopsis.
+        scale : str or number, optional
+            A power of ten (``"1e5"``): decimals (strings, ``Decimal``,
+            floats from their exact value) become ``v * scale`` rounded half
+            to even; ``domain`` is given in the same decimals.
+        resolution : number, str, optional
+            Real values become ``floor(v / resolution)`` (``0.01``; a float
+            stands for its shortest decimal); a time such as ``"1h"`` or
+            ``"7d"`` bins dates and times.  See :mod:`pydp_synopsis.units`.
+        dropna : bool
+            Drop the values that are missing (None, NaN, NaT, ``pandas.NA``,
+            empty strings) before anything else: a per-row filter, so the
+            release stays epsilon-DP.  False: a missing value raises
+            ``InputError`` naming the first data row holding one.
+
+        Values in user units -- ``datetime64`` arrays, pandas Series of
+        Timestamps (with or without a time zone), dates, nullable integers
+        (``Int64`` with NA, whole-valued floats), Python dates and
+        datetimes, ISO strings, decimal strings -- are converted exactly
+        (:mod:`pydp_synopsis.units`) when ``domain`` is given in the same
+        units (``("2001-01-01", "2001-12-31")``) or ``scale=`` /
+        ``resolution=`` / ``columns=`` say how.  The description comes from
+        the arguments, the domain and the data's dtype, never from the
+        values; queries then take the same units.  Plain integer input is
+        built exactly as before (same seeded release).
 
         Returns
         -------
@@ -337,6 +368,9 @@ class IntervalSynopsis:
         beta = check_beta(beta)
         eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
                                                   "epsilon * (1 - partition_share)"))
+        values, (domain,), counts, described = prepare_build(
+            values, [domain], counts=counts, columns=columns, scale=scale,
+            resolution=resolution, dropna=dropna)
         domain = check_domain(domain)
         fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         n_shards = check_shards(shards, [domain])
@@ -350,9 +384,11 @@ class IntervalSynopsis:
                 charge(budget, eps_p + eps_t, what, dlt)
                 part, counts = prepared.partition(0, domain, eps_p, beta / 2, factor, rng,
                                                   n_shards)
-            return cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
-                                     fanout=fanout, consistency=consistency,
-                                     estimator=estimator, k=k, dlt=dlt)
+            syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
+                                    fanout=fanout, consistency=consistency,
+                                    estimator=estimator, k=k, dlt=dlt)
+            syn._columns = described
+            return syn
         offsets = as_offsets(values, domain, "values")
         weights = check_counts(counts, offsets.shape)
         offsets = offsets.ravel()
@@ -370,8 +406,11 @@ class IntervalSynopsis:
             counts = np.diff(cut, prepend=0).astype(np.int64)
             if int(cut[-1]) != offsets.size:
                 raise AssertionError("partition weights do not add up to the number of values")
-        return cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
-                                 consistency=consistency, estimator=estimator, k=k, dlt=dlt)
+        syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
+                                consistency=consistency, estimator=estimator, k=k,
+                                dlt=dlt)
+        syn._columns = described
+        return syn
 
     @classmethod
     def _release_tree(cls, part, counts, eps_t, rng, *, beta, tree, fanout, consistency,
@@ -412,8 +451,37 @@ class IntervalSynopsis:
         """Number of segments ``m`` of the partition."""
         return len(self.partition)
 
+    @property
+    def column(self):
+        """The :class:`~pydp_synopsis.units.Column` the integers stand for (an
+        unnamed integer column when the synopsis was built from integers)."""
+        return Column.integer() if self._columns is None else self._columns[0]
+
+    @property
+    def user_domain(self):
+        """The domain in user units (``datetime64``, ``Decimal`` or int bounds)."""
+        return tuple(self.column.values(np.array(self.domain, dtype=object)
+                                        if self.column.is_plain else
+                                        np.array(self.domain, dtype=np.int64)).tolist())
+
+    @property
+    def user_segment_ends(self):
+        """The partition's segment ends (:attr:`Partition.ends
+        <pydp_synopsis.partition.Partition.ends>`) in user units: a
+        ``datetime64`` array for dates and times, ``Decimal`` objects for
+        decimals (a bin's lower end with a resolution), the integers otherwise."""
+        ends = self.partition.ends
+        return ends if self.column.is_plain else self.column.values(np.asarray(ends, np.int64))
+
+    def _user(self, lo, hi):
+        """Query bounds in user units -> integers (unchanged for integer synopses)."""
+        if self._columns is None:
+            return lo, hi
+        return convert_corners(self._columns, lo, hi, True)
+
     def _offsets(self, lo, hi):
         """The checked endpoints as flat uint64 offsets, and the queries' shape."""
+        lo, hi = self._user(lo, hi)
         lo_o = np.ascontiguousarray(as_offsets(lo, self.domain, "lo"), dtype=np.uint64)
         hi_o = np.ascontiguousarray(as_offsets(hi, self.domain, "hi"), dtype=np.uint64)
         if lo_o.shape != hi_o.shape:
@@ -443,6 +511,9 @@ class IntervalSynopsis:
         lo, hi : array_like of int
             Same shape; every endpoint inside the domain and ``lo <= hi``.
             Python ints up to ``2**64 - 1`` (or the domain's ``hi``) are fine.
+            A synopsis built in user units (:attr:`column`) takes them
+            instead: dates, datetimes, decimals, ISO and decimal strings,
+            converted as the data were (``hi`` inclusive of its whole bin).
         return_std : bool
             Also return each answer's noise standard deviation, exactly:
             the answer's noise is a weighted sum of the released counts'
@@ -516,7 +587,8 @@ class IntervalSynopsis:
     def count(self, lo, hi):
         """Noisy count of the inclusive interval ``[lo, hi]`` (a float).
 
-        Same rules as :meth:`count_many`; O(log m).
+        Same rules as :meth:`count_many` (user units included:
+        ``syn.count("2001-03-01", "2001-03-31")``); O(log m).
 
         Examples
         --------
@@ -526,6 +598,8 @@ class IntervalSynopsis:
         >>> round(s.count(0, 7))
         4
         """
+        if self._columns is not None and not self.column.is_plain:
+            return float(self.count_many([lo], [hi])[0])     # user units, converted there
         for name, v in (("lo", lo), ("hi", hi)):
             if not is_int(v):
                 raise TypeError(f"{name} must be an int, not {type(v).__name__}")
@@ -865,6 +939,8 @@ class IntervalSynopsis:
             "estimator": self.estimator,
             "k": self.k,
         }
+        if self._columns is not None:
+            meta["columns"] = columns_to_record(self._columns)
         arrays = {"end_offsets": self._ends, "released": self._released}
         return _KIND, meta, arrays, None
 
@@ -905,6 +981,7 @@ def _load(meta, arrays):
                                              tree=tree, fanout=fanout, consistency=consistency,
                                              estimator=estimator, k=k, delta=delta)
         check_pure_epsilon(meta, syn.pure_epsilon, delta)
+        syn._columns = columns_from_record(meta, [part.domain])
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         if isinstance(exc, FormatError):
             raise

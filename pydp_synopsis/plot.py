@@ -66,6 +66,34 @@ def _unit(scale):
     return 10 ** parse_scale(scale)
 
 
+def _queries(column, ints):
+    """Integer query corners as the synopsis takes them: unchanged for an integer
+    column, else each value's exact text in the column's units (``Column.format``
+    reads back to the same integer, time zones included)."""
+    if column.is_plain:
+        return ints
+    return np.array([column.format(v) for v in np.asarray(ints).ravel().tolist()],
+                    dtype=object).reshape(np.shape(ints))
+
+
+def _axis(column, ints, scale):
+    """``(x, label)``: integer positions on a plot axis, in the column's units.
+
+    Decimals are divided by their scale (or multiplied by their resolution),
+    dates and datetimes become ``datetime64`` (UTC for a zoned column), plain
+    integers are divided by ``scale`` when one is given (files of release 0.1).
+    """
+    name = column.name or "value"
+    ints = np.asarray([int(v) for v in ints], dtype=object)
+    if column.kind in ("date", "datetime"):
+        zone = " (UTC)" if column.tz else ""
+        return column.values(ints.astype(np.int64)), f"{name}{zone}"
+    if column.kind == "decimal":
+        return np.array([float(v) for v in column.values(ints)]), name
+    unit = _unit(scale)
+    return np.array([float(v) for v in ints]) / unit, name
+
+
 def view_window(partition, cumulative, share=0.005):
     """``(lo, hi)`` integers of the domain holding the private mass between quantiles.
 
@@ -130,25 +158,25 @@ def plot_interval(syn, path=None, *, window=None, bins=200, confidence=0.95, sca
     """
     if not isinstance(syn, IntervalSynopsis):
         raise TypeError(f"syn must be an IntervalSynopsis, got {type(syn).__name__}")
-    dom = syn.domain
+    dom, col = syn.domain, syn.column
     if window is None:
         ends = syn.partition.ends
-        cum = syn.count_many(np.full(len(ends), dom[0], dtype=ends.dtype), ends)
+        cum = syn.count_many(_queries(col, np.full(len(ends), dom[0], dtype=ends.dtype)),
+                             _queries(col, ends))
         window = view_window(syn.partition, cum)
     starts, stops = _bins(int(window[0]), int(window[1]), int(bins))
-    bars = syn.confidence_intervals(_as_int_array(starts, dom), _as_int_array(stops, dom),
+    bars = syn.confidence_intervals(_queries(col, _as_int_array(starts, dom)),
+                                    _queries(col, _as_int_array(stops, dom)),
                                     confidence, nonnegative=True)
-    unit = _unit(scale)
-    x = np.array([float(s) for s in starts] + [float(stops[-1]) + 1]) / unit
+    x, xlabel = _axis(col, list(starts) + [int(stops[-1]) + 1], scale)
     fig, ax = _figure_and_axes(ax, (9, 4.5))
     ax.fill_between(x, np.append(bars.low, bars.low[-1]), np.append(bars.high, bars.high[-1]),
                     step="post", alpha=0.3, color="tab:blue",
                     label=f"{100 * confidence:g}% interval per bin")
     ax.step(x, np.append(bars.answer, bars.answer[-1]), where="post", color="tab:blue", lw=1.2,
             label="private count (clipped at 0)")
-    width = (int(window[1]) - int(window[0]) + 1) / len(starts) / unit
-    ax.set_xlabel("value")
-    ax.set_ylabel(f"count per bin (width {width:.4g})")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"count per bin ({len(starts)} bins)")
     ax.set_title(f"IntervalSynopsis, epsilon = {syn.epsilon}: private distribution")
     ax.set_xlim(x[0], x[-1])
     ax.legend(loc="upper right", fontsize="small")
@@ -179,7 +207,14 @@ def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None)
     if not isinstance(syn, RectangleSynopsis):
         raise TypeError(f"syn must be a RectangleSynopsis, got {type(syn).__name__}")
     dom = [(int(a), int(b)) for a, b in syn.domain]
-    c = len(dom)
+    c, cols = len(dom), syn.columns
+
+    def corners(arr):
+        out = np.empty(arr.shape, dtype=object)
+        for a in range(c):
+            out[:, a] = _queries(cols[a], _as_int_array(arr[:, a], dom[a]))
+        return out if any(not col.is_plain for col in cols) else _corner_array(arr, dom)
+
     if window is None:
         window = []
         for axis in (0, 1):
@@ -187,7 +222,7 @@ def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None)
             lo = np.array([[d[0] for d in dom]] * len(ends), dtype=object)
             hi = np.array([[d[1] for d in dom]] * len(ends), dtype=object)
             hi[:, axis] = [int(e) for e in ends]
-            cum = syn.count_many(_corner_array(lo, dom), _corner_array(hi, dom))
+            cum = syn.count_many(corners(lo), corners(hi))
             window.append(view_window(syn.partitions[axis], cum))
     (s0, e0), (s1, e1) = (_bins(int(w[0]), int(w[1]), int(bins)) for w in window)
     g0, g1 = np.meshgrid(np.arange(len(s0)), np.arange(len(s1)), indexing="ij")
@@ -196,17 +231,23 @@ def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None)
     hi = np.array([[d[1] for d in dom]] * q, dtype=object)
     lo[:, 0], hi[:, 0] = s0[g0.ravel()], e0[g0.ravel()]
     lo[:, 1], hi[:, 1] = s1[g1.ravel()], e1[g1.ravel()]
-    counts, std = syn.count_many(_corner_array(lo, dom), _corner_array(hi, dom), return_std=True,
-                                 nonnegative=True)
-    unit = _unit(scale)
-    extent = [float(s0[0]) / unit, (float(e0[-1]) + 1) / unit,
-              float(s1[0]) / unit, (float(e1[-1]) + 1) / unit]
+    counts, std = syn.count_many(corners(lo), corners(hi), return_std=True, nonnegative=True)
+    (x0, label0), (x1, label1) = (_axis(cols[a], [s[0], int(e[-1]) + 1], scale)
+                                  for a, (s, e) in enumerate(((s0, e0), (s1, e1))))
+    if any(col.kind in ("date", "datetime") for col in cols[:2]):
+        import matplotlib.dates as mdates
+        x0, x1 = (mdates.date2num(x) if x.dtype.kind == "M" else x for x in (x0, x1))
+    extent = [float(x0[0]), float(x0[1]), float(x1[0]), float(x1[1])]
     fig, ax = _figure_and_axes(ax, (7.5, 6))
     image = ax.imshow(counts.reshape(len(s0), len(s1)).T, origin="lower", extent=extent,
                       aspect="auto", cmap="viridis", interpolation="nearest")
     fig.colorbar(image, ax=ax, label="private count per cell (clipped at 0)")
-    ax.set_xlabel("axis 0")
-    ax.set_ylabel("axis 1")
+    if cols[0].kind in ("date", "datetime"):
+        ax.xaxis_date()
+    if cols[1].kind in ("date", "datetime"):
+        ax.yaxis_date()
+    ax.set_xlabel(f"axis 0: {label0}")
+    ax.set_ylabel(f"axis 1: {label1}")
     extra = f", axes 0 x 1 of {c}" if c > 2 else ""
     ax.set_title(f"RectangleSynopsis, epsilon = {syn.epsilon}{extra}\n"
                  f"median noise std per cell ± {np.median(std):.3g}", fontsize="medium")

@@ -123,7 +123,8 @@ def test_command_line_on_a_scheduler(client, data, tmp_path):
     assert proc.returncode == 0, proc.stderr
     order = np.concatenate([np.arange(i, x.size, 3) for i in range(3)])
     expect = ps.RectangleSynopsis.build(np.column_stack([x[order], y[order]]), domain=DOMAIN,
-                                        epsilon=1, rng=ps.Rng(seed=4), shards=2)
+                                        epsilon=1, rng=ps.Rng(seed=4), shards=2,
+                                        columns=["x", "y"])   # the command line records names
     assert record(ps.load(out)) == record(expect)
 
 

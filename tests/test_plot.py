@@ -133,3 +133,29 @@ def test_missing_matplotlib_is_one_line_before_any_work(tmp_path, args):
         "pip install 'pydp-synopsis[plot]'"]
     assert p.stdout == ""                     # the demo did not run first
     assert not any(tmp_path.iterdir())
+
+
+def test_pictures_speak_the_columns_units(tmp_path):
+    """Date and decimal columns: the queries go in the columns' units (the plot reads its
+    own answers back exactly) and the axes carry the names and the units."""
+    pd = pytest.importorskip("pandas")
+    gen = np.random.default_rng(5)
+    days = pd.Series(pd.Timestamp("2001-01-01")
+                     + pd.to_timedelta(gen.integers(0, 365, 5000), unit="D"), name="day")
+    syn = ps.IntervalSynopsis.build(days, domain=("2001-01-01", "2001-12-31"), epsilon=1,
+                                    rng=ps.Rng(seed=3))
+    fig = plot.plot_interval(syn, str(tmp_path / "days.png"), bins=50)
+    assert_picture(tmp_path / "days.png")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "day"
+    left, right = ax.get_xlim()            # matplotlib dates: days since 1970-01-01
+    assert int(left) == (np.datetime64("2001-01-01") - np.datetime64("1970-01-01")).astype(int)
+    pts = np.column_stack([gen.integers(0, 9000, 3000), gen.integers(-1800, 1800, 3000)])
+    rect = ps.RectangleSynopsis.build(pts / 100, domain=[("0", "90"), ("-18", "18")], epsilon=1,
+                                      columns=["lat", "lon"], scale=100, rng=ps.Rng(seed=4))
+    fig = plot.plot_rectangle(rect, str(tmp_path / "r.png"), bins=20)
+    assert_picture(tmp_path / "r.png")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "axis 0: lat" and ax.get_ylabel() == "axis 1: lon"
+    x0, x1 = ax.get_xlim()
+    assert 0 <= x0 < x1 <= 90.01

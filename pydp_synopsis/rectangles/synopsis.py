@@ -28,6 +28,7 @@ from . import options
 from .axes import Axes, Cells, as_int_array, check_corners, check_domains, check_points
 from .grid import AdaptiveGrid
 from .multitree import MAX_POINTS, MultiTree
+from ..units import Column, columns_from_record, columns_to_record, convert_corners, prepare_build
 
 __all__ = ["RectangleSynopsis", "ErrorTerms"]
 
@@ -121,7 +122,7 @@ class RectangleSynopsis:
        Data", ICDE 2013.
     """
 
-    __slots__ = ("_axes", "_mechanism", "_config")
+    __slots__ = ("_axes", "_mechanism", "_config", "_columns")
 
     def __init__(self):
         raise TypeError("use RectangleSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -131,12 +132,14 @@ class RectangleSynopsis:
         """The one constructor of build and load: released partitions plus one structure."""
         self = object.__new__(cls)
         self._axes, self._mechanism, self._config = axes, mechanism, config
+        self._columns = None                     # set by build/load when described
         return self
 
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
-              structure="auto", budget=None, counts=None, shards=None, delta=0, **tuning):
+              structure="auto", budget=None, counts=None, shards=None, delta=0,
+              columns=None, scale=None, resolution=None, dropna=False, **tuning):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
@@ -188,6 +191,14 @@ class RectangleSynopsis:
             synopsis is then ``(epsilon, delta)``-DP and
             :attr:`pure_epsilon`-DP.  The adaptive grid refuses it: one point
             moves one cell per level, where the l2 calibration cannot help.
+        columns, scale, resolution, dropna
+            User units, as :meth:`IntervalSynopsis.build
+            <pydp_synopsis.IntervalSynopsis.build>`, per axis: ``columns``
+            c names or :class:`~pydp_synopsis.units.Column` objects (a
+            DataFrame's column names by default), ``scale`` and
+            ``resolution`` one value or one per axis (None: that axis is
+            read as the domain and dtype say).  ``points`` may then be a
+            DataFrame or rows of dates, times and decimals.
         **tuning
             The options below.  Each starts at the value of the profile the
             structure and ``config`` select (``ADAPTIVE_2D``, ``ADAPTIVE``,
@@ -272,6 +283,9 @@ class RectangleSynopsis:
         eps = exact_epsilon(epsilon)
         dlt = check_delta_or_zero(delta)
         beta = check_beta(beta)
+        points, domain, counts, described = prepare_build(
+            points, check_domain_pairs(domain), counts=counts, columns=columns, scale=scale,
+            resolution=resolution, dropna=dropna, what="points")
         source = _as_source(points, counts)
         if source is None:
             arr, offsets, domain = check_points(points, domain)
@@ -314,12 +328,45 @@ class RectangleSynopsis:
                                                   opts.threshold_factor, rng, n_shards)
                 built = mechanism.build(axes, prepared.cells(axes.ends), n_hat, eps_tree, split,
                                         opts, rng, **extra)
-            return cls._from_parts(axes, built, config)
+            return cls._from_parts(axes, built, config)._described(described)
         charge(budget, c * eps_axis + eps_tree, what, dlt)
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
                                          opts.threshold_factor, rng, counts=weights)
         return cls._from_parts(axes, mechanism.build(axes, Cells.of(segs, weights), n_hat,
-                                                     eps_tree, split, opts, rng, **extra), config)
+                                                     eps_tree, split, opts, rng, **extra),
+                               config)._described(described)
+
+    def _described(self, described):
+        self._columns = described
+        return self
+
+    @property
+    def columns(self):
+        """One :class:`~pydp_synopsis.units.Column` per axis (unnamed integer
+        columns when built from integers)."""
+        if self._columns is None:
+            return tuple(Column.integer() for _ in self.domain)
+        return self._columns
+
+    @property
+    def user_domain(self):
+        """The domain in user units, one ``(lo, hi)`` per axis."""
+        return tuple(tuple(col.values(np.array(d, dtype=object) if col.is_plain else
+                                      np.array(d, dtype=np.int64)).tolist())
+                     for col, d in zip(self.columns, self.domain))
+
+    @property
+    def user_segment_ends(self):
+        """Per axis, the partition's segment ends in user units (see
+        :attr:`IntervalSynopsis.user_segment_ends
+        <pydp_synopsis.IntervalSynopsis.user_segment_ends>`)."""
+        return tuple(p.ends if col.is_plain else col.values(np.asarray(p.ends, np.int64))
+                     for col, p in zip(self.columns, self.partitions))
+
+    def _user(self, lo, hi):
+        if self._columns is None:
+            return lo, hi
+        return convert_corners(self._columns, lo, hi, True)
 
     def __repr__(self):
         # public facts and released sizes only (never the number of points)
@@ -500,7 +547,9 @@ class RectangleSynopsis:
         Parameters
         ----------
         lo, hi : array_like of int, shape (q, c)
-            Corners, every coordinate inside its axis's domain, ``lo <= hi``.
+            Corners, every coordinate inside its axis's domain, ``lo <= hi``;
+            in user units for axes built in them (:attr:`columns`: dates,
+            datetimes, decimals, ISO and decimal strings).
         return_std : bool
             Also return each answer's noise standard deviation, exactly: an
             answer is a linear combination of the released counts (the
@@ -543,7 +592,7 @@ class RectangleSynopsis:
         """
         return_std = check_bool(return_std, "return_std")
         nonnegative = check_bool(nonnegative, "nonnegative")
-        lo_o, hi_o = check_corners(lo, hi, self.domain)
+        lo_o, hi_o = check_corners(*self._user(lo, hi), self.domain)
         out = halves(self._mechanism.answer, lo_o, hi_o)    # two threads for large batches
         if nonnegative:
             out = np.maximum(out, 0.0)
@@ -621,7 +670,7 @@ class RectangleSynopsis:
         conf = check_beta(confidence, "confidence")
         mu = check_int(max_multiplicity, "max_multiplicity", 1, 1 << 62)
         nonnegative = check_bool(nonnegative, "nonnegative")
-        lo_o, hi_o = check_corners(lo, hi, self.domain)
+        lo_o, hi_o = check_corners(*self._user(lo, hi), self.domain)
         std, noise, bias = self._mechanism.error_bars(lo_o, hi_o, conf, mu)
         answer = self._mechanism.answer(lo_o, hi_o)
         return assemble(answer, std, noise, bias, answer.shape, nonnegative)
@@ -639,6 +688,13 @@ class RectangleSynopsis:
         >>> round(s.count([0, 0], [7, 7]))
         2
         """
+        if self._columns is not None:           # user units: converted by count_many
+            lo, hi = np.array(lo, dtype=object), np.array(hi, dtype=object)
+            for name, v in (("lo", lo), ("hi", hi)):
+                if v.ndim != 1 or v.shape[0] != self.dims:
+                    raise ParameterError(f"{name} must have length {self.dims}, "
+                                         f"got shape {v.shape}")
+            return float(self.count_many(lo[None, :], hi[None, :])[0])
         lo, hi = as_int_array(lo), as_int_array(hi)
         for name, v in (("lo", lo), ("hi", hi)):
             if v.ndim != 1 or v.shape[0] != self.dims:
@@ -714,6 +770,8 @@ class RectangleSynopsis:
                     delta=list(self.delta.as_integer_ratio()),
                     pure_epsilon=list(self.pure_epsilon.as_integer_ratio()))
         arrays.update(structure_arrays)
+        if self._columns is not None:
+            meta["columns"] = columns_to_record(self._columns)
         return _KIND, meta, arrays, None
 
     @classmethod
@@ -733,11 +791,22 @@ class RectangleSynopsis:
             extra = {"delta": delta} if delta else {}
             syn = cls._from_parts(axes, mechanism.from_record(meta, arrays, axes, **extra), config)
             check_pure_epsilon(meta, syn.pure_epsilon, delta)
-            return syn
+            return syn._described(columns_from_record(
+                meta, [p.domain for p in axes.partitions]))
         except FormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
             raise FormatError(f"invalid rectangle synopsis record: {exc}") from exc
+
+
+def check_domain_pairs(domain):
+    """The domain as a list of pairs (bounds unchecked: ints are checked by
+    :func:`~.axes.check_domains`, user units by their column)."""
+    if isinstance(domain, (str, bytes)) or not hasattr(domain, "__len__"):
+        raise TypeError(f"domain must be a sequence of (lo, hi) pairs, got {domain!r}")
+    if not 1 <= len(domain) <= 8:
+        return check_domains(domain)         # its message
+    return list(domain)
 
 
 def _as_source(points, counts):

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..aggregates import SegmentIndex, aggregate, histogram, merge
 from ..errors import InputError, ParameterError
+from ..units import missing_message
 from ..inputs import parse_scale, to_fixed_point
 from ..partition import Partition, partition_of_chunks
 from ..rectangles.axes import Cells
@@ -113,12 +114,14 @@ class DaskSource(Source):
     4
     """
 
-    def __init__(self, data, columns=None, *, scale=None):
+    def __init__(self, data, columns=None, *, scale=None, dropna=False):
         kind = _kind(data)
         if kind is None:
             raise ParameterError(f"not a dask Array, Series or DataFrame: {type(data).__name__}")
         parse_scale(scale)
         self.scale = scale
+        if dropna:       # the per-row filter, lazily on the cluster
+            data = _dropna(data, kind, columns)
         if kind == "array":
             if data.ndim == 1:
                 data = data[:, None]
@@ -149,6 +152,22 @@ class DaskSource(Source):
         return _DaskPrepared(self, tuple(domains))
 
 
+def _dropna(data, kind, columns):
+    """``data`` without the rows holding a missing value in a used column."""
+    if kind == "array":
+        import dask.array as da
+
+        if data.dtype.kind != "f":
+            return data
+        two = data[:, None] if data.ndim == 1 else data
+        keep = ~da.isnan(two).any(axis=1)
+        keep.compute_chunk_sizes()
+        return data[keep] if data.ndim == 1 else data[keep, :]
+    if kind == "series":
+        return data.dropna()
+    return data.dropna(subset=list(columns) if columns else None)
+
+
 def _columns_of(part, convert, names, scale):
     """A computed partition as a list of exact integer columns (errors name the column)."""
     kind, frame_names = convert
@@ -163,11 +182,11 @@ def _columns_of(part, convert, names, scale):
     for col, name in zip(raw, names):
         if hasattr(col, "isna"):                      # pandas: NULLs, then numpy
             if bool(col.isna().any()):
-                raise InputError(f"column {name!r} holds NULL values")
+                raise InputError(missing_message("", name))
             col = col.to_numpy()
         col = np.asarray(col)
         if col.dtype.kind == "f" and not np.isfinite(col).all():
-            raise InputError(f"column {name!r} holds NULL values (NaN)")
+            raise InputError(missing_message("", name))
         out.append(to_fixed_point(col, scale, name))
     return out
 
@@ -309,7 +328,7 @@ class _DaskPrepared(Prepared):
         self._persisted = None
 
 
-def dask_files(spec, columns, *, scale=None, scheduler=None):
+def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False):
     """CSV or Parquet files read by dask (``--engine dask``), on ``scheduler`` if given.
 
     Without a scheduler address a ``distributed.LocalCluster`` of worker
@@ -327,14 +346,15 @@ def dask_files(spec, columns, *, scale=None, scheduler=None):
         raise InputError(f"--engine dask reads .csv and .parquet files, not .{fmt}")
     if not columns:
         raise InputError("name the columns to use (--columns a,b)")
-    return _ClusterSource(paths, fmt, list(columns), scale, scheduler)
+    return _ClusterSource(paths, fmt, list(columns), scale, scheduler, dropna)
 
 
 class _ClusterSource(Source):
     """Files read by dask on a cluster that lives as long as the build."""
 
-    def __init__(self, paths, fmt, columns, scale, scheduler):
+    def __init__(self, paths, fmt, columns, scale, scheduler, dropna=False):
         self._paths, self._fmt, self.columns = paths, fmt, tuple(columns)
+        self._dropna = bool(dropna)
         self._scale, self._scheduler = scale, scheduler
         parse_scale(scale)
 
@@ -361,7 +381,8 @@ class _ClusterSource(Source):
                 frame = dd.read_csv(self._paths, usecols=list(self.columns),
                                     dtype={c: "object" for c in self.columns}
                                     if self._scale else None)
-            prepared = DaskSource(frame, self.columns, scale=self._scale).prepare(domains)
+            prepared = DaskSource(frame, self.columns, scale=self._scale,
+                                  dropna=self._dropna).prepare(domains)
         except BaseException:
             client.close()
             if cluster is not None:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..inputs import parse_scale, read_columns, to_fixed_point
+from ..units import convert_chunk, missing_mask, missing_message, needs_conversion
 from .base import CHUNK_ROWS, ArraySource, RowSource, _column_offsets
 
 __all__ = ["FORMATS", "expand_paths", "CsvSource", "ParquetSource", "files"]
@@ -138,13 +139,20 @@ def _exact(values, scale, column, path, before):
 class _FileSource(RowSource):
     """Shared by the file sources: paths, columns, scale."""
 
-    def __init__(self, paths, columns, scale=None, chunk_rows=CHUNK_ROWS):
+    def __init__(self, paths, columns, scale=None, chunk_rows=CHUNK_ROWS, units=None,
+                 dropna=False):
         self.paths = list(paths)
         self.columns = tuple(columns)
         if not self.columns:
             raise InputError("name the columns to use (--columns a,b)")
         parse_scale(scale)                      # a bad scale is refused before reading
         self.scale = scale
+        # units: one Column per column (dates, decimals, ...); dropna: drop rows
+        # with a missing value in any column (a per-row filter)
+        self.units = tuple(units) if needs_conversion(units) else None
+        if self.units is not None and len(self.units) != len(self.columns):
+            raise InputError("units= must describe every column")
+        self.dropna = bool(dropna)
         self.chunk_rows = int(chunk_rows)
         self._domains = None
 
@@ -180,8 +188,10 @@ class CsvSource(_FileSource):
         The one-character field separator (default ``","``).
     """
 
-    def __init__(self, paths, columns, scale=None, chunk_rows=CHUNK_ROWS, delimiter=","):
-        super().__init__(paths, columns, scale=scale, chunk_rows=chunk_rows)
+    def __init__(self, paths, columns, scale=None, chunk_rows=CHUNK_ROWS, units=None,
+                 dropna=False, delimiter=","):
+        super().__init__(paths, columns, scale=scale, chunk_rows=chunk_rows, units=units,
+                         dropna=dropna)
         self.delimiter = check_delimiter(delimiter)
 
     #: parsing text costs more than storing 8 bytes a value: the cells read a spill
@@ -206,6 +216,14 @@ class CsvSource(_FileSource):
         import pyarrow as pa
 
         text = {c: pa.string() for c in self.columns}
+        if self.units is not None or self.dropna:   # user units, missing values: as text
+            before = 0
+            for cols, n in self._batches(path, text, nulls=True):
+                out, _ = convert_chunk(cols, self.units, self.columns, dropna=self.dropna,
+                                       where=f"{path}: ", before=before, scale=self.scale)
+                yield out
+                before += n
+            return
         if self.scale is not None:      # decimals: parsed exactly from their digits
             before = 0
             for cols, n in self._batches(path, text):
@@ -226,13 +244,18 @@ class CsvSource(_FileSource):
         before = 0
         for cols, n in self._batches(path, text):
             for col, name, dom in zip(cols, self.columns, self._domains):
+                miss = missing_mask(col)
+                if miss.any():          # NA, NaN: the missing-value message
+                    raise InputError(missing_message(f"{path}: ", name,
+                                                     before + int(np.argmax(miss)) + 1))
                 exact = _exact(col, None, name, path, before)
                 _column_offsets(exact, dom, name)
             before += n
         raise InputError(f"{path}: a column is not readable as integers")
 
-    def _batches(self, path, types):
-        """``(columns, rows)`` per batch; NULL (empty) fields and ragged rows refused."""
+    def _batches(self, path, types, nulls=False):
+        """``(columns, rows)`` per batch; NULL (empty) fields (unless ``nulls``: left
+        as None for the caller) and ragged rows refused."""
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
@@ -246,12 +269,12 @@ class CsvSource(_FileSource):
                                     convert_options=convert)
             for batch in reader:
                 cols = [batch.column(name) for name in self.columns]
-                for col, name in zip(cols, self.columns):
-                    if col.null_count:
-                        row = before + int(np.flatnonzero(
-                            np.asarray(col.is_null(), dtype=bool))[0]) + 1
-                        raise InputError(f"{path}: column {name!r}, data row {row:,}: an empty "
-                                         f"field (NULL) is not a number")
+                firsts = [(int(np.flatnonzero(np.asarray(col.is_null(), dtype=bool))[0]), a)
+                          for a, col in enumerate(cols) if col.null_count and not nulls]
+                if firsts:          # the first row holding one, and its first such column
+                    row, a = min(firsts)
+                    raise InputError(missing_message(f"{path}: ", self.columns[a],
+                                                     before + row + 1))
                 yield [c.to_numpy(zero_copy_only=False) for c in cols], batch.num_rows
                 before += batch.num_rows
         except pa.ArrowInvalid as exc:
@@ -346,6 +369,13 @@ class ParquetSource(_FileSource):
                     names = ", ".join(schema.names)
                     raise InputError(f"{path}: no column {c!r} (columns: {names[:200]})")
                 t = schema.field(c).type
+                if pa.types.is_temporal(t):
+                    unit = self.units[self.columns.index(c)] if self.units else None
+                    if unit is None or unit.kind not in ("date", "datetime"):
+                        raise InputError(f"{path}: column {c!r} holds dates or times ({t}): "
+                                         f"give its domain as dates (--domain=2001-01-01.."
+                                         f"2001-12-31) or times, or --resolution 1h")
+                    continue
                 if not (pa.types.is_integer(t) or pa.types.is_floating(t) or
                         pa.types.is_decimal(t) or pa.types.is_string(t) or
                         pa.types.is_large_string(t)):
@@ -372,11 +402,32 @@ class ParquetSource(_FileSource):
             before = 0
             for batch in self._file(path).iter_batches(batch_size=self.chunk_rows,
                                                        columns=list(self.columns)):
+                if self.units is not None or self.dropna:
+                    raw, utc = [], []
+                    for name in self.columns:
+                        col = batch.column(name)
+                        if pa.types.is_decimal(col.type):
+                            col = col.cast(pa.string())
+                        utc.append(pa.types.is_timestamp(col.type) and col.type.tz is not None)
+                        raw.append(col.to_numpy(zero_copy_only=False))
+                    out, _ = convert_chunk(raw, self.units, self.columns, dropna=self.dropna,
+                                           where=f"{path}: ", before=before, scale=self.scale,
+                                           utc=utc)
+                    before += batch.num_rows
+                    yield out
+                    continue
                 cols = []
                 for name in self.columns:
                     col = batch.column(name)
                     if col.null_count:
-                        raise InputError(f"{path}: column {name!r} holds NULL values")
+                        row = before + int(np.flatnonzero(
+                            np.asarray(col.is_null(), dtype=bool))[0]) + 1
+                        raise InputError(missing_message(f"{path}: ", name, row))
+                    if pa.types.is_floating(col.type):
+                        miss = missing_mask(col.to_numpy(zero_copy_only=False))
+                        if miss.any():      # NaN: a missing value too
+                            raise InputError(missing_message(f"{path}: ", name,
+                                                             before + int(np.argmax(miss)) + 1))
                     if pa.types.is_integer(col.type) and self.scale is None:
                         cols.append(col.to_numpy())
                         continue
@@ -389,7 +440,7 @@ class ParquetSource(_FileSource):
 
 
 def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, delimiter=None,
-          **options):
+          units=None, dropna=False, **options):
     """A :class:`~pydp_synopsis.sources.Source` over files: CSV, Parquet, ``.npy``, ``.npz``.
 
     Parameters
@@ -411,6 +462,14 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
     delimiter : str, optional
         CSV field separator, one character (default ``","``; ``"tab"`` or
         ``"\\t"`` for tabs).
+    units : sequence of Column, optional
+        One :class:`~pydp_synopsis.units.Column` per column: dates (ISO
+        strings in CSV, Parquet ``date32``/``timestamp``), datetimes,
+        decimals, converted exactly (:mod:`pydp_synopsis.units`).
+    dropna : bool
+        Drop every row with a missing value (empty, ``NA``, ``NaN``, null)
+        in a used column: a per-row filter.  False: the first one is refused,
+        naming its column and data row.
     **options
         For ``engine="duckdb"``: ``memory_limit``, ``threads``,
         ``temp_directory`` (DuckDB settings).
@@ -439,19 +498,24 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
 
         if delimiter is not None:
             options["delimiter"] = delimiter
-        return duckdb_files(paths, fmt, columns, scale=scale, chunk_rows=chunk_rows, **options)
+        return duckdb_files(paths, fmt, columns, scale=scale, chunk_rows=chunk_rows,
+                            units=units, dropna=dropna, **options)
     if engine != "local":
         raise InputError(f"engine {engine!r} does not read files here (local or duckdb)")
     if fmt == "csv" and _arrow():
-        return CsvSource(paths, columns, scale=scale, chunk_rows=chunk_rows,
-                         delimiter=delimiter or ",")
+        return CsvSource(paths, columns, scale=scale, chunk_rows=chunk_rows, units=units,
+                         dropna=dropna, delimiter=delimiter or ",")
     if fmt == "parquet" and _arrow():
-        return ParquetSource(paths, columns, scale=scale, chunk_rows=chunk_rows)
+        return ParquetSource(paths, columns, scale=scale, chunk_rows=chunk_rows, units=units,
+                             dropna=dropna)
     if delimiter not in (None, ","):
         raise InputError("--delimiter needs pyarrow (pip install 'pydp-synopsis[parquet]') "
                          "or --engine duckdb")
     if fmt == "parquet":
         raise InputError("reading Parquet needs pyarrow: pip install 'pydp-synopsis[parquet]'")
+    if needs_conversion(units) or dropna:
+        raise InputError(f"dates, decimals with units and --dropna read .csv and .parquet "
+                         f"files (with pyarrow), not .{fmt}")
     return _WholeFiles(paths, columns, scale, fmt, chunk_rows)
 
 

@@ -50,6 +50,7 @@ import numpy as np
 
 from ..errors import InputError, ParameterError
 from ..inputs import _read_only, parse_scale, to_fixed_point
+from ..units import convert_chunk, missing_message, needs_conversion
 from ..rectangles.axes import Cells
 from .base import CHUNK_ROWS, Prepared, RowSource, _column_offsets, prefetch, spilled_cells
 
@@ -294,6 +295,10 @@ class _DuckDB(_Engine):
                     raise _Null(j)
                 if pa.types.is_decimal(col.type):
                     col = col.cast(pa.string())
+                if pa.types.is_timestamp(col.type) and col.type.tz is not None:
+                    # aware datetimes: numpy would drop the zone (units.Column converts)
+                    cols.append(np.array(col.to_pylist(), dtype=object))
+                    continue
                 cols.append(col.to_numpy(zero_copy_only=False))
             yield cols
 
@@ -412,6 +417,13 @@ class SqlSource(RowSource):
         ``columns`` name its result columns, all of them by default).
     scale : str or number, optional
         Fixed-point scale for decimal columns (those are streamed as rows).
+    units : sequence of Column, optional
+        One :class:`~pydp_synopsis.units.Column` per column (dates, times,
+        decimals); such columns are streamed as rows and converted exactly.
+    dropna : bool
+        Drop rows with a NULL in any used column: ``WHERE col IS NOT NULL``
+        pushed down to the database (a per-row filter).  False: a NULL is
+        refused, naming its column.
     chunk_rows : int
         Rows fetched per chunk.
     memory_limit, threads, temp_directory : optional
@@ -437,7 +449,8 @@ class SqlSource(RowSource):
     """
 
     def __init__(self, database, columns=(), *, table=None, sql=None, scale=None,
-                 chunk_rows=CHUNK_ROWS, memory_limit=None, threads=None, temp_directory=None):
+                 chunk_rows=CHUNK_ROWS, memory_limit=None, threads=None, temp_directory=None,
+                 units=None, dropna=False):
         self.engine_name, self._target, self.shown = parse_database(database)
         if (table is None) == (sql is None):
             raise InputError("give a table (--table) or a query (--sql), not both")
@@ -451,10 +464,13 @@ class SqlSource(RowSource):
             relation = f"({sql.strip().rstrip(';')}) AS pydp_query"
         self._setup(relation, table, columns, scale, chunk_rows,
                     dict(memory_limit=memory_limit, threads=threads,
-                         temp_directory=temp_directory))
+                         temp_directory=temp_directory), units, dropna)
 
-    def _setup(self, relation, table, columns, scale, chunk_rows, options):
+    def _setup(self, relation, table, columns, scale, chunk_rows, options, units=None,
+               dropna=False):
         parse_scale(scale)            # a bad scale is refused before connecting
+        self.units = tuple(units) if needs_conversion(units) else None
+        self.dropna = bool(dropna)
         self._relation, self.table = relation, table
         self.columns = tuple(c.strip() for c in columns if c.strip())
         self.scale, self.chunk_rows = scale, int(chunk_rows)
@@ -462,11 +478,13 @@ class SqlSource(RowSource):
         self._engine = None
 
     @classmethod
-    def _over_files(cls, relation, shown, columns, scale, chunk_rows, options):
+    def _over_files(cls, relation, shown, columns, scale, chunk_rows, options, units=None,
+                    dropna=False):
         """An in-memory DuckDB reading files through ``relation`` (:func:`duckdb_files`)."""
         self = cls.__new__(cls)
         self.engine_name, self._target, self.shown = "duckdb", ":memory:", shown
-        self._setup(relation, None, columns, scale, chunk_rows, dict(options, files=True))
+        self._setup(relation, None, columns, scale, chunk_rows, dict(options, files=True),
+                    units, dropna)
         return self
 
     # -- the row path (RowSource): values converted in Python
@@ -478,6 +496,12 @@ class SqlSource(RowSource):
         before = 0
         try:
             for chunk in engine.row_chunks(sql, width, self.chunk_rows):
+                if self.units is not None:
+                    out, _ = convert_chunk(chunk, self.units, self.columns,
+                                           where=f"{self.shown}: ", before=before)
+                    before += len(chunk[0])
+                    yield out
+                    continue
                 out = []
                 for col, name in zip(chunk, self.columns):
                     try:
@@ -489,8 +513,8 @@ class SqlSource(RowSource):
                 before += len(chunk[0])
                 yield out
         except _Null as null:
-            raise InputError(f"{self.shown}: column {self.columns[null.index]!r} holds NULL "
-                             "values") from None
+            raise InputError(missing_message(f"{self.shown}: ", self.columns[null.index])) \
+                from None
         except engine.errors as exc:
             raise engine.failed(exc, "reading rows") from None
 
@@ -504,7 +528,12 @@ class SqlSource(RowSource):
         try:
             described = self._describe(engine)
             self.check_dims(domains)
-            if self.scale is None and all(t is None or engine.is_integer(t)
+            if self.dropna and not getattr(self, "_filtered", False):
+                # the per-row filter, pushed down: rows with a NULL in a used column
+                kept = " AND ".join(f"{quote_identifier(c)} IS NOT NULL" for c in self.columns)
+                self._relation = f"(SELECT * FROM {self._relation} WHERE {kept}) AS pydp_notnull"
+                self._filtered = True
+            if self.scale is None and self.units is None and all(t is None or engine.is_integer(t)
                                           for t in described):
                 prepared = _PushdownPrepared(self, engine, tuple(domains))
                 if prepared.pushdown:
@@ -589,7 +618,7 @@ class _PushdownPrepared(Prepared):
             if engine.name == "sqlite" and row[4 + step * a]:
                 return False
             if int(count) != self.rows:
-                raise InputError(f"{self._source.shown}: column {name!r} holds NULL values")
+                raise InputError(missing_message(f"{self._source.shown}: ", name))
             if self.rows and (int(low) < lo or int(high) > hi):
                 raise InputError(f"column {name!r} must lie in the domain [{lo}, {hi}]: some "
                                  f"value is outside it")
@@ -674,7 +703,7 @@ class _PushdownPrepared(Prepared):
 
 
 def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memory_limit=None,
-                 threads=None, temp_directory=None, delimiter=None):
+                 threads=None, temp_directory=None, delimiter=None, units=None, dropna=False):
     """DuckDB reading CSV or Parquet files and aggregating them (``engine="duckdb"``).
 
     The files become ``read_parquet([...])`` or ``read_csv([...], header =
@@ -694,4 +723,5 @@ def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memo
     return SqlSource._over_files(f"{reader}({files}{extra}) AS pydp_files", shown, columns,
                                  scale, chunk_rows, dict(memory_limit=memory_limit,
                                                          threads=threads,
-                                                         temp_directory=temp_directory))
+                                                         temp_directory=temp_directory),
+                                 units, dropna)

@@ -41,7 +41,8 @@ META_KEYS = {
                           "threshold_factor", "tree", "fanout", "consistency", "estimator", "k",
                           # (epsilon, delta): public parameters, and the pure epsilon their
                           # scales give (a function of the released tree's shape)
-                          "delta", "pure_epsilon"},
+                          "delta", "pure_epsilon",
+                          "columns"},  # public column descriptions (units.Column)
     "rectangle-synopsis": {"format", "domain", "beta", "config", "threshold_factor",
                            "epsilon_axis", "structure",
                            # adaptive grid
@@ -50,7 +51,9 @@ META_KEYS = {
                            "epsilon_intermediate", "epsilon_final", "scales", "thresholds",
                            "fanout", "estimator", "final_share", "prune",
                            # (epsilon, delta) (as above)
-                           "delta", "pure_epsilon"},
+                           "delta", "pure_epsilon",
+                           # public column descriptions (units.Column)
+                           "columns"},
     # checkpoints (secret: the true prefix, the noise in use)
     "binary-tree-counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
                             "noise", "rng", "max_item", "delta", "pure_epsilon", "peak"},
