@@ -47,6 +47,7 @@ def public_objects(tmp_path):
         "CsvSource": sources.files(str(csv), ["x"]),
         "ArraySource": sources.ArraySource([values]),
         "SqlSource": sources.SqlSource("postgresql://me:hunter2@db/x", ["a"], table="t"),
+        "Column": ps.Column.datetime("pickup", unit="s", tz="UTC", resolution="1h"),
     }
 
 
