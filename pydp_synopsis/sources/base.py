@@ -254,46 +254,56 @@ class _RowPrepared(Prepared):
         self._aggs = [SortedAggregator(source.memory_entries, directory=self._tmp)
                       for _ in domains]
         workers = _AxisWorkers(len(domains))
-        self._offsets = os.path.join(self._tmp, "offsets.u64") if source.spill_offsets else None
+        # one spill file per axis, written by that axis's worker
+        self._offsets = ([os.path.join(self._tmp, f"offsets{a}.u64") for a in range(len(domains))]
+                         if source.spill_offsets else None)
+        spills = [open(path, "wb") for path in self._offsets or []]
 
-        def add(agg, col, dom, name):
+        def add(agg, col, dom, name, spill):
             offsets = _column_offsets(col, dom, name)
             agg.add(offsets)
-            return offsets
+            if spill is not None:
+                offsets.tofile(spill)
 
         try:
             rows = 0
-            with open(self._offsets or os.devnull, "wb") as spill:
-                # reading the next chunk overlaps sorting this one (both release the GIL)
-                for cols in prefetch(iter(source.chunks())):
-                    offsets = workers.map(add, self._aggs, cols, self._domains, source.columns)
-                    if self._offsets is not None and offsets:
-                        np.stack(offsets, axis=1).tofile(spill)
-                    rows += len(cols[0]) if cols else 0
-                    if progress is not None:
-                        progress(rows)
+            # reading the next chunk overlaps sorting this one (both release the GIL)
+            for cols in prefetch(iter(source.chunks())):
+                workers.map(add, self._aggs, cols, self._domains, source.columns,
+                            spills or [None] * len(self._domains))
+                rows += len(cols[0]) if cols else 0
+                if progress is not None:
+                    progress(rows)
             self.rows = rows
         except BaseException:
+            for fh in spills:
+                fh.close()
             self.close()
             raise
         finally:
             workers.close()
+        for fh in spills:
+            fh.close()
 
     def axis(self, a):
         return prefetch(self._aggs[a].chunks())
 
     def cells(self, ends):
         if self._offsets is not None:       # checked offsets, read back: no second parse
-            c, path = len(self._domains), self._offsets
+            paths = self._offsets
 
             def chunks():
-                with open(path, "rb") as fh:
+                handles = [open(path, "rb") for path in paths]
+                try:
                     while True:
-                        block = np.fromfile(fh, dtype=np.uint64, count=CHUNK_ROWS * c)
-                        if block.size == 0:
+                        cols = [np.fromfile(fh, dtype=np.uint64, count=CHUNK_ROWS)
+                                for fh in handles]
+                        if cols[0].size == 0:
                             return
-                        block = block.reshape(-1, c)
-                        yield [block[:, a] for a in range(c)]
+                        yield cols
+                finally:
+                    for fh in handles:
+                        fh.close()
 
             return spilled_cells(self._tmp, chunks, ends, None, self._source.columns,
                                  self.rows)
