@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+import pydp_synopsis as ps
+
 pytest.importorskip("duckdb")
 pytest.importorskip("pyarrow")
 pytest.importorskip("pandas")
@@ -18,12 +20,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def test_every_scale_measurement_runs_on_tiny_inputs(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
+    # the package as installed (its parent directory), not the source tree: a clean
+    # checkout has no compiled core next to its sources
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__))))
     proc = subprocess.run(
         [sys.executable, os.path.join(HERE, "bench_scale.py"), "--parquet-rows", "40000",
          "--csv-rows", "20000", "--pushdown", "20000,40000", "--distinct", "2000",
          "--skip", "dask", "--workdir", str(tmp_path)],
-        capture_output=True, text=True, timeout=600, env=env)
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "error" not in out, out

@@ -77,7 +77,7 @@ def test_counter_running_count_with_band(tmp_path):
         p = subprocess.run([sys.executable, "-m", "pydp_synopsis.cli", "count-stream", "--horizon",
                             "5000", "--epsilon", "1", "--checkpoint", str(ckpt)], input=stream,
                            stdout=fh, stderr=subprocess.PIPE, text=True,
-                           env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT))
+                           env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     out = run("plot", ckpt, "--releases", rel, "-o", tmp_path / "c.png")
     assert out.returncode == 0, out.stderr
@@ -102,7 +102,7 @@ def test_sparse_counter_releases_are_drawn_as_steps(tmp_path):
                             str(2**40), "--epsilon", "1", "--counter", "sparse", "--positions",
                             "--checkpoint", str(ckpt)], input=positions, stdout=fh,
                            stderr=subprocess.PIPE, text=True,
-                           env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT))
+                           env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     out = run("plot", ckpt, "--releases", rel, "-o", tmp_path / "s.png")
     assert out.returncode == 0, out.stderr
@@ -126,7 +126,8 @@ sys.exit(main(sys.argv[1:]))
 def test_missing_matplotlib_is_one_line_before_any_work(tmp_path, args):
     args = [a.format(d=tmp_path) for a in args]
     p = subprocess.run([sys.executable, "-c", NO_MATPLOTLIB, *args], capture_output=True,
-                       text=True, env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT), timeout=120)
+                       text=True, env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT), timeout=120,
+                       cwd=tmp_path)
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert p.stderr.strip().splitlines() == [
         f"pydp-synopsis: error: {'--plot' if args[0] == 'demo' else 'plot'} needs matplotlib: "
