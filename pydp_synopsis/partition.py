@@ -105,6 +105,10 @@ def _start(rng, size, epsilon, beta, factor, threshold_size=None):
     return state
 
 
+_NO_POSITIONS = np.empty(0, dtype=np.uint64)
+_NO_COUNTS = np.empty(0, dtype=np.int64)
+
+
 def _run(state, rng, pos, cnt, end):
     """Feed sorted positions ``pos`` (uint64, non-decreasing) with counts ``cnt``
     (int64, or None for one item each) and process every position up to
@@ -721,6 +725,45 @@ class OnlinePartition(_Fig1):
         if seals.size:
             self._ends.append(seals)
         return seals
+
+    def feed_one(self, x):
+        """Process the next position, holding ``x`` items: ``feed([x])`` without arrays.
+
+        Parameters
+        ----------
+        x : int
+            A non-negative integer count.
+
+        Returns
+        -------
+        bool
+            True if the position sealed (the same kernel call and random draws
+            as :meth:`feed`, so the same partition).
+
+        Raises
+        ------
+        TypeError, DomainError, HorizonError
+            As :meth:`feed`, checked before anything changes.
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> op = OnlinePartition(size=3, epsilon=1.0, rng=ps.Rng(seed=3))
+        >>> op.feed_one(0), op.feed_one(0), op.feed_one(0)   # the last position always seals
+        (False, False, True)
+        """
+        if type(x) is not int:
+            return bool(self.feed([x]).size)        # the array path: its checks and errors
+        if x < 0:
+            raise DomainError("counts must be non-negative integers")
+        self._count_of_positions(1, "feed_one")
+        position = int(self._state.position)
+        if x:
+            pos = np.array([position], dtype=np.uint64)
+            cnt = np.array([min(x, _COUNT_CAP)], dtype=np.int64)
+        else:
+            pos, cnt = _NO_POSITIONS, _NO_COUNTS
+        return self._advance(pos, cnt, 1).size > 0
 
     def feed(self, counts):
         """Process the next ``len(counts)`` positions.

@@ -408,9 +408,28 @@ class SparseStreamCounter(ContinualCounter):
         return self._inner.update_many(counts)
 
     def update(self, x, *, monotone=False):
-        """Feed one item and return the release after it (see :meth:`update_many`)."""
-        monotone = check_bool(monotone, "monotone")
+        """Feed one item and return the release after it (see :meth:`update_many`).
+
+        A Python int that passes every check of :meth:`update_many` takes the
+        same steps without arrays: one partition kernel call for the position
+        and, if it seals, one inner counter update with the segment's count
+        (the same draws and releases); anything else takes the checked path,
+        which raises the documented error.
+        """
+        if monotone is not False and monotone is not True:
+            monotone = check_bool(monotone, "monotone")
         with self._lock:
+            part = self._partition
+            if (type(x) is int and 0 <= x and not self._spent and part.position < part.size
+                    and self._total + x <= self.max_item):
+                if part.feed_one(x):
+                    inner = self._inner
+                    if inner.time >= inner.horizon:       # as _seal: spent, nothing released
+                        self._spent = True
+                        self._check_live()
+                    inner.update(self._total + x - inner.true_prefix_sum)
+                self._total += x
+                return self._inner.monotone_release if monotone else self._inner.release
             release = super().update(x)
             return self.monotone_release if monotone else release
 

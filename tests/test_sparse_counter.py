@@ -530,3 +530,62 @@ def test_sparse_copies_and_pickles_are_refused():
     for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
         with pytest.raises(TypeError, match="secret noise"):
             attempt(c)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_update_one_item_is_update_many_of_one(seed):
+    """update(x) takes a scalar path: the same draws, releases and checkpoint as
+    update_many([x]) item by item (monotone or not, both inner counters, max_items)."""
+    gen = np.random.default_rng(seed)
+    xs = (gen.random(2000) < 0.5).astype(np.int64) * gen.integers(1, 3, 2000)
+    kw = dict(horizon=2**20, epsilon=1, counter="binary" if seed % 2 else "kary")
+    if seed % 3 == 0:
+        kw["max_items"] = 5000
+    monotone = seed % 2 == 0
+    a = ps.SparseStreamCounter(**kw, rng=ps.Rng(seed=seed))
+    b = ps.SparseStreamCounter(**kw, rng=ps.Rng(seed=seed))
+    got = [a.update(int(x), monotone=monotone) for x in xs]
+    want = [int(b.update_many([int(x)], monotone=monotone)[0]) for x in xs]
+    assert got == want and a.segments > 3
+    assert str(a.to_state()) == str(b.to_state())
+
+
+def test_update_one_item_refuses_like_update_many():
+    c = ps.SparseStreamCounter(horizon=4, epsilon=1, max_items=3, rng=ps.Rng(seed=1))
+    with pytest.raises(DomainError):
+        c.update(-1)
+    with pytest.raises(TypeError):
+        c.update(1.5)
+    with pytest.raises(DomainError):
+        c.update(4)                          # above the total bound: nothing consumed
+    assert c.time == 0
+    for _ in range(4):
+        c.update(0)
+    with pytest.raises(HorizonError):
+        c.update(0)
+
+
+def test_a_spent_counter_refuses_single_updates(monkeypatch):
+    """The scalar path spends the counter as update_many does: a seal beyond the inner
+    horizon (max_items + 1) raises before releasing, and every later update raises."""
+    c = SparseStreamCounter(horizon=1000, epsilon=1.0, max_items=3, rng=Rng(22))
+    monkeypatch.setattr(c._partition, "feed_one", lambda x: True)    # every position seals
+    for _ in range(c.inner_horizon):
+        c.update(0)
+    segments, release = c.segments, c.release
+    with pytest.raises(HorizonError, match="spent.*max_items \\+ 1 = 4"):
+        c.update(0)
+    assert c.segments == segments and c.release == release
+    with pytest.raises(HorizonError, match="spent"):
+        c.update(0)
+
+
+def test_online_partition_feed_one_is_feed_of_one():
+    a = ps.OnlinePartition(size=4000, epsilon=1, rng=ps.Rng(seed=4))
+    b = ps.OnlinePartition(size=4000, epsilon=1, rng=ps.Rng(seed=4))
+    counts = np.random.default_rng(4).integers(0, 3, 4000)
+    got = [a.feed_one(int(x)) for x in counts]
+    want = [bool(b.feed([int(x)]).size) for x in counts]
+    assert got == want and a.segments.tolist() == b.segments.tolist() and sum(got) > 3
+    with pytest.raises(HorizonError):
+        a.feed_one(0)
