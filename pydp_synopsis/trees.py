@@ -29,6 +29,7 @@ import numpy as np
 
 from ._core import check, f64, ffi, i64, lib, u64
 from .accounting import unit_shift_scale
+from .aggregates import SegmentIndex
 from .params import scale_parts
 
 __all__ = ["ESTIMATORS", "MAX_COEF_WORK", "tree_shape", "noise_scale", "noisy_tree",
@@ -209,11 +210,13 @@ def coefficient_bound(m, fanout, max_work=None):
     return min(float(out[0]) * (1 + 1e-9) + 1e-12, fallback)
 
 
-def _segments(ends, x, lookup):
-    """``searchsorted(ends, x, "left")`` as uint64, through ``lookup`` when given."""
-    if lookup is not None:
-        return lookup.of(x).astype(np.uint64)
-    return np.searchsorted(ends, x, side="left").astype(np.uint64)
+def _segments(ends, lo, hi, lookup):
+    """The segments of the endpoints (``searchsorted(ends, x, "left")``, uint64)
+    through ``lookup``, the partition's bucket-table search; without one, a
+    lookup over ``ends`` is built for this call."""
+    if lookup is None:
+        lookup = SegmentIndex(ends)
+    return lookup.of(lo).astype(np.uint64), lookup.of(hi).astype(np.uint64)
 
 
 def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, prefix=None,
@@ -236,8 +239,9 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
     prefix : numpy.ndarray of float64, optional
         ... or the ``m + 1`` prefix sums of segment estimates (``prefix[0] = 0``).
     lookup : SegmentIndex, optional
-        The partition's :attr:`~pydp_synopsis.Partition.lookup` over ``ends``:
-        the endpoints' segments by its bucket table instead of ``searchsorted``.
+        The partition's :attr:`~pydp_synopsis.Partition.lookup` over ``ends``
+        (default: one built for this call): the endpoints' segments by its
+        bucket table.
 
     Returns
     -------
@@ -245,10 +249,10 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
 
     Notes
     -----
-    O(q log m): the endpoints' segments (``lookup`` or ``searchsorted``), then one C
+    O(q log m): the endpoints' segments (``lookup``), then one C
     call reading ``<= 2 (f - 1) L + 2`` nodes or 4 prefix sums per interval.
     """
-    seg_lo, seg_hi = _segments(ends, lo, lookup), _segments(ends, hi, lookup)
+    seg_lo, seg_hi = _segments(ends, lo, hi, lookup)
     out = np.empty(lo.size, dtype=np.float64)
     args = (u64(ends), u64(lo), u64(hi), u64(seg_lo), u64(seg_hi), lo.size,
             ESTIMATORS.index(estimator), tau, f64(out))
@@ -306,7 +310,7 @@ def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=
     the raw tree, O(levels) for the consistent tree (independent of the
     fanout), O(log_k m) for kary.
     """
-    seg_lo, seg_hi = _segments(ends, lo, lookup), _segments(ends, hi, lookup)
+    seg_lo, seg_hi = _segments(ends, lo, hi, lookup)
     sumsq = np.empty((lo.size, 4), dtype=np.float64)
     maxabs = np.empty((lo.size, 4), dtype=np.float64)
     args = (u64(ends), u64(lo), u64(hi), u64(seg_lo), u64(seg_hi), lo.size,
