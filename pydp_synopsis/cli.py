@@ -129,13 +129,8 @@ def parse_domain(text, dims, scale=None):
             "--domain is required: a domain taken from the data would leak its minimum and maximum. "
             "Give public bounds per column, e.g. --domain=0:86399 or --domain=-90000000:90000000,"
             "-180000000:180000000, or a type name (int32, uint64, ...) for its full range")
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) == 1 and dims > 1:
-        parts = parts * dims
-    if len(parts) != dims:
-        raise UsageError(f"--domain gives {len(parts)} ranges for {dims} columns")
     out = []
-    for p in parts:
+    for p in _domain_entries(text, dims):
         if p in DTYPE_DOMAINS:
             out.append(DTYPE_DOMAINS[p])
             continue
@@ -151,6 +146,16 @@ def parse_domain(text, dims, scale=None):
 
 
 _INT = re.compile(r"^[+-]?\d+$")
+
+
+def _domain_entries(text, dims):
+    """``--domain``'s comma-separated entries, one per column (one entry serves all)."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) == 1 and dims > 1:
+        parts = parts * dims
+    if len(parts) != dims:
+        raise UsageError(f"--domain gives {len(parts)} ranges for {dims} columns")
+    return parts
 
 
 def parse_user_domain(text, dims):
@@ -169,13 +174,8 @@ def parse_user_domain(text, dims):
     """
     if text is None:
         parse_domain(None, dims)
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) == 1 and dims > 1:
-        parts = parts * dims
-    if len(parts) != dims:
-        raise UsageError(f"--domain gives {len(parts)} ranges for {dims} columns")
     out = []
-    for p in parts:
+    for p in _domain_entries(text, dims):
         if p in DTYPE_DOMAINS:
             out.append(DTYPE_DOMAINS[p])
             continue
@@ -287,7 +287,7 @@ class _BuildProgress:
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
-        self.enabled = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.enabled = _is_terminal(self.stream)
         self.delay = float(os.environ.get("PYDP_SYNOPSIS_PROGRESS_DELAY", "2"))
         self.start = time.monotonic()
         self.phase, self.rows, self.shown = "reading", None, False
