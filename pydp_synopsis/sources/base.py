@@ -25,6 +25,7 @@ References
    ASIACRYPT 2015, Remark 2.2 (the offline partition from sorted counts),
    section 3.3 (the rectangle structures count points per cell).
 """
+import contextlib
 import os
 import queue
 import shutil
@@ -257,7 +258,6 @@ class _RowPrepared(Prepared):
         # one spill file per axis, written by that axis's worker
         self._offsets = ([os.path.join(self._tmp, f"offsets{a}.u64") for a in range(len(domains))]
                          if source.spill_offsets else None)
-        spills = [open(path, "wb") for path in self._offsets or []]
 
         def add(agg, col, dom, name, spill):
             offsets = _column_offsets(col, dom, name)
@@ -266,24 +266,22 @@ class _RowPrepared(Prepared):
                 offsets.tofile(spill)
 
         try:
-            rows = 0
-            # reading the next chunk overlaps sorting this one (both release the GIL)
-            for cols in prefetch(iter(source.chunks())):
-                workers.map(add, self._aggs, cols, self._domains, source.columns,
-                            spills or [None] * len(self._domains))
-                rows += len(cols[0]) if cols else 0
-                if progress is not None:
-                    progress(rows)
+            with contextlib.ExitStack() as files:
+                spills = ([files.enter_context(open(path, "wb")) for path in self._offsets]
+                          if self._offsets else [None] * len(self._domains))
+                rows = 0
+                # reading the next chunk overlaps sorting this one (both release the GIL)
+                for cols in prefetch(iter(source.chunks())):
+                    workers.map(add, self._aggs, cols, self._domains, source.columns, spills)
+                    rows += len(cols[0]) if cols else 0
+                    if progress is not None:
+                        progress(rows)
             self.rows = rows
         except BaseException:
-            for fh in spills:
-                fh.close()
             self.close()
             raise
         finally:
             workers.close()
-        for fh in spills:
-            fh.close()
 
     def axis(self, a):
         return prefetch(self._aggs[a].chunks())
