@@ -33,7 +33,6 @@ References
 """
 import dataclasses
 import hashlib
-import math
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor

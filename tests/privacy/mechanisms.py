@@ -223,10 +223,21 @@ _COUNTER_PROBES = (
 
 
 # ----------------------------------------------------------- interval synopsis
+def _interval_values(values, params):
+    """The values as the domain's dtype (uint64 above int64)."""
+    return np.asarray(values, dtype=np.uint64 if params["domain"][1] > 2**63 - 1 else np.int64)
+
+
 def _interval_run(values, rng, **params):
-    lo, hi = params["domain"]
-    dtype = np.uint64 if hi > 2**63 - 1 else np.int64
-    return ps.IntervalSynopsis.build(np.asarray(values, dtype=dtype), rng=rng, **params)
+    return ps.IntervalSynopsis.build(_interval_values(values, params), rng=rng, **params)
+
+
+def _interval_mechanism(name, run, params, pairs):
+    """An interval synopsis mechanism: its release, record, budget charge and probes."""
+    return Mechanism(name=name, run=run, features=_interval_features,
+                     epsilon=lambda syn: syn.epsilon, released=lambda syn: syn._to_record()[2],
+                     record=lambda syn: syn, charges=True, probes=_SYNOPSIS_PROBES,
+                     params=params, pairs=pairs)
 
 
 def _interval_features(syn, params):
@@ -243,17 +254,9 @@ for tree, fanout in (("binary", 2), ("hierarchical", 16), ("kary", 16)):
     # the release is one noisy count at epsilon_tree = 0.99 epsilon.
     base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "tree": tree}
     fanout_block = 2 if tree == "binary" else 4     # m = 4 = f^l segments: 4 heavy values
-    register(Mechanism(
-        name=f"interval/{tree}",
-        run=_interval_run,
-        features=_interval_features,
-        epsilon=lambda syn: syn.epsilon,
-        released=lambda syn: syn._to_record()[2],
-        record=lambda syn: syn,
-        charges=True,
-        probes=_SYNOPSIS_PROBES,
-        params=base,
-        pairs=(
+    register(_interval_mechanism(
+        f"interval/{tree}", _interval_run, base,
+        (
             Pair("empty vs one item", [], [3], {CI, TIGHT}),
             Pair("domain start", [], [0]),
             Pair("domain end", [], [7]),
@@ -274,8 +277,7 @@ for tree, fanout in (("binary", 2), ("hierarchical", 16), ("kary", 16)):
 
 def _interval_run_weighted(values, rng, **params):
     """The weighted path: the distinct values with their counts (``counts=``)."""
-    dtype = np.uint64 if params["domain"][1] > 2**63 - 1 else np.int64
-    v, c = np.unique(np.asarray(values, dtype=dtype), return_counts=True)
+    v, c = np.unique(_interval_values(values, params), return_counts=True)
     return ps.IntervalSynopsis.build(v, counts=c, rng=rng, **params)
 
 
@@ -285,17 +287,9 @@ def _interval_run_weighted(values, rng, **params):
 for name, run, extra in (("interval/sharded", _interval_run, {"shards": 2}),
                          ("interval/weighted", _interval_run_weighted, {})):
     base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "tree": "kary", **extra}
-    register(Mechanism(
-        name=name,
-        run=run,
-        features=_interval_features,
-        epsilon=lambda syn: syn.epsilon,
-        released=lambda syn: syn._to_record()[2],
-        record=lambda syn: syn,
-        charges=True,
-        probes=_SYNOPSIS_PROBES,
-        params=base,
-        pairs=(
+    register(_interval_mechanism(
+        name, run, base,
+        (
             Pair("empty vs one item", [], [3], {CI, TIGHT}),
             Pair("an item at the shard cut", [3] * 5, [3] * 5 + [4]),
             Pair("heavy duplicates on both sides of the cut", [3] * 12 + [4] * 12,

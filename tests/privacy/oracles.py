@@ -26,7 +26,6 @@ References
    Continual Observation with Pure Differential Privacy", section 3.1 and
    Algorithm 2.
 """
-import itertools
 import math
 from fractions import Fraction
 
