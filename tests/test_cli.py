@@ -34,6 +34,21 @@ def run(*args, stdin=None):
                           cwd=os.path.dirname(PACKAGE_PARENT), env=env, timeout=300)
 
 
+def read_pty(master):
+    """Everything a child wrote to a pseudo-terminal, until it closed it (text)."""
+    shown = b""
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:            # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        shown += data
+    os.close(master)
+    return shown.decode()
+
+
 def answer_and_bound(stdout):
     """The answer and the simultaneous bound that ``query --lo --hi`` printed."""
     first, second = stdout.splitlines()[:2]

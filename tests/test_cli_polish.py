@@ -10,7 +10,7 @@ import pytest
 
 import pydp_synopsis as ps
 from pydp_synopsis import cli
-from test_cli import PACKAGE_PARENT, SCRIPT, answer_and_bound, one_line_error, run
+from test_cli import PACKAGE_PARENT, SCRIPT, answer_and_bound, one_line_error, read_pty, run
 
 
 @pytest.fixture(scope="module")
@@ -151,20 +151,6 @@ def test_help_describes_each_command_and_its_defaults(command, fragments):
         assert f in text, (command, f)
 
 
-def _read_pty(master):
-    shown = b""
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:            # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        shown += data
-    os.close(master)
-    return shown.decode()
-
-
 def test_count_stream_progress_on_a_terminal_and_silent_otherwise(tmp_path):
     cmd = [SCRIPT] if os.path.exists(SCRIPT) else [os.sys.executable, "-m", "pydp_synopsis.cli"]
     args = cmd + ["count-stream", "--horizon", "200000", "--epsilon", "1"]
@@ -181,7 +167,7 @@ def test_count_stream_progress_on_a_terminal_and_silent_otherwise(tmp_path):
         feeder = threading.Thread(target=lambda: (proc.stdin.write(stream.encode()),
                                                   proc.stdin.close()))
         feeder.start()
-        text = _read_pty(master)
+        text = read_pty(master)
         feeder.join()
         assert proc.wait(timeout=120) == 0
     assert "pydp-synopsis count-stream: items" in text and "150,000" in text

@@ -11,7 +11,7 @@ import pytest
 
 import pydp_synopsis as ps
 from pg_cluster import Cluster, postgres_bin
-from test_cli import PACKAGE_PARENT, SCRIPT, one_line_error, run
+from test_cli import PACKAGE_PARENT, SCRIPT, one_line_error, read_pty, run
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -153,18 +153,8 @@ def test_progress_line_on_a_terminal_only(tmp_path, table):
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, env=env,
                             cwd=os.path.dirname(PACKAGE_PARENT))
     os.close(slave)
-    shown = b""
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:            # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        shown += data
-    os.close(master)
+    text = read_pty(master)
     assert proc.wait(timeout=120) == 0
-    text = shown.decode()
     assert "pydp-synopsis build: reading" in text and "partitioning and counting" in text
     assert text.endswith("\n")
     piped = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120,
