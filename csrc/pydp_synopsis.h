@@ -7,7 +7,7 @@
  * csrc/pds_limits.h).  All state lives in caller-owned structs;
  * there are no globals except constants.  Functions return a pds_status
  * (PDS_OK = 0 on success) unless documented otherwise -- the only others
- * are pds_strerror (a string) and pds_multitree_free (nothing); results
+ * are pds_strerror (a string), pds_multitree_free and pds_privtree_free (nothing); results
  * go to out-parameters.  pds_strerror() names a status.
  */
 
@@ -582,6 +582,40 @@ typedef enum {
 /* Select the mutant (PDS_MUTANT_NONE: none).  PDS_EINVAL in every build
  * without PDS_TEST_MUTANTS, and for an unknown mutant. */
 pds_status pds_test_mutation(int32_t mutant);
+
+/* ------------------------------------------------------------ privtree.c --
+ * PrivTree in one dimension (pydp_synopsis/privtree.py).
+ */
+typedef struct pds_privtree {
+    uint64_t *ends;        /* leaf right ends (offsets), increasing; malloc'ed */
+    uint8_t *depths;       /* leaf depths (root 0); malloc'ed */
+    uint64_t m;            /* number of leaves */
+    uint64_t capacity;
+    uint64_t tested;       /* noise draws made (nodes of width >= 2 visited) */
+} pds_privtree;
+
+/* The leaves of PrivTree over [first, last] for the sorted distinct offsets
+ * keys[0..nk) (strictly increasing, inside [first, last]) with running count
+ * totals cum[0..nk) (nondecreasing, >= 0, <= 2^62), the root of depth
+ * depth0 <= 64: a node [a, b] of width
+ * >= 2 at depth d with count c splits at a + (b - a) / 2 iff
+ * max(theta - delta, c - d delta) + Z > theta, Z discrete Laplace of scale
+ * t/s (1 <= t, s < 2^62); 0 <= delta <= 2^62, |theta| <= 2^62.  On success
+ * *out owns malloc'ed arrays (release with pds_privtree_free, also safe
+ * after a failure, which leaves *out empty).  PDS_EINVAL for bad arguments
+ * (nothing drawn), PDS_ENOMEM past max_leaves leaves or on allocation
+ * failure. */
+pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t *cum,
+                              uint64_t nk, uint64_t first, uint64_t last, uint32_t depth0,
+                              uint64_t t, uint64_t s, int64_t delta, int64_t theta,
+                              uint64_t max_leaves, pds_privtree *out);
+void pds_privtree_free(pds_privtree *tree);
+/* Check that ends[0..m) are the leaves, in order, of a binary halving tree
+ * over [first, last] (each node [a, b] split at a + (b - a) / 2) and write
+ * each leaf's depth (the root's is depth0 <= 64).  PDS_ESTATE if they are not, PDS_EINVAL for bad
+ * arguments.  O(m log D). */
+pds_status pds_privtree_depths(const uint64_t *ends, uint64_t m, uint64_t first,
+                               uint64_t last, uint32_t depth0, uint8_t *depths);
 
 /* ---------------------------------------------------------- aggregate.c --
  * The data path of streamed builds (pydp_synopsis/aggregates.py).

@@ -37,7 +37,8 @@ from .params import (as_offsets, check_beta, check_bool, check_choice, check_dom
                      check_share, check_threshold_factor, exact_epsilon, is_int, split_epsilon)
 from .aggregates import aggregate, check_counts
 from .partition import Partition, fig1_threshold, partition_of_sorted
-from .shards import check_shards, partition_sharded
+from .privtree import PRIVTREE, TreePartition, privtree_parameters
+from .shards import MAX_SHARDS, check_shards, partition_sharded
 from .rng import resolve_rng
 from ._threads import halves
 from .tails import laplace_sum_tail, laplace_weighted_tail
@@ -48,15 +49,49 @@ __all__ = ["IntervalSynopsis"]
 # Defaults, chosen by measured RMSE (README.md, "Interval synopsis", "Tuning").
 DEFAULT_TREE = "hierarchical"
 DEFAULT_FANOUT = 16
-DEFAULT_ESTIMATOR = "seal_uniform"
-DEFAULT_SHARE = 0.25
-DEFAULT_FACTOR = 1
+DEFAULT_PARTITION = "privtree"
+DEFAULT_ESTIMATOR = "uniform"            # with partition="privtree"
+DEFAULT_SHARE = 0.5
+# with partition="dnrr"
+DNRR_ESTIMATOR = "seal_uniform"
+DNRR_SHARE = 0.25
+DNRR_FACTOR = 1
+_PARTITIONS = ("privtree", "dnrr")
+_PRIVTREE_ESTIMATORS = ("uniform", "cover")
 
 _TREES = ("binary", "hierarchical", "kary")
 _KIND = "interval-synopsis"
-_FORMAT = 2
+_FORMAT = 2                # DNRR partitions (release 0.1 wrote 2 as well)
+_FORMAT_PRIVTREE = 3
 _MAX_FANOUT = 65536
 _MAX_K = 65535
+
+def _check_method(partition, estimator, partition_share, threshold_factor):
+    """The partition method and the options that depend on it, with their defaults."""
+    if estimator is not None:
+        estimator = check_choice(estimator, "estimator", trees.ESTIMATORS)
+    if partition is None:
+        # DNRR-only options ask for DNRR's partition
+        dnrr_only = threshold_factor is not None or estimator in ("seal", "seal_uniform")
+        partition = "dnrr" if dnrr_only else DEFAULT_PARTITION
+    method = check_choice(partition, "partition", _PARTITIONS)
+    if method == "privtree":
+        if threshold_factor is not None:
+            raise ParameterError("threshold_factor is an option of partition='dnrr' only "
+                                 "(PrivTree has no threshold)")
+        estimator = DEFAULT_ESTIMATOR if estimator is None else estimator
+        if estimator not in _PRIVTREE_ESTIMATORS:
+            raise ParameterError(f"estimator must be one of {_PRIVTREE_ESTIMATORS} with "
+                                 f"partition='privtree' (the seal estimators need DNRR's "
+                                 f"seal points), got {estimator!r}")
+        share = DEFAULT_SHARE if partition_share is None else partition_share
+        return method, estimator, share, PRIVTREE
+    estimator = DNRR_ESTIMATOR if estimator is None else estimator
+    share = DNRR_SHARE if partition_share is None else partition_share
+    factor = check_threshold_factor(DNRR_FACTOR if threshold_factor is None
+                                    else threshold_factor)
+    return method, estimator, share, factor
+
 
 def _check_options(tree, fanout, consistency, estimator, k):
     """The structural options, checked (one rule for build and load)."""
@@ -195,7 +230,7 @@ class IntervalSynopsis:
     __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta", "delta",
                  "pure_epsilon", "_scale",
                  "tree", "fanout", "consistency", "estimator", "k", "_released", "_prefix",
-                 "_levels", "_ends", "_tau", "_coef", "_columns")
+                 "_levels", "_ends", "_tau", "_coef", "_columns", "_leafw")
 
     def __init__(self):
         raise TypeError("use IntervalSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -220,6 +255,7 @@ class IntervalSynopsis:
         self._ends = np.ascontiguousarray(partition.end_offsets, dtype=np.uint64)
         self._tau = float(partition.threshold)
         self._coef = None
+        self._leafw = None
         self._columns = None                     # set by build/load when described
         self._levels, self._prefix = None, None
         if tree == "kary":
@@ -241,10 +277,10 @@ class IntervalSynopsis:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
-              fanout=DEFAULT_FANOUT, consistency=True, estimator=DEFAULT_ESTIMATOR,
-              partition_share=DEFAULT_SHARE, threshold_factor=DEFAULT_FACTOR, k=19, budget=None,
+              fanout=DEFAULT_FANOUT, consistency=True, estimator=None,
+              partition_share=None, threshold_factor=None, k=19, budget=None,
               counts=None, shards=None, delta=0, columns=None, scale=None,
-              resolution=None, dropna=False):
+              resolution=None, dropna=False, partition=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -359,10 +395,11 @@ class IntervalSynopsis:
         >>> round(s.count(0, 15))
         4
         """
+        method, estimator, partition_share, factor = _check_method(
+            partition, estimator, partition_share, threshold_factor)
         tree, fanout, consistency, estimator, k = _check_options(tree, fanout, consistency,
                                                                  estimator, k)
         share = check_share(partition_share, "partition_share")
-        factor = check_threshold_factor(threshold_factor)
         eps = exact_epsilon(epsilon)
         dlt = check_delta_or_zero(delta)
         beta = check_beta(beta)
@@ -372,7 +409,10 @@ class IntervalSynopsis:
             values, [domain], counts=counts, columns=columns, scale=scale,
             resolution=resolution, dropna=dropna)
         domain = check_domain(domain)
-        fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
+        if method == "dnrr":
+            fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
+        else:
+            privtree_parameters(eps_p)                                         # the same check
         n_shards = check_shards(shards, [domain])
         rng = resolve_rng(rng)
         what = describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t,
@@ -687,6 +727,8 @@ class IntervalSynopsis:
 
     def _bias_bound(self, multiplicity):
         w = self.interior_weight_bound()
+        if isinstance(self.partition, TreePartition):
+            return 2 * w      # a cut leaf holds <= W items, duplicates included
         if self.estimator == "seal":
             return w
         if self.estimator == "seal_uniform":
@@ -793,6 +835,12 @@ class IntervalSynopsis:
         :meth:`error_bound`'s bias.
         """
         left, right, seal_l, seal_r = self._boundaries(lo_o, hi_o)
+        if isinstance(self.partition, TreePartition):
+            # "uniform" and "cover" take a share of a cut leaf in [0, its weight]
+            w = self._leaf_bounds()
+            lookup = self.partition.lookup
+            k, r = lookup.of(lo_o).astype(np.intp), lookup.of(hi_o).astype(np.intp)
+            return np.where(left, w[k], 0.0) + np.where(right, w[r], 0.0)
         w, cut = self.interior_weight_bound(), left.astype(np.float64) + right
         if self.estimator == "seal":
             return w * cut
@@ -801,6 +849,12 @@ class IntervalSynopsis:
         if self.estimator == "uniform":
             return (w + multiplicity) * cut
         return w * cut + multiplicity * ((left & seal_l).astype(np.float64) + (right & seal_r))
+
+    def _leaf_bounds(self):
+        """PrivTree's per-leaf weight bounds (kept: O(m) once)."""
+        if self._leafw is None:
+            self._leafw = self.partition.leaf_weight_bounds()
+        return self._leafw
 
     def _noise_delta(self, confidence):
         """``1 - confidence - beta / 2``: what the noise may use after the partition's share."""
@@ -924,8 +978,9 @@ class IntervalSynopsis:
 
     def _to_record(self):
         eps = lambda f: [f.numerator, f.denominator]  # noqa: E731
+        tree_part = isinstance(self.partition, TreePartition)
         meta = {
-            "format": _FORMAT,
+            "format": _FORMAT_PRIVTREE if tree_part else _FORMAT,
             "domain": [int(self.domain[0]), int(self.domain[1])],
             "epsilon_partition": eps(self.epsilon_partition),
             "epsilon_tree": eps(self.epsilon_tree),
@@ -939,6 +994,9 @@ class IntervalSynopsis:
             "estimator": self.estimator,
             "k": self.k,
         }
+        if tree_part:
+            meta["partition"] = PRIVTREE
+            meta["shards"] = self.partition.shards
         if self._columns is not None:
             meta["columns"] = columns_to_record(self._columns)
         arrays = {"end_offsets": self._ends, "released": self._released}
@@ -961,16 +1019,29 @@ def _load(meta, arrays):
     and :class:`Partition`; any violation is a FormatError.
     """
     try:
-        if meta.get("format") != _FORMAT:
-            raise FormatError(f"unknown interval-synopsis format {meta.get('format')!r}")
+        fmt = meta.get("format")
+        if fmt not in (_FORMAT, _FORMAT_PRIVTREE):
+            raise FormatError(f"unknown interval-synopsis format {fmt!r}")
+        if fmt == _FORMAT_PRIVTREE and (meta.get("partition") != PRIVTREE
+                                        or meta["threshold_factor"] != PRIVTREE):
+            raise FormatError("interval synopsis record: format 3 holds a PrivTree partition")
         tree, fanout, consistency, estimator, k = _check_options(
             meta["tree"], meta["fanout"], meta["consistency"], meta["estimator"], meta["k"])
         if tree == "binary" and fanout != 2:
             raise FormatError("interval synopsis record: a binary tree has fanout 2")
         beta = check_beta(meta["beta"])
-        part = Partition(np.asarray(arrays["end_offsets"], dtype=np.uint64),
-                         domain=meta["domain"], epsilon=Fraction(*meta["epsilon_partition"]),
-                         beta=beta / 2, threshold_factor=meta["threshold_factor"])
+        ends = np.asarray(arrays["end_offsets"], dtype=np.uint64)
+        eps_p = Fraction(*meta["epsilon_partition"])
+        if fmt == _FORMAT_PRIVTREE:
+            if estimator not in _PRIVTREE_ESTIMATORS:
+                raise FormatError("interval synopsis record: a PrivTree partition needs the "
+                                  "uniform or cover estimator")
+            shards = check_int(meta["shards"], "shards", 1, MAX_SHARDS)
+            part = TreePartition(ends, domain=meta["domain"], epsilon=eps_p, beta=beta / 2,
+                                 shards=shards)
+        else:
+            part = Partition(ends, domain=meta["domain"], epsilon=eps_p, beta=beta / 2,
+                             threshold_factor=meta["threshold_factor"])
         eps_t = exact_epsilon(Fraction(*meta["epsilon_tree"]), "epsilon_tree")
         released = np.ascontiguousarray(arrays["released"], dtype=np.int64)
         want = len(part) if tree == "kary" else trees.tree_shape(len(part), fanout)[1]

@@ -493,8 +493,10 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor,
         As returned by :func:`~pydp_synopsis.params.exact_epsilon`.
     beta : float
         As returned by :func:`~pydp_synopsis.params.check_beta`.
-    threshold_factor : float
-        As returned by :func:`~pydp_synopsis.params.check_threshold_factor`.
+    threshold_factor : float or "privtree"
+        As returned by :func:`~pydp_synopsis.params.check_threshold_factor`;
+        or ``"privtree"`` for the PrivTree partition
+        (:func:`~pydp_synopsis.privtree.privtree_of_sorted`).
     rng : Rng
         A resolved generator; the kernel draws from it in the order of Fig. 1.
     counts : numpy.ndarray of int64, optional
@@ -512,6 +514,10 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor,
     -----
     O(n + #segments) kernel steps, independent of the domain size.
     """
+    if threshold_factor == "privtree":
+        from .privtree import privtree_of_sorted   # privtree imports this module
+
+        return privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts)
     lo, hi = domain
     size = hi - lo + 1
     if counts is not None:
@@ -555,8 +561,13 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng,
     non-empty position and the gap behind it, up to the next non-empty
     position), so each call stops just before the last position of its
     chunk, which is carried into the next call: no run is ever cut in two.
-    O(n + #segments) kernel steps, O(n) numpy work.
+    O(n + #segments) kernel steps, O(n) numpy work.  ``threshold_factor =
+    "privtree"``: :func:`~pydp_synopsis.privtree.privtree_of_chunks`.
     """
+    if threshold_factor == "privtree":
+        from .privtree import privtree_of_chunks
+
+        return privtree_of_chunks(chunks, domain, epsilon, beta, rng, threshold_size)
     lo, hi = domain
     last = hi - lo
     state = _start(rng, last + 1, epsilon, beta, threshold_factor, threshold_size)
@@ -607,6 +618,16 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng,
     seals = np.concatenate(ends) if len(ends) > 1 else ends[0]
     part = Partition._checked(seals, lo, hi, epsilon, beta, threshold_factor)
     return part, np.concatenate(weights) if len(weights) > 1 else weights[0]
+
+
+def assemble_partition(end_offsets, lo, hi, epsilon, beta, threshold_factor, shards=1):
+    """The partition whose shards (in order) ended at ``end_offsets`` (no re-validation
+    for DNRR; PrivTree's leaf depths are recomputed, which checks them)."""
+    if threshold_factor == "privtree":
+        from .privtree import TreePartition
+
+        return TreePartition._checked(end_offsets, lo, hi, epsilon, beta, shards)
+    return Partition._checked(end_offsets, lo, hi, epsilon, beta, threshold_factor)
 
 
 # --------------------------------------------------------------------------

@@ -45,7 +45,7 @@ References
 import numpy as np
 
 from .params import check_int
-from .partition import Partition, partition_of_chunks
+from .partition import assemble_partition, partition_of_chunks
 
 __all__ = ["MAX_SHARDS", "check_shards", "shard_domains", "shard_streams", "split_chunks",
            "partition_sharded"]
@@ -155,5 +155,5 @@ def partition_sharded(chunks, domain, k, epsilon, beta, threshold_factor, rng):
                                       streams.derive(i), hi - lo + 1)
         ends.append(part.end_offsets.astype(np.uint64) + np.uint64(shard[0] - lo))
         weights.append(w)
-    return (Partition._checked(np.concatenate(ends), lo, hi, epsilon, beta, threshold_factor),
+    return (assemble_partition(np.concatenate(ends), lo, hi, epsilon, beta, threshold_factor, k),
             np.concatenate(weights))

@@ -624,7 +624,8 @@ def test_interval_bias_is_per_boundary_segment(interval_synopsis):
     values, _ = interval_synopsis
     for estimator in trees.ESTIMATORS:
         s = ps.IntervalSynopsis.build(values, domain=(0, 10**6 - 1), epsilon=1.0,
-                                      estimator=estimator, rng=ps.Rng(seed=32))
+                                      estimator=estimator, rng=ps.Rng(seed=32),
+                                      partition="dnrr")
         e = s.partition.end_offsets.astype(np.int64)
         w, tau, mu = s.interior_weight_bound(), s.partition.threshold, 3
         assert e[4] - e[3] > 1

@@ -316,7 +316,13 @@ def test_save_load_round_trip_and_tamper(tmp_path):
     (dict(tree="ternary"), ParameterError, "tree"),
     (dict(tree=2), TypeError, "tree"),
     (dict(estimator="mid"), ParameterError, "estimator"),
-    (dict(estimator=None), TypeError, "estimator"),
+    (dict(estimator=3), TypeError, "estimator"),
+    (dict(partition="quantiles"), ParameterError, "partition"),
+    (dict(partition=2), TypeError, "partition"),
+    (dict(partition="privtree", threshold_factor=3), ParameterError, "threshold_factor"),
+    (dict(partition="privtree", estimator="seal"), ParameterError, "estimator"),
+    (dict(partition="privtree", estimator="seal_uniform"), ParameterError, "estimator"),
+    (dict(epsilon=1e-15), ParameterError, "epsilon"),
     (dict(consistency="yes"), TypeError, "consistency"),
     (dict(k=4), ParameterError, "k"),
     (dict(k=1.5), TypeError, "k"),
@@ -388,7 +394,8 @@ def test_seal_estimators_bound_boundary_error_with_heavy_duplicates():
     errs = {}
     for est in ("cover", "uniform", "seal", "seal_uniform"):
         syn = IntervalSynopsis.build(vals, domain=(0, 2**32 - 1), epsilon=10**6, partition_share=share,
-                                     rng=ps.Rng(seed=13), estimator=est, tree="binary")
+                                     rng=ps.Rng(seed=13), estimator=est, tree="binary",
+                                     partition="dnrr")
         # every heavy point ends its segment (it crosses any threshold)
         assert np.isin(heavy, syn.partition.end_offsets).all()
         errs[est] = np.abs(syn.count_many(lo, hi) - truth).max()
@@ -480,7 +487,7 @@ def test_bad_new_build_arguments(kwargs, exc, word):
 
 def test_bad_multiplicity():
     syn = IntervalSynopsis.build([1, 2, 3], domain=(0, 63), epsilon=1.0, rng=ps.Rng(seed=17),
-                                 estimator="cover")
+                                 estimator="cover", partition="dnrr")
     with pytest.raises(ParameterError, match="multiplicity"):
         syn.error_bound(0.9, multiplicity=0)
     with pytest.raises(TypeError, match="multiplicity"):
@@ -575,6 +582,9 @@ def test_budget_is_charged_only_after_every_check():
     budget = ps.Budget(1)
     # epsilon_p so small that the partition threshold passes 2**53: refused before the charge
     with pytest.raises(ParameterError, match="threshold"):
+        IntervalSynopsis.build([1, 2], domain=(0, 2**64 - 1), epsilon=1e-15, budget=budget,
+                               partition="dnrr")
+    with pytest.raises(ParameterError, match="PrivTree"):
         IntervalSynopsis.build([1, 2], domain=(0, 2**64 - 1), epsilon=1e-15, budget=budget)
     with pytest.raises(DomainError, match="values"):
         IntervalSynopsis.build([1, 64], domain=(0, 63), epsilon=0.5, budget=budget)

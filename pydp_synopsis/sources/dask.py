@@ -41,7 +41,7 @@ from ..aggregates import SegmentIndex, aggregate, histogram, merge
 from ..errors import InputError, ParameterError
 from ..units import missing_message
 from ..inputs import parse_scale, to_fixed_point
-from ..partition import Partition, partition_of_chunks
+from ..partition import assemble_partition, partition_of_chunks
 from ..rectangles.axes import Cells
 from ..shards import partition_sharded, shard_domains, shard_streams
 from .base import Prepared, Source, _column_offsets, prefetch
@@ -306,7 +306,8 @@ class _DaskPrepared(Prepared):
         results = _compute(*tasks)
         ends = np.concatenate([r[0] for r in results])
         weights = np.concatenate([r[1] for r in results])
-        return Partition._checked(ends, lo, hi, epsilon, beta, threshold_factor), weights
+        return (assemble_partition(ends, lo, hi, epsilon, beta, threshold_factor, shards),
+                weights)
 
     def cells(self, ends):
         import dask
