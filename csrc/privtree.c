@@ -107,11 +107,11 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
                 continue;
             }
         }
+        if (out->m >= max_leaves) {
+            pds_privtree_free(out);
+            return PDS_ENOMEM;
+        }
         if (out->m == out->capacity) {
-            if (out->m >= max_leaves) {
-                pds_privtree_free(out);
-                return PDS_ENOMEM;
-            }
             if (!grow(out)) {
                 pds_privtree_free(out);
                 return PDS_ENOMEM;
