@@ -64,8 +64,16 @@ def test_sharded_partitions_seal_every_shard_end(data):
         part = ps.IntervalSynopsis.build(x, domain=DOMAIN[0], epsilon=1, rng=ps.Rng(seed=k),
                                          shards=k).partition
         assert {hi for _, hi in shard_domains(DOMAIN[0], k)} <= set(part.ends.tolist())
-        # the same threshold, hence the same weight bound, as one partition
+        # PrivTree (the default): each shard's tree starts at its depth in the whole
+        # tree, so a leaf's weight bound is never above one tree's at the same depth
         one = ps.IntervalSynopsis.build(x, domain=DOMAIN[0], epsilon=1, rng=ps.Rng(seed=k))
+        assert np.all(part.depth_weight_bounds() <= one.partition.depth_weight_bounds())
+        # DNRR: the same threshold, hence the same weight bound, as one partition
+        part = ps.IntervalSynopsis.build(x, domain=DOMAIN[0], epsilon=1, rng=ps.Rng(seed=k),
+                                         shards=k, partition="dnrr").partition
+        assert {hi for _, hi in shard_domains(DOMAIN[0], k)} <= set(part.ends.tolist())
+        one = ps.IntervalSynopsis.build(x, domain=DOMAIN[0], epsilon=1, rng=ps.Rng(seed=k),
+                                        partition="dnrr")
         assert part.threshold == one.partition.threshold
         assert part.interior_weight_bound() == one.partition.interior_weight_bound()
 

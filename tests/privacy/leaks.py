@@ -42,7 +42,9 @@ META_KEYS = {
                           # (epsilon, delta): public parameters, and the pure epsilon their
                           # scales give (a function of the released tree's shape)
                           "delta", "pure_epsilon",
-                          "columns"},  # public column descriptions (units.Column)
+                          "columns",   # public column descriptions (units.Column)
+                          # the partition method ("privtree") and its public shard count
+                          "partition", "shards"},
     "rectangle-synopsis": {"format", "domain", "beta", "config", "threshold_factor",
                            "epsilon_axis", "structure",
                            # adaptive grid

@@ -252,7 +252,8 @@ def _interval_features(syn, params):
 for tree, fanout in (("binary", 2), ("hierarchical", 16), ("kary", 16)):
     # Tight: a tiny partition share leaves one segment (T ~ 260 on 8 values), so
     # the release is one noisy count at epsilon_tree = 0.99 epsilon.
-    base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "tree": tree}
+    base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "tree": tree,
+            "partition": "dnrr"}
     fanout_block = 2 if tree == "binary" else 4     # m = 4 = f^l segments: 4 heavy values
     register(_interval_mechanism(
         f"interval/{tree}", _interval_run, base,
@@ -286,7 +287,8 @@ def _interval_run_weighted(values, rng, **params):
 # one level, so one noisy count carries epsilon_tree = 0.99 epsilon.
 for name, run, extra in (("interval/sharded", _interval_run, {"shards": 2}),
                          ("interval/weighted", _interval_run_weighted, {})):
-    base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "tree": "kary", **extra}
+    base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "tree": "kary",
+            "partition": "dnrr", **extra}
     register(_interval_mechanism(
         name, run, base,
         (
@@ -296,6 +298,30 @@ for name, run, extra in (("interval/sharded", _interval_run, {"shards": 2}),
                  [3] * 12 + [4] * 13, params={"partition_share": 0.5}),
             Pair("domain 2^64: middle", [2**63] * 5, [2**63] * 6,
                  params={"domain": (0, U64), "partition_share": 0.5}),
+        ),
+    ))
+
+
+# The default partition, PrivTree (its exact loss is bounded in tests/test_privtree.py).
+# Tight: on a two-value domain at a tiny partition share the split is a near-fair coin
+# and each leaf is one node of a one-level tree, so one noisy count carries
+# epsilon_tree = 0.99 epsilon.
+for tree in ("hierarchical", "kary"):
+    base = {"domain": (0, 7), "epsilon": 2.5, "tree": tree}
+    register(_interval_mechanism(
+        f"interval/privtree/{tree}", _interval_run, base,
+        (
+            Pair("two values: empty vs one item", [], [0], {CI, TIGHT},
+                 params={"domain": (0, 1), "partition_share": 0.01}),
+            Pair("empty vs one item", [], [3], {CI}),
+            Pair("domain end", [], [7]),
+            Pair("heavy duplicates", [3] * 12, [3] * 13),
+            Pair("splits near the bias", [0, 1, 2, 3] * 3, [0, 1, 2, 3] * 3 + [1],
+                 params={"partition_share": 0.9}),
+            Pair("domain 2^64: middle", [2**63] * 5, [2**63] * 6,
+                 params={"domain": (0, U64), "partition_share": 0.5}),
+            Pair("sharded: an item at the cut", [3] * 5, [3] * 5 + [4],
+                 params={"shards": 2}),
         ),
     ))
 
