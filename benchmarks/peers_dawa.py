@@ -403,6 +403,7 @@ class Dawa:
             true = py[lev["hi"]] - py[lev["lo"]]
             w = lev["w"]
             obs = w * true + rng.laplace(scale=1.0 / eps, size=w.size)
+            lev["obs"] = np.where(w > 0, obs, 0.0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 lev["z"] = np.where(w > 0, obs / np.where(w > 0, w, 1.0), 0.0)
                 lev["var"] = np.where(w > 0, 1.0 / np.where(w > 0, w, 1.0) ** 2, np.inf)
