@@ -77,7 +77,7 @@ from pydp_synopsis.intervals import IntervalSynopsis  # noqa: E402
 from pydp_synopsis.rectangles import RectangleSynopsis  # noqa: E402
 import peers_intervals  # noqa: E402
 import workloads  # noqa: E402
-from peers_dawa import Dawa, WindowDeviations  # noqa: E402
+from peers_dawa import Dawa  # noqa: E402
 from peers_privtree import PrivTree  # noqa: E402
 from peers_rectangles import AdaptiveGrid, UniformGrid  # noqa: E402
 

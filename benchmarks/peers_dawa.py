@@ -277,7 +277,6 @@ class Dawa:
         ql, qh = to_offsets(np.atleast_1d(lo), dlo), to_offsets(np.atleast_1d(hi), dlo)
         ca, cb, fa, fb = ax.pieces(ql, qh)
         cfb = np.where(ca == cb, 0.0, fb)
-        cell_w = _Workload(ca, cb, fa, cfb)
         A = np.searchsorted(self.bounds, ca, side="right") - 1
         B = np.searchsorted(self.bounds, cb, side="right") - 1
 
@@ -295,7 +294,6 @@ class Dawa:
         # uniform expansion: partition bucket -> cells
         self.cells = np.repeat(est / sizes, np.diff(self.bounds))
         self._prefix = np.concatenate([[0.0], np.cumsum(self.cells)])
-        self._cell_w = cell_w
 
     # ------------------------------------------------------------ GreedyH
 

@@ -33,9 +33,9 @@ References
 ----------
 J. Zhang, X. Xiao, X. Xie, "PrivTree: a differentially private algorithm for
 hierarchical decompositions", SIGMOD 2016 (Algorithm 2; Corollary 1:
-lambda >= (2 beta - 1) / ((beta - 1) eps), delta = lambda ln beta; theta = 0
-and the eps/2 + eps/2 split between tree and leaf counts as in its
-experiments).
+lambda >= (2 beta - 1) / ((beta - 1) eps), delta = lambda ln beta; theta = 0).
+The eps/2 + eps/2 split between the tree and the leaf counts is this
+benchmark's choice (``tree_share``).
 """
 from __future__ import annotations
 

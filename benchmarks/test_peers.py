@@ -7,8 +7,11 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from peers_dawa import (Dawa, WindowDeviations, _Workload, brute_force_costs,  # noqa: E402
+                        l1_partition)
 from peers_intervals import (HierarchicalHistogram, cover_sizes, expected_squared_error,  # noqa: E402
                              opendp_interval_answers, simulate_errors, tree_levels)
+from peers_privtree import PrivTree, privtree_parameters  # noqa: E402
 from peers_rectangles import (AdaptiveGrid, EqualWidthAxis, FlatHistogram, UniformGrid,  # noqa: E402
                               _split_bound, _split_index, ug_cells_per_axis)
 from workloads import (interval_counts, random_intervals, random_rectangles,  # noqa: E402
@@ -259,10 +262,6 @@ def test_adaptive_grid_level2_uniformity_against_python_oracle():
 
 
 # ---------------------------------------------------------------- PrivTree
-
-from peers_privtree import PrivTree, privtree_parameters  # noqa: E402
-from peers_dawa import (Dawa, WindowDeviations, _Workload, brute_force_costs,  # noqa: E402
-                        l1_partition)
 
 
 def _leaf_cover_counts(tree, dom):
