@@ -1,0 +1,343 @@
+"""Accuracy of the default synopses next to the published peers (issue #15's table).
+
+For every data set x epsilon in {0.1, 1} x workload in {data-centred, small,
+uniform}: RMSE of our *default* ``IntervalSynopsis.build`` (1-D) or
+``RectangleSynopsis.build`` (2-D/3-D) and of every peer, measured in the same
+run on the same queries, and ratio = ours / best peer.
+
+Peers
+ - 1-D: PrivTree (peers_privtree.py), DAWA given the workload
+   (peers_dawa.py), OpenDP's consistent b-ary tree over 2^16 buckets and the
+   full-domain hierarchical histogram with b = 2 and b = 16 (exact analytic
+   expected squared error, peers_intervals.py);
+ - 2-D/3-D: PrivTree, AG and UG (peers_rectangles.py).
+
+Workloads (``--queries`` queries each, 1000 by default)
+ - data: endpoints two random data values (workloads.random_intervals /
+   random_rectangles with kind="data": a box spanned by two data points);
+ - small: 1-D: a random rank r of the sorted values, lo = sorted[r],
+   hi = sorted[min(r + ceil(0.001 n), n - 1)] (about 0.1% of the data);
+   c-D: a random data point p and a target fraction f ~ U[0.1%, 1%]; the box
+   is, on every axis k, [sorted_k[r_k - h], sorted_k[r_k + h]] (r_k = rank of
+   p's coordinate among the axis' values, ranks clipped to [0, n-1]) with the
+   least common rank half-width h (found by bisection) holding >= f n points:
+   a box around p grown evenly in every axis' quantile scale;
+ - uniform: endpoints uniform over the domain.
+
+Data sets
+ - 1-D: flights departure time in nanoseconds (minute * 6e10, domain
+   (0, 2^63 - 1)), flights distance (0, 2^13 - 1), flights arrival delay
+   shifted by +1116 (0, 2^12 - 1), ZIP latitude and longitude (micro-degrees
+   shifted by +90e6 / +180e6, domains (0, 180e6) and (0, 360e6)).  No real
+   IP-address data set is available here, so none over 2^32 is included.
+ - 2-D: ZIP (latitude, longitude); flights (minute, distance) on
+   (0, 2^20 - 1) x (0, 2^13 - 1).  3-D: flights (minute, distance,
+   delay + 2048) with delay on (0, 2^13 - 1).  Flights are the full 3*10^6
+   rows (``--quick``: random 10^5).
+
+RMSE of a method = sqrt(mean over repetitions and queries of squared error)
+(``--reps`` repetitions, 3 by default; the analytic hierarchical histogram is
+its exact expectation).  Ours uses ``rng=ps.Rng(seed=...)``; peers use numpy
+seeds (OpenDP draws its own noise).  ``--peers-cache FILE`` keeps the peers'
+RMSEs in a JSON file keyed by data set, n, eps, workload, queries, reps and
+peer, since they do not change when our code changes.
+
+The summary gives the geometric mean (a ratio of 0, ours exact, counted as
+1e-3) and the worst ratio per (dims, workload),
+and, for 1-D data sets with heavy duplicates (a value holding >= 0.1% of the rows),
+the bias of ours on queries whose endpoints are data values (the data-centred
+workload): |mean error| / RMSE.
+
+Usage::
+
+    python benchmarks/bench_accuracy.py --only 1d          # a few minutes
+    python benchmarks/bench_accuracy.py                    # 1-D, 2-D, 3-D
+    python benchmarks/bench_accuracy.py --quick            # smoke test
+    python benchmarks/bench_accuracy.py --ours fanout=8,partition_share=0.5
+    python benchmarks/bench_accuracy.py --peers-cache /tmp/peers.json
+
+Seeds make runs reproducible (benchmarks only).  Nothing is asserted.
+"""
+import argparse
+import ast
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.dirname(HERE))
+
+import pydp_synopsis as ps  # noqa: E402
+from pydp_synopsis.intervals import IntervalSynopsis  # noqa: E402
+from pydp_synopsis.rectangles import RectangleSynopsis  # noqa: E402
+import peers_intervals  # noqa: E402
+import workloads  # noqa: E402
+from peers_dawa import Dawa  # noqa: E402
+from peers_privtree import PrivTree  # noqa: E402
+from peers_rectangles import AdaptiveGrid, UniformGrid  # noqa: E402
+
+DATA = os.environ.get("PDS_DATA", os.path.join(HERE, "..", "..", "shared", "data"))
+if not os.path.exists(os.path.join(DATA, "flights-2001h1.npz")):
+    DATA = "/work/shared/data"
+
+EPSILONS = (0.1, 1.0)
+KINDS = ("data", "small", "uniform")
+PEERS_1D = ("PrivTree", "DAWA", "OpenDP", "HH2", "HH16")
+PEERS_CD = ("PrivTree", "AG", "UG")
+
+
+# ---------------------------------------------------------------- data
+
+def _load(subsample, seed=0):
+    fl = np.load(os.path.join(DATA, "flights-2001h1.npz"))
+    zc = np.load(os.path.join(DATA, "zipcodes.npz"))
+    cols = {k: fl[k].astype(np.int64) for k in ("minute", "distance", "delay")}
+    n = cols["minute"].size
+    if subsample and subsample < n:
+        pick = np.sort(np.random.default_rng(seed).choice(n, subsample, replace=False))
+        cols = {k: v[pick] for k, v in cols.items()}
+    lat = zc["latitude_e6"].astype(np.int64)
+    lon = zc["longitude_e6"].astype(np.int64)
+    if subsample and subsample < lat.size:
+        pick = np.sort(np.random.default_rng(seed).choice(lat.size, subsample, replace=False))
+        lat, lon = lat[pick], lon[pick]
+    return cols, lat, lon
+
+
+def datasets(dims, subsample):
+    cols, lat, lon = _load(subsample)
+    if dims == 1:
+        return [
+            ("flights time ns", cols["minute"] * 60_000_000_000, (0, 2**63 - 1)),
+            ("flights distance", cols["distance"], (0, 2**13 - 1)),
+            ("flights delay", cols["delay"] + 1116, (0, 2**12 - 1)),
+            ("zip latitude", lat + 90_000_000, (0, 180_000_000)),
+            ("zip longitude", lon + 180_000_000, (0, 360_000_000)),
+        ]
+    if dims == 2:
+        return [
+            ("zip (lat, lon)", np.stack([lat, lon], 1),
+             [(-90_000_000, 90_000_000), (-180_000_000, 180_000_000)]),
+            ("flights (minute, distance)", np.stack([cols["minute"], cols["distance"]], 1),
+             [(0, 2**20 - 1), (0, 2**13 - 1)]),
+        ]
+    return [
+        ("flights (minute, distance, delay)",
+         np.stack([cols["minute"], cols["distance"], cols["delay"] + 2048], 1),
+         [(0, 2**20 - 1), (0, 2**13 - 1), (0, 2**13 - 1)]),
+    ]
+
+
+# ---------------------------------------------------------------- workloads
+
+def small_intervals(q, values, seed, frac=0.001):
+    """lo = sorted[r], hi = sorted[min(r + ceil(frac n), n - 1)], r uniform."""
+    s = np.sort(values)
+    n = s.size
+    r = np.random.default_rng(seed).integers(0, n, q)
+    return s[r], s[np.minimum(r + math.ceil(frac * n), n - 1)]
+
+
+def small_boxes(q, pts, counter, seed, frac=(0.001, 0.01), iters=24):
+    """Boxes around random data points grown evenly in rank space to hold ~frac of the points."""
+    rng = np.random.default_rng(seed)
+    n, c = pts.shape
+    srt = [np.sort(pts[:, k]) for k in range(c)]
+    p = pts[rng.integers(0, n, q)]
+    target = np.ceil(rng.uniform(frac[0], frac[1], q) * n)
+    ranks = np.stack([np.searchsorted(srt[k], p[:, k]) for k in range(c)], 1)
+
+    def box(h):
+        lo = np.stack([srt[k][np.clip(ranks[:, k] - h, 0, n - 1)] for k in range(c)], 1)
+        hi = np.stack([srt[k][np.clip(ranks[:, k] + h, 0, n - 1)] for k in range(c)], 1)
+        return lo, hi
+
+    a, b = np.zeros(q, dtype=np.int64), np.full(q, n, dtype=np.int64)   # count(b) >= target
+    for _ in range(iters):
+        if np.all(b - a <= 1):
+            break
+        mid = (a + b) // 2
+        ok = counter.count(*box(mid)) >= target
+        b = np.where(ok, mid, b)
+        a = np.where(ok, a, mid)
+    return box(b)
+
+
+def make_workloads(dims, values, domain, q, seed):
+    out = {}
+    if dims == 1:
+        srt = np.sort(values)
+        for kind in KINDS:
+            if kind == "small":
+                lo, hi = small_intervals(q, values, seed)
+            else:
+                lo, hi = workloads.random_intervals(q, domain, kind=kind, values=values, seed=seed)
+            truth = workloads.interval_counts(srt, lo, hi, presorted=True).astype(np.float64)
+            out[kind] = (lo, hi, truth)
+        return out
+    counter = workloads.RectangleCounter(values)
+    for kind in KINDS:
+        if kind == "small":
+            lo, hi = small_boxes(q, values, counter, seed)
+        else:
+            lo, hi = workloads.random_rectangles(q, domain, kind=kind, points=values, seed=seed)
+            lo, hi = lo.astype(np.int64), hi.astype(np.int64)
+        out[kind] = (lo, hi, counter.count(lo, hi).astype(np.float64))
+    return out
+
+
+# ---------------------------------------------------------------- methods
+
+def run_ours(dims, values, domain, eps, wl, reps, opts):
+    """{kind: (rmse, mean signed error, mean build seconds)}."""
+    sq = {k: [] for k in wl}
+    err_sum = {k: [] for k in wl}
+    times = []
+    for r in range(reps):
+        t0 = time.perf_counter()
+        if dims == 1:
+            syn = IntervalSynopsis.build(values, domain=domain, epsilon=eps,
+                                         rng=ps.Rng(seed=1000 + r), **opts)
+        else:
+            syn = RectangleSynopsis.build(values, domain=domain, epsilon=eps,
+                                          rng=ps.Rng(seed=1000 + r), **opts)
+        times.append(time.perf_counter() - t0)
+        for kind, (lo, hi, truth) in wl.items():
+            e = np.asarray(syn.count_many(lo, hi), dtype=np.float64) - truth
+            sq[kind].append(np.mean(e ** 2))
+            err_sum[kind].append(np.mean(e))
+    return {k: (float(np.sqrt(np.mean(sq[k]))), float(np.mean(err_sum[k])), float(np.mean(times)))
+            for k in wl}
+
+
+def peer_rmse(peer, dims, values, domain, eps, lo, hi, truth, reps, cache_obj, buckets=1 << 16):
+    if peer in ("HH2", "HH16"):
+        var = peers_intervals.expected_squared_error(lo, hi, domain, int(peer[2:]), eps)
+        return peers_intervals.rmse_from_variances(var)
+    mse = []
+    for r in range(reps):
+        seed = 2000 + r
+        if peer == "PrivTree":
+            est = PrivTree(values, domain, eps, seed=seed).answer(lo, hi)
+        elif peer == "DAWA":
+            dev = cache_obj.get("dawa_dev")
+            m = Dawa(values, domain, eps, lo, hi, buckets=buckets, deviations=dev, seed=seed)
+            cache_obj["dawa_dev"] = m.deviations
+            est = m.answer(lo, hi)
+        elif peer == "OpenDP":
+            est = peers_intervals.opendp_interval_answers(values, domain, eps, lo, hi,
+                                                          buckets=buckets)
+        elif peer == "AG":
+            est = AdaptiveGrid(values, domain, eps, seed=seed).answer(lo, hi)
+        elif peer == "UG":
+            est = UniformGrid(values, domain, eps, seed=seed).answer(lo, hi)
+        else:
+            raise ValueError(peer)
+        mse.append(np.mean((est - truth) ** 2))
+    return float(np.sqrt(np.mean(mse)))
+
+
+def parse_opts(text):
+    opts = {}
+    if not text:
+        return opts
+    for item in text.split(","):
+        k, _, v = item.partition("=")
+        try:
+            opts[k.strip()] = ast.literal_eval(v.strip())
+        except (ValueError, SyntaxError):
+            opts[k.strip()] = v.strip()
+    return opts
+
+
+# ---------------------------------------------------------------- main
+
+def _fmt(x):
+    return "-" if x is None else (f"{x:.1f}" if x < 1e4 else f"{x:.3g}")
+
+
+def run(args):
+    dims_list = {"1d": [1], "2d": [2], "3d": [3]}.get(args.only, [1, 2, 3])
+    subsample = args.subsample or (100_000 if args.quick else None)
+    reps = args.reps or (1 if args.quick else 3)
+    q = args.queries or (300 if args.quick else 1000)
+    opts = parse_opts(args.ours)
+    cache = {}
+    if args.peers_cache and os.path.exists(args.peers_cache):
+        with open(args.peers_cache) as fh:
+            cache = json.load(fh)
+    print(f"# RMSE over {q} queries x {reps} builds; ours = default build"
+          + (f" with {opts}" if opts else "") + "; ratio = ours / best peer")
+    summary, heavy = {}, []
+    for dims in dims_list:
+        peers = PEERS_1D if dims == 1 else PEERS_CD
+        print(f"\n## {dims}-D\n")
+        print("| data | n | eps | workload | ours | build s | " + " | ".join(peers) + " | ratio |")
+        print("|---|---|---|---|---|---|" + "---|" * len(peers) + "---|")
+        for name, values, domain in datasets(dims, subsample):
+            n = len(values)
+            wl = make_workloads(dims, values, domain, q, seed=7)
+            heavy_dupes = dims == 1 and np.unique(values, return_counts=True)[1].max() >= n / 1000
+            shared = {}
+            for eps in EPSILONS:
+                ours = run_ours(dims, values, domain, eps, wl, reps, opts)
+                for kind in KINDS:
+                    lo, hi, truth = wl[kind]
+                    res = {}
+                    for peer in peers:
+                        key = f"{dims}|{name}|n={n}|eps={eps}|{kind}|q={q}|reps={reps}|{peer}"
+                        if peer in ("DAWA", "OpenDP") and args.peer_buckets != 1 << 16:
+                            key += f"|buckets={args.peer_buckets}"
+                        if key not in cache:
+                            cache[key] = peer_rmse(peer, dims, values, domain, eps, lo, hi, truth,
+                                                   reps, shared, args.peer_buckets)
+                        res[peer] = cache[key]
+                    rmse, _, build = ours[kind]
+                    ratio = rmse / min(res.values())
+                    summary.setdefault((dims, kind), []).append(ratio)
+                    print(f"| {name} | {n} | {eps} | {kind} | {_fmt(rmse)} | {build:.3f} | "
+                          + " | ".join(_fmt(res[p]) for p in peers) + f" | {ratio:.3f} |", flush=True)
+                if heavy_dupes:
+                    rmse, mean_err, _ = ours["data"]
+                    heavy.append((name, eps, mean_err, rmse))
+                if args.peers_cache:
+                    with open(args.peers_cache, "w") as fh:
+                        json.dump(cache, fh, indent=0, sort_keys=True)
+    print("\n| dims | workload | geomean ratio | worst ratio | rows |")
+    print("|---|---|---|---|---|")
+    for (dims, kind), rs in summary.items():
+        arr = np.array(rs)
+        # a ratio of 0 (ours exact, e.g. every query outside the data) counts as 1e-3 in the mean
+        gm = float(np.exp(np.log(np.maximum(arr, 1e-3)).mean()))
+        print(f"| {dims}-D | {kind} | {gm:.3f} | {arr.max():.3f} | {arr.size} |")
+    if 1 in dims_list:
+        print("\nheavy-value endpoints (1-D data with a value holding >= 0.1% of the rows; "
+              "data-centred queries):" + ("" if heavy else " none"))
+        for name, eps, me, rmse in heavy:
+            print(f"  {name} eps={eps}: |mean error| / RMSE of ours = {abs(me) / rmse:.3f}"
+                  f" (mean error {me:+.2f}, RMSE {rmse:.2f})")
+    return summary
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="10^5 rows, 1 build, 300 queries")
+    ap.add_argument("--only", choices=("1d", "2d", "3d"))
+    ap.add_argument("--ours", default="", help="build options for ours: key=value,...")
+    ap.add_argument("--peers-cache", default=None, help="JSON file caching the peers' RMSEs")
+    ap.add_argument("--subsample", type=int, default=None, help="rows per data set (default: all)")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--queries", type=int, default=None)
+    ap.add_argument("--peer-buckets", type=int, default=1 << 16,
+                    help="equal-width cells of DAWA and OpenDP (2^16; smaller only for smoke tests)")
+    args = ap.parse_args(argv)
+    return run(args)
+
+
+if __name__ == "__main__":
+    main()
