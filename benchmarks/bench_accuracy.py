@@ -285,7 +285,7 @@ def run(args):
             heavy_dupes = dims == 1 and np.unique(values, return_counts=True)[1].max() >= n / 1000
             shared = {}
             for eps in EPSILONS:
-                ours = run_ours(dims, values, domain, eps, wl, reps, opts)
+                ours = run_ours(dims, values, domain, eps, wl, args.ours_reps or reps, opts)
                 for kind in KINDS:
                     lo, hi, truth = wl[kind]
                     res = {}
@@ -332,6 +332,8 @@ def main(argv=None):
     ap.add_argument("--peers-cache", default=None, help="JSON file caching the peers' RMSEs")
     ap.add_argument("--subsample", type=int, default=None, help="rows per data set (default: all)")
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--ours-reps", type=int, default=None,
+                    help="builds of ours per row (default --reps); the peers keep --reps")
     ap.add_argument("--queries", type=int, default=None)
     ap.add_argument("--peer-buckets", type=int, default=1 << 16,
                     help="equal-width cells of DAWA and OpenDP (2^16; smaller only for smoke tests)")

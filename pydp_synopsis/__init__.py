@@ -24,6 +24,7 @@ from .gaussian import discrete_gaussian
 from .params import exact_epsilon, exact_scale
 from .rng import Rng
 from .partition import OnlinePartition, Partition, private_partition
+from .privtree import TreePartition
 from .persist import load, save
 from .sqrt_counter import SqrtFactorizationCounter
 from .units import Column
@@ -50,6 +51,7 @@ __all__ = [
     "private_partition",
     "OnlinePartition",
     "Partition",
+    "TreePartition",
     "save",
     "load",
     "SynopsisError",

@@ -426,6 +426,8 @@ def cmd_build(args):
     if args.domain is None:
         parse_domain(None, 1)
     dims = len(columns) or len(args.domain.split(","))
+    if args.partition is not None and dims != 1:
+        raise UsageError("--partition applies to one column (an interval synopsis)")
     units, domain = _describe_build(args, columns, dims)
     if units is None and columns:
         units = describe_axes(None, domain, columns=columns)     # named integer columns
@@ -438,7 +440,7 @@ def cmd_build(args):
         if len(domain) == 1:
             syn = IntervalSynopsis.build(observed, domain=domain[0], epsilon=args.epsilon,
                                          beta=args.beta, rng=rng, shards=args.shards,
-                                         columns=units)
+                                         columns=units, partition=args.partition)
             what = f"interval synopsis: {len(syn):,} segments"
         else:
             syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,
@@ -1089,6 +1091,9 @@ def build_parser():
     b.add_argument("--shards", type=int, metavar="N",
                    help="dask: cut the domain at N-1 public points (equal widths) into N shards "
                         "partitioned in parallel")
+    b.add_argument("--partition", choices=("privtree", "dnrr"), default=None,
+                   help="one column: the private partition (default privtree; dnrr: the "
+                        "paper's Fig. 1)")
     b.add_argument("--database", metavar="URL",
                    help="sqlite:///file.db, duckdb:///file.duckdb, postgresql://user@host/db, "
                         "or a .db/.sqlite/.duckdb path (opened read-only)")

@@ -51,7 +51,7 @@ DEFAULT_TREE = "hierarchical"
 DEFAULT_FANOUT = 16
 DEFAULT_PARTITION = "privtree"
 DEFAULT_ESTIMATOR = "uniform"            # with partition="privtree"
-DEFAULT_SHARE = 0.5
+DEFAULT_SHARE = 0.25
 # with partition="dnrr"
 DNRR_ESTIMATOR = "seal_uniform"
 DNRR_SHARE = 0.25

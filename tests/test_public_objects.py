@@ -37,6 +37,8 @@ def public_objects(tmp_path):
                                                         epsilon=1.0, rng=rng),
         "Partition": ps.private_partition(values, domain=(0, 9_999), epsilon=1.0, rng=rng),
         "OnlinePartition": online,
+        "TreePartition": ps.IntervalSynopsis.build(values, domain=(0, 9_999), epsilon=1.0,
+                                                   rng=rng).partition,
         "BinaryTreeCounter": ps.BinaryTreeCounter(horizon=5000, epsilon=1.0, rng=rng),
         "KaryTreeCounter": counter,
         "SparseStreamCounter": sparse,
