@@ -66,6 +66,16 @@ _FORMAT_PRIVTREE = 3
 _MAX_FANOUT = 65536
 _MAX_K = 65535
 
+def auto_fanout(m):
+    """The default fanout over a PrivTree partition of ``m`` segments: ``ceil(sqrt(m))``
+    (at least 2, at most 65536), so the tree has two levels.
+
+    Public (``m`` is released).  Measured against fixed fanouts 8, 16, 64, 256
+    and ``ceil(m^(1/3))`` with ``benchmarks/bench_accuracy.py --only 1d``
+    (README, "Accuracy against the published peers")."""
+    return min(_MAX_FANOUT, max(2, math.isqrt(max(m - 1, 0)) + 1))
+
+
 def _check_method(partition, estimator, partition_share, threshold_factor):
     """The partition method and the options that depend on it, with their defaults."""
     if estimator is not None:
@@ -277,7 +287,7 @@ class IntervalSynopsis:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
-              fanout=DEFAULT_FANOUT, consistency=True, estimator=None,
+              fanout=None, consistency=True, estimator=None,
               partition_share=None, threshold_factor=None, k=19, budget=None,
               counts=None, shards=None, delta=0, columns=None, scale=None,
               resolution=None, dropna=False, partition=None):
@@ -397,8 +407,13 @@ class IntervalSynopsis:
         """
         method, estimator, partition_share, factor = _check_method(
             partition, estimator, partition_share, threshold_factor)
+        auto = fanout is None and method == "privtree"
+        if fanout is None:
+            fanout = DEFAULT_FANOUT
         tree, fanout, consistency, estimator, k = _check_options(tree, fanout, consistency,
                                                                  estimator, k)
+        if auto:
+            fanout = None                    # ceil(sqrt(m)), once m is released
         share = check_share(partition_share, "partition_share")
         eps = exact_epsilon(epsilon)
         dlt = check_delta_or_zero(delta)
@@ -455,7 +470,10 @@ class IntervalSynopsis:
     @classmethod
     def _release_tree(cls, part, counts, eps_t, rng, *, beta, tree, fanout, consistency,
                       estimator, k, dlt):
-        """The tree over the released partition's true segment ``counts`` (DNRR section 3.2)."""
+        """The tree over the released partition's true segment ``counts`` (DNRR section 3.2);
+        ``fanout=None``: :func:`auto_fanout` of the released number of segments."""
+        if fanout is None:
+            fanout = DEFAULT_FANOUT if tree == "kary" else auto_fanout(len(part))
         if tree == "kary":
             counter = KaryTreeCounter(horizon=len(part), epsilon=eps_t, k=k, rng=rng, delta=dlt)
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)
