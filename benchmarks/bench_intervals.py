@@ -4,7 +4,11 @@ Usage::
 
     python benchmarks/bench_intervals.py            # full run (a few minutes)
     python benchmarks/bench_intervals.py --quick    # smaller n and fewer queries
-    python benchmarks/bench_intervals.py --tune     # the measurement behind the defaults
+    python benchmarks/bench_intervals.py --tune     # the DNRR partition's defaults' evidence
+
+(The PrivTree defaults were chosen against PrivTree and DAWA too, with
+``benchmarks/bench_accuracy.py``.)  Ours: the default (PrivTree), the
+``partition="dnrr"`` default, DNRR's own configuration, and the k-ary tree.
 
 Accuracy: RMSE and max |error| over random intervals (endpoints uniform in the
 domain, and endpoints drawn from the data) for our configurations and for
@@ -14,8 +18,8 @@ domain, and endpoints drawn from the data) for our configurations and for
  - OpenDP make_b_ary_tree + make_consistent_b_ary_tree over 2^16 equal-width
    buckets, uniform inside buckets: peers_intervals.opendp_interval_answers.
 ratio = our default's RMSE / the best peer's RMSE.
---tune: on the --quick data sets, every option set of TUNE (estimator, tree,
-fanout, partition_share, threshold_factor) on all 24 workloads (6 data sets x
+--tune: on the --quick data sets, every option set of TUNE (DNRR partition:
+estimator, tree, fanout, partition_share, threshold_factor) on all 24 workloads (6 data sets x
 eps in {0.1, 1} x uniform / data-centred endpoints); prints each workload's
 RMSE / best peer (RMSE averaged over 2 builds) and the geometric mean and max.
 Speed: build at n = 10^7 (--quick: 10^6), D = 2^64, next to np.sort of the
@@ -44,10 +48,10 @@ if not os.path.exists(DATA):
 
 OURS = [  # (label, build options)
     ("default", dict()),
-    ("DNRR", dict(tree="binary", consistency=False, estimator="cover", partition_share=0.5,
-                  threshold_factor=3)),
-    ("c=3", dict(threshold_factor=3)),
-    ("kary", dict(tree="kary", estimator="seal_uniform")),
+    ("dnrr-default", dict(partition="dnrr")),
+    ("DNRR", dict(partition="dnrr", tree="binary", consistency=False, estimator="cover",
+                  partition_share=0.5, threshold_factor=3)),
+    ("kary", dict(tree="kary")),
 ]
 
 _BASE = dict(tree="hierarchical", fanout=16, estimator="seal_uniform", partition_share=0.5,

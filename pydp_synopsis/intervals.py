@@ -1,7 +1,8 @@
 """The interval synopsis: a private partition plus a noisy tree over its segments.
 
 Dwork, Naor, Reingold, Rothblum (DNRR), section 3.2 and Theorem 3.2: the
-domain is cut into segments by the private partition (Fig. 1; each segment
+domain is cut into segments by a private partition (by default PrivTree's
+[ZXX16]_, :mod:`pydp_synopsis.privtree`; or DNRR's Fig. 1: each segment
 holds few items), the segments become the leaves of a noisy tree
 (:mod:`pydp_synopsis.trees`), and an interval query is answered from the
 tree nodes that cover the segments it touches.  The error is
@@ -18,6 +19,8 @@ References
 .. [DNRR] Dwork, Naor, Reingold, Rothblum, "Pure Differential Privacy for
    Rectangle Queries via Private Partitions", ASIACRYPT 2015, Fig. 1,
    Theorem 2.1, Remark 2.2 (the partition), section 3.2, Theorem 3.2.
+.. [ZXX16] Zhang, Xiao, Xie, "PrivTree: A Differentially Private Algorithm for
+   Hierarchical Decompositions", SIGMOD 2016, Algorithm 2, Corollary 1.
 .. [HRMS10] Hay, Rastogi, Miklau, Suciu, VLDB 2010 (consistency).
 .. [QYL13] Qardaji, Yang, Li, VLDB 2013 (fanout).
 .. [APT] Andersson, Pagh, Torkamani, Algorithm 2 (k-ary tree with subtraction).
@@ -137,9 +140,25 @@ class IntervalSynopsis:
 
     The mechanism (DNRR section 3.2):
 
-    1. ``private_partition`` with ``epsilon_p = epsilon * partition_share``
+    1. A private partition with ``epsilon_p = epsilon * partition_share``
        and failure probability ``beta / 2`` cuts the domain into ``m``
-       segments (DNRR Fig. 1, Theorem 2.1).  Its threshold is
+       segments.
+
+       ``partition="privtree"`` (the default): PrivTree's binary
+       decomposition with depth-biased counts ([ZXX16]_ Algorithm 2,
+       :class:`~pydp_synopsis.privtree.TreePartition`): nodes split while
+       they hold more than about ``depth * 2.08 / epsilon_p`` items, so
+       leaves are small where the data are dense, a heavy value becomes a
+       leaf of its own, and empty stretches cost a few empty leaves.  A
+       leaf of width >= 2 at depth ``d`` holds at most ``W_d`` items (all
+       leaves at once with probability ``>= 1 - beta/2``, duplicates
+       included: :meth:`TreePartition.leaf_weight_bounds
+       <pydp_synopsis.privtree.TreePartition.leaf_weight_bounds>`); a leaf
+       of width 1 is never cut by an interval.
+
+       ``partition="dnrr"``: DNRR's Fig. 1
+       (:func:`~pydp_synopsis.partition.private_partition`, Theorem 2.1).
+       Its threshold is
        ``T = c (ln D + ln(2/beta)) / epsilon_p`` with ``c = threshold_factor``
        (3 in Fig. 1).  Whatever ``c``, every segment's weight *excluding the
        position where it sealed* (its end) is at most ``W = T + 2 (k - 1)``
@@ -167,7 +186,10 @@ class IntervalSynopsis:
     3. An interval ``[lo, hi]`` touches segments ``k .. r``; those strictly
        inside, and a boundary segment it covers fully, are counted whole.  A
        boundary segment it meets in part is handled by ``estimator``
-       (``W`` as above, ``mu`` = the largest multiplicity of a value):
+       (``W`` as above, ``mu`` = the largest multiplicity of a value; over
+       a PrivTree partition ``"uniform"`` and ``"cover"`` err by at most the
+       cut leaf's ``W_d``, whatever the duplicates, and the seal estimators,
+       which need DNRR's seal points, are refused):
 
        * ``"cover"`` (DNRR's minimal cover): counted whole.  Bias ``>= 0``,
          at most ``2 W + mu``: the right boundary's excess includes its seal
@@ -188,15 +210,19 @@ class IntervalSynopsis:
          ``"seal"``, light interiors are split like ``"uniform"``;
          ``|bias| <= W + T``.
 
-    Defaults: ``tree="hierarchical"``, ``fanout=16``, ``consistency=True``,
+    Defaults: ``partition="privtree"``, ``tree="hierarchical"`` with
+    ``fanout = ceil(sqrt(m))`` (two levels: :func:`auto_fanout`),
+    ``consistency=True``, ``estimator="uniform"``, ``partition_share=0.25``;
+    chosen by measured RMSE against PrivTree, DAWA, OpenDP's tree and the
+    hierarchical histograms with ``python benchmarks/bench_accuracy.py
+    --only 1d`` (README.md, "Interval synopsis", "Accuracy against the
+    published peers").  Passing ``threshold_factor`` or a seal estimator
+    selects ``partition="dnrr"``, whose defaults are ``fanout=16``,
     ``estimator="seal_uniform"``, ``partition_share=0.25``,
-    ``threshold_factor=1`` (DNRR's configuration is ``tree="binary",
-    consistency=False, estimator="cover", partition_share=0.5,
-    threshold_factor=3``).  They were chosen by measured RMSE with
-    ``python benchmarks/bench_intervals.py --tune`` over 24 workloads against
-    the best peer; the tables are in README.md, section "Interval synopsis",
-    subsection "Tuning (the evidence for the defaults)".  Fanouts 8, 16 and
-    32 measure alike; 16 is kept, as Qardaji et al. recommend.
+    ``threshold_factor=1`` (tuned with ``benchmarks/bench_intervals.py
+    --tune``, README "Tuning"); DNRR's own configuration is
+    ``partition="dnrr", tree="binary", consistency=False,
+    estimator="cover", partition_share=0.5, threshold_factor=3``.
 
     A threshold factor below DNRR's 3 keeps epsilon-DP (the threshold is
     public) and gives more, lighter segments; Theorem 2.1's "at most n
@@ -310,18 +336,24 @@ class IntervalSynopsis:
         rng : Rng, optional
             Randomness (OS-seeded by default; seeds are for tests only).
         tree : {"binary", "hierarchical", "kary"}
-        fanout : int
+        fanout : int, optional
             Fanout of ``tree="hierarchical"`` (2 .. 65536; ``"binary"`` is 2).
+            Default: ``ceil(sqrt(m))`` over a PrivTree partition of ``m``
+            segments (:func:`auto_fanout`), 16 over DNRR's.
         consistency : bool
             Least-squares post-processing of the binary/hierarchical tree
             (ignored for kary).
-        estimator : {"cover", "uniform", "seal", "seal_uniform"}
-        partition_share : float
-            Fraction of ``epsilon`` spent on the partition, in (0, 1).
-        threshold_factor : float
-            The partition threshold's constant ``c`` (see the class doc);
-            3 is DNRR's.  Any value keeps epsilon-DP; :meth:`error_bound`
-            uses the weight bound that holds for the ``c`` used.
+        estimator : {"cover", "uniform", "seal", "seal_uniform"}, optional
+            Default ``"uniform"`` (PrivTree; ``"cover"`` is the other one
+            allowed there), ``"seal_uniform"`` (DNRR).
+        partition_share : float, optional
+            Fraction of ``epsilon`` spent on the partition, in (0, 1)
+            (default 0.25 for both partitions).
+        threshold_factor : float, optional
+            DNRR only: the partition threshold's constant ``c`` (see the
+            class doc; default 1), 3 is DNRR's.  Any value keeps epsilon-DP;
+            :meth:`error_bound` uses the weight bound that holds for the
+            ``c`` used.
         k : int
             Fanout of the kary tree (odd, >= 3).
         budget : Budget, optional
@@ -367,6 +399,11 @@ class IntervalSynopsis:
             empty strings) before anything else: a per-row filter, so the
             release stays epsilon-DP.  False: a missing value raises
             ``InputError`` naming the first data row holding one.
+        partition : {"privtree", "dnrr"}, optional
+            The private partition (class doc, step 1).  None (default):
+            ``"privtree"``, or ``"dnrr"`` when ``threshold_factor`` or a
+            seal estimator is given.  DNRR-only options with
+            ``partition="privtree"`` raise ParameterError.
 
         Values in user units -- ``datetime64`` arrays, pandas Series of
         Timestamps (with or without a time zone), dates, nullable integers
@@ -731,7 +768,10 @@ class IntervalSynopsis:
         <pydp_synopsis.partition.Partition.interior_weight_bound>` of the
         partition, built with failure probability ``beta / 2`` (DNRR Theorem
         2.1's proof: ``W = T + 2 (k - 1)``, valid for any threshold factor and
-        any duplicates).  O(1).
+        any duplicates).  O(1).  Over a PrivTree partition: the largest
+        per-leaf bound ``W_d`` of a leaf of width >= 2, which bounds the whole
+        leaf, duplicates included (:meth:`TreePartition.interior_weight_bound
+        <pydp_synopsis.privtree.TreePartition.interior_weight_bound>`, O(m)).
 
         Examples
         --------
@@ -771,7 +811,8 @@ class IntervalSynopsis:
         ``noise_bound(1 - confidence - beta / 2) + bias`` with bias ``W``
         ("seal"), ``W + T`` ("seal_uniform"), ``2 W + multiplicity``
         ("cover") or ``2 (W + multiplicity)`` ("uniform") -- see the class
-        doc.  The noise bound is a Chernoff bound on sums of discrete Laplace
+        doc; over a PrivTree partition ``2 W`` (its ``W`` bounds whole leaves,
+        so ``multiplicity`` plays no part).  The noise bound is a Chernoff bound on sums of discrete Laplace
         terms (the exact MGF), union-bounded over every distinct combination
         of released noise an answer can use.
 

@@ -30,6 +30,15 @@ thresholds, wherever the segments start.  The last position of each shard
 always seals, so a sharded partition has at most ``k - 1`` segments more
 than Fig. 1 would seal there.
 
+PrivTree (the interval synopsis' default partition) shards the same way:
+shard j grows its own tree from the shard's root, which starts at the depth
+``root_depth(D, width)`` it has in the whole domain's tree
+(:func:`~pydp_synopsis.privtree.root_depth`; with equal power-of-two shards
+the shard roots *are* the whole tree's nodes of that depth, so the sharded
+tree is the unsharded one with its top levels split).  Each shard's tree is
+epsilon_p-DP for any public starting depth, so the tuple is too, and the
+per-leaf weight bounds union over the nodes all shards can test.
+
 Exactness.  ``shards=1`` is the unsharded build: the one shard draws from the
 generator itself, so a seeded build reproduces the in-memory one exactly.
 

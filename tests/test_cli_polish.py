@@ -34,7 +34,7 @@ def test_query_prints_answer_std_interval_and_the_simultaneous_bound(interval_fi
                      f"[{bars.low:.1f}, {bars.high:.1f}] (this query)")
     assert second == f"simultaneous 95% bound (all queries at once): ± {syn.error_bound(0.95):.1f}"
     answer, bound = answer_and_bound(q.stdout)
-    assert bars.high - bars.low < bound          # the per-query bar is the narrower one
+    assert (bars.high - bars.low) / 2 < bound    # the per-query half-width is the narrower one
     q90 = run("query", d / "i.pds", "--lo", -1000, "--hi", 2500, "--confidence", 0.9)
     assert "90% interval" in q90.stdout and "simultaneous 90% bound" in q90.stdout
 
