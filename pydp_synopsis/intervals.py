@@ -10,9 +10,9 @@ tree nodes that cover the segments it touches.  The error is
 and the released object holds only private quantities: the segment ends and
 the noisy tree.
 
-The defaults were chosen by measured RMSE; the evidence (tuning tables and
-benchmarks) is in README.md, section "Interval synopsis", subsection
-"Tuning (the evidence for the defaults)".
+The defaults were chosen by measured RMSE; the evidence is in README.md,
+section "Interval synopsis", subsections "Accuracy against the published
+peers" (PrivTree, the default) and "Tuning (the DNRR partition's defaults)".
 
 References
 ----------
@@ -49,7 +49,8 @@ from .units import Column, columns_from_record, columns_to_record, convert_corne
 
 __all__ = ["IntervalSynopsis"]
 
-# Defaults, chosen by measured RMSE (README.md, "Interval synopsis", "Tuning").
+# Defaults, chosen by measured RMSE (README.md, "Interval synopsis": "Accuracy against the
+# published peers" for PrivTree's, "Tuning" for DNRR's).
 DEFAULT_TREE = "hierarchical"
 DEFAULT_FANOUT = 16
 DEFAULT_PARTITION = "privtree"
@@ -68,16 +69,6 @@ _FORMAT = 2                # DNRR partitions (release 0.1 wrote 2 as well)
 _FORMAT_PRIVTREE = 3
 _MAX_FANOUT = 65536
 _MAX_K = 65535
-
-def auto_fanout(m):
-    """The default fanout over a PrivTree partition of ``m`` segments: ``ceil(sqrt(m))``
-    (at least 2, at most 65536), so the tree has two levels.
-
-    Public (``m`` is released).  Measured against fixed fanouts 8, 16, 64, 256
-    and ``ceil(m^(1/3))`` with ``benchmarks/bench_accuracy.py --only 1d``
-    (README, "Accuracy against the published peers")."""
-    return min(_MAX_FANOUT, max(2, math.isqrt(max(m - 1, 0)) + 1))
-
 
 def _check_method(partition, estimator, partition_share, threshold_factor):
     """The partition method and the options that depend on it, with their defaults."""
@@ -210,14 +201,14 @@ class IntervalSynopsis:
          ``"seal"``, light interiors are split like ``"uniform"``;
          ``|bias| <= W + T``.
 
-    Defaults: ``partition="privtree"``, ``tree="hierarchical"`` with
-    ``fanout = ceil(sqrt(m))`` (two levels: :func:`auto_fanout`),
-    ``consistency=True``, ``estimator="uniform"``, ``partition_share=0.25``;
+    Defaults: ``partition="privtree"``, ``tree="hierarchical"``,
+    ``fanout=16``, ``consistency=True``, ``estimator="uniform"``,
+    ``partition_share=0.25``;
     chosen by measured RMSE against PrivTree, DAWA, OpenDP's tree and the
     hierarchical histograms with ``python benchmarks/bench_accuracy.py
     --only 1d`` (README.md, "Interval synopsis", "Accuracy against the
     published peers").  Passing ``threshold_factor`` or a seal estimator
-    selects ``partition="dnrr"``, whose defaults are ``fanout=16``,
+    selects ``partition="dnrr"``, whose defaults are
     ``estimator="seal_uniform"``, ``partition_share=0.25``,
     ``threshold_factor=1`` (tuned with ``benchmarks/bench_intervals.py
     --tune``, README "Tuning"); DNRR's own configuration is
@@ -313,7 +304,7 @@ class IntervalSynopsis:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
-              fanout=None, consistency=True, estimator=None,
+              fanout=DEFAULT_FANOUT, consistency=True, estimator=None,
               partition_share=None, threshold_factor=None, k=19, budget=None,
               counts=None, shards=None, delta=0, columns=None, scale=None,
               resolution=None, dropna=False, partition=None):
@@ -336,10 +327,10 @@ class IntervalSynopsis:
         rng : Rng, optional
             Randomness (OS-seeded by default; seeds are for tests only).
         tree : {"binary", "hierarchical", "kary"}
-        fanout : int, optional
+        fanout : int
             Fanout of ``tree="hierarchical"`` (2 .. 65536; ``"binary"`` is 2).
-            Default: ``ceil(sqrt(m))`` over a PrivTree partition of ``m``
-            segments (:func:`auto_fanout`), 16 over DNRR's.
+            Small ranges favour a flatter tree (``fanout=64``: README,
+            "Accuracy against the published peers").
         consistency : bool
             Least-squares post-processing of the binary/hierarchical tree
             (ignored for kary).
@@ -444,13 +435,8 @@ class IntervalSynopsis:
         """
         method, estimator, partition_share, factor = _check_method(
             partition, estimator, partition_share, threshold_factor)
-        auto = fanout is None and method == "privtree"
-        if fanout is None:
-            fanout = DEFAULT_FANOUT
         tree, fanout, consistency, estimator, k = _check_options(tree, fanout, consistency,
                                                                  estimator, k)
-        if auto:
-            fanout = None                    # ceil(sqrt(m)), once m is released
         share = check_share(partition_share, "partition_share")
         eps = exact_epsilon(epsilon)
         dlt = check_delta_or_zero(delta)
@@ -507,10 +493,7 @@ class IntervalSynopsis:
     @classmethod
     def _release_tree(cls, part, counts, eps_t, rng, *, beta, tree, fanout, consistency,
                       estimator, k, dlt):
-        """The tree over the released partition's true segment ``counts`` (DNRR section 3.2);
-        ``fanout=None``: :func:`auto_fanout` of the released number of segments."""
-        if fanout is None:
-            fanout = DEFAULT_FANOUT if tree == "kary" else auto_fanout(len(part))
+        """The tree over the released partition's true segment ``counts`` (DNRR section 3.2)."""
         if tree == "kary":
             counter = KaryTreeCounter(horizon=len(part), epsilon=eps_t, k=k, rng=rng, delta=dlt)
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)
