@@ -401,7 +401,10 @@ class _Runs:
     def weights(self, ends):
         """True items per segment of ``ends`` (not private)."""
         at = np.searchsorted(self.keys, ends, side="right")
-        tot = np.concatenate(([0], np.asarray(self.cum)))[at]
+        # running totals at each end, read where they are (a memory map stays on disk)
+        tot = np.zeros(at.size, dtype=np.int64)
+        inside = at > 0
+        tot[inside] = self.cum[at[inside] - 1]
         return np.diff(tot, prepend=0).astype(np.int64)
 
     def close(self):
