@@ -19,9 +19,18 @@
  * Counts come from the sorted distinct offsets keys[0..nk) and their
  * running totals cum[i] = sum of the counts of keys[0..i]: a node's count is
  * a difference of two totals, its children's key ranges a binary search.
+ * Every node lies right of the ones before it in depth-first order, so the
+ * keys left of the current node are never read again: with `release`, the
+ * arrays are read-only file mappings (numpy memmaps of spilled runs) and
+ * their pages behind the current node are dropped as the walk moves right
+ * (madvise MADV_DONTNEED: a clean file page is re-read from the file if ever
+ * touched again), so the resident memory stays O(window) whatever nk is.
  */
+#define _DEFAULT_SOURCE 1      /* madvise */
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include "internal.h"
 
 typedef struct {
@@ -48,8 +57,21 @@ static int grow(pds_privtree *out)
     uint8_t *d = realloc(out->depths, cap * sizeof *d);
     if (!d) return 0;
     out->depths = d;
+    int64_t *c = realloc(out->counts, cap * sizeof *c);
+    if (!c) return 0;
+    out->counts = c;
     out->capacity = cap;
     return 1;
+}
+
+/* Drop the whole pages of [base, base + bytes) (a read-only file mapping). */
+static void drop_pages(const void *base, size_t bytes)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t a = ((uintptr_t)base + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t b = ((uintptr_t)base + bytes) & ~((uintptr_t)page - 1);
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 void pds_privtree_free(pds_privtree *tree)
@@ -57,24 +79,28 @@ void pds_privtree_free(pds_privtree *tree)
     if (!tree) return;
     free(tree->ends);
     free(tree->depths);
+    free(tree->counts);
     tree->ends = NULL;
     tree->depths = NULL;
+    tree->counts = NULL;
     tree->m = tree->capacity = tree->tested = 0;
 }
 
 pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t *cum,
                               uint64_t nk, uint64_t first, uint64_t last, uint32_t depth0,
                               uint64_t t, uint64_t s, int64_t delta, int64_t theta,
-                              uint64_t max_leaves, pds_privtree *out)
+                              uint64_t max_leaves, int32_t release, pds_privtree *out)
 {
     if (!out) return PDS_EINVAL;
     out->ends = NULL;
     out->depths = NULL;
+    out->counts = NULL;
     out->m = out->capacity = out->tested = 0;
     if (!rng || (nk && (!keys || !cum)) || first > last || t < 1 || s < 1
         || t >= PDS_PARAM_LIMIT || s >= PDS_PARAM_LIMIT || delta < 0
         || delta > (int64_t)PDS_PARAM_LIMIT || theta < -(int64_t)PDS_PARAM_LIMIT
-        || theta > (int64_t)PDS_PARAM_LIMIT || max_leaves < 1 || depth0 > 64)
+        || theta > (int64_t)PDS_PARAM_LIMIT || max_leaves < 1 || depth0 > 64
+        || (release != 0 && release != 1))
         return PDS_EINVAL;
     /* keys strictly increasing inside [first, last]; totals nondecreasing, >= 0,
      * at most 2^62 */
@@ -89,11 +115,19 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
 
     ptnode stack[72];
     int top = 0;
+    uint64_t dropped = 0;                 /* keys [0, dropped) released */
+    const uint64_t window = (uint64_t)1 << 20;
     stack[top++] = (ptnode){first, last, 0, nk, depth0};
     while (top > 0) {
         ptnode v = stack[--top];
+        if (release && v.i > dropped + window + 1) {
+            uint64_t upto = v.i - 1;      /* cum[v.i - 1] is still read */
+            drop_pages(keys + dropped, (size_t)(upto - dropped) * sizeof *keys);
+            drop_pages(cum + dropped, (size_t)(upto - dropped) * sizeof *cum);
+            dropped = upto;
+        }
+        int64_t c = v.j > v.i ? cum[v.j - 1] - (v.i ? cum[v.i - 1] : 0) : 0;
         if (v.a != v.b) {
-            int64_t c = v.j > v.i ? cum[v.j - 1] - (v.i ? cum[v.i - 1] : 0) : 0;
             __int128 bc = (__int128)c - (__int128)v.d * delta;
             __int128 floor_ = (__int128)theta - delta;
             if (bc < floor_) bc = floor_;
@@ -119,6 +153,7 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
         }
         out->ends[out->m] = v.b;
         out->depths[out->m] = (uint8_t)v.d;
+        out->counts[out->m] = c;
         out->m++;
     }
     return PDS_OK;

@@ -589,6 +589,7 @@ pds_status pds_test_mutation(int32_t mutant);
 typedef struct pds_privtree {
     uint64_t *ends;        /* leaf right ends (offsets), increasing; malloc'ed */
     uint8_t *depths;       /* leaf depths (root 0); malloc'ed */
+    int64_t *counts;       /* leaf true counts (NOT private: for the noisy tree); malloc'ed */
     uint64_t m;            /* number of leaves */
     uint64_t capacity;
     uint64_t tested;       /* noise draws made (nodes of width >= 2 visited) */
@@ -604,11 +605,12 @@ typedef struct pds_privtree {
  * *out owns malloc'ed arrays (release with pds_privtree_free, also safe
  * after a failure, which leaves *out empty).  PDS_EINVAL for bad arguments
  * (nothing drawn), PDS_ENOMEM past max_leaves leaves or on allocation
- * failure. */
+ * failure.  release = 1 only for read-only file mappings: their pages behind
+ * the walk are dropped (madvise), keeping resident memory small. */
 pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t *cum,
                               uint64_t nk, uint64_t first, uint64_t last, uint32_t depth0,
                               uint64_t t, uint64_t s, int64_t delta, int64_t theta,
-                              uint64_t max_leaves, pds_privtree *out);
+                              uint64_t max_leaves, int32_t release, pds_privtree *out);
 void pds_privtree_free(pds_privtree *tree);
 /* Check that ends[0..m) are the leaves, in order, of a binary halving tree
  * over [first, last] (each node [a, b] split at a + (b - a) / 2) and write

@@ -289,8 +289,10 @@ class TreePartition(Partition):
 # --------------------------------------------------------------------------
 # Driving the kernel.
 
-def _grow(keys, cum, first, last, epsilon, rng, depth0=0):
-    """The leaves' end offsets of one tree over ``[first, last]`` (C kernel)."""
+def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False):
+    """The leaves' end offsets of one tree over ``[first, last]`` and their true
+    counts (not private), from the C kernel.  ``release``: ``keys`` and ``cum`` are
+    read-only memory maps whose pages the kernel drops behind its walk."""
     lam, delta = privtree_parameters(epsilon)
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     cum = np.ascontiguousarray(cum, dtype=np.int64)
@@ -300,12 +302,13 @@ def _grow(keys, cum, first, last, epsilon, rng, depth0=0):
             st = lib.pds_privtree_build(state, ffi.from_buffer("uint64_t[]", keys),
                                         ffi.from_buffer("int64_t[]", cum), keys.size, first,
                                         last, depth0, lam.numerator, lam.denominator, delta, _THETA,
-                                        _MAX_LEAVES, out)
+                                        _MAX_LEAVES, int(release), out)
         check(st, "privtree partition")
         ends = np.frombuffer(ffi.buffer(out.ends, 8 * out.m), dtype=np.uint64).copy()
+        counts = np.frombuffer(ffi.buffer(out.counts, 8 * out.m), dtype=np.int64).copy()
     finally:
         lib.pds_privtree_free(out)
-    return ends
+    return ends, counts
 
 
 def _runs_of_sorted(sorted_offsets, counts=None):
@@ -336,14 +339,15 @@ def privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts=None):
     """
     lo, hi = domain
     keys, cum = _runs_of_sorted(sorted_offsets, counts)
-    ends = _grow(keys, cum, 0, hi - lo, epsilon, rng)
+    ends, _ = _grow(keys, cum, 0, hi - lo, epsilon, rng)
     return TreePartition._checked(ends, lo, hi, epsilon, beta)
 
 
 class _Runs:
     """Sorted ``(key, count)`` chunks gathered as distinct keys and running totals:
     in memory, or in two spilled files read through ``numpy.memmap`` once they pass
-    ``_SPILL_ENTRIES`` entries (memory then O(chunk), the pages the search reads)."""
+    ``_SPILL_ENTRIES`` entries (memory then O(chunk); the kernel drops the mapped
+    pages behind its walk)."""
 
     def __init__(self, chunks):
         self._dir = None
@@ -398,14 +402,10 @@ class _Runs:
             self.keys = np.memmap(os.path.join(self._dir, "k"), dtype=np.uint64, mode="r")
             self.cum = np.memmap(os.path.join(self._dir, "c"), dtype=np.int64, mode="r")
 
-    def weights(self, ends):
-        """True items per segment of ``ends`` (not private)."""
-        at = np.searchsorted(self.keys, ends, side="right")
-        # running totals at each end, read where they are (a memory map stays on disk)
-        tot = np.zeros(at.size, dtype=np.int64)
-        inside = at > 0
-        tot[inside] = self.cum[at[inside] - 1]
-        return np.diff(tot, prepend=0).astype(np.int64)
+    @property
+    def spilled(self):
+        """Whether the runs are in files (read-only memory maps)."""
+        return self._dir is not None
 
     def close(self):
         if self._dir is not None:
@@ -430,8 +430,8 @@ def privtree_of_chunks(chunks, domain, epsilon, beta, rng, size=None):
     depth0 = 0 if size is None else root_depth(size, hi - lo + 1)
     runs = _Runs(chunks)
     try:
-        ends = _grow(runs.keys, runs.cum, 0, hi - lo, epsilon, rng, depth0)
-        weights = runs.weights(ends)
+        ends, weights = _grow(runs.keys, runs.cum, 0, hi - lo, epsilon, rng, depth0,
+                              release=runs.spilled)
     finally:
         runs.close()
     return TreePartition._checked(ends, lo, hi, epsilon, beta), weights

@@ -74,7 +74,7 @@ def _outcome_prob(counts, ends, lam, delta):
 def _grow(values, size, eps, rng, depth0=0):
     srt = np.sort(np.asarray(values, dtype=np.uint64))
     keys, cum = privtree._runs_of_sorted(srt)
-    return privtree._grow(keys, cum, 0, size - 1, Fraction(eps), rng, depth0)
+    return privtree._grow(keys, cum, 0, size - 1, Fraction(eps), rng, depth0)[0]
 
 
 def test_parameters_are_corollary_1_with_an_integer_bias():
@@ -230,12 +230,28 @@ def test_in_memory_weighted_streamed_spilled_and_sharded_paths_agree(monkeypatch
     ref = privtree_of_sorted(np.sort(v).astype(np.uint64), dom, Fraction(1, 4), 0.025,
                              ps.Rng(seed=1))
     assert part == ref
-    assert weights.sum() == v.size
+    assert weights.sum() == v.size and not list(tmp_spills())
     assert np.array_equal(weights, np.bincount(np.searchsorted(ref.end_offsets,
                                                                v.astype(np.uint64)),
                                                minlength=len(ref)))
+    # the kernel's leaf counts are the true segment weights, spilled or not
+    keys, cum = privtree._runs_of_sorted(np.sort(v).astype(np.uint64))
+    ends, counts = privtree._grow(keys, cum, 0, 10**9 - 1, Fraction(1, 4), ps.Rng(seed=1))
+    assert np.array_equal(ends, ref.end_offsets) and np.array_equal(counts, weights)
     sharded = ps.IntervalSynopsis.build(v, domain=dom, epsilon=0.5, rng=ps.Rng(seed=1), shards=4)
     assert sharded.partition.shards == 4
+
+
+def tmp_spills():
+    """Leftover spill directories of this process's builds (none may remain)."""
+    import glob
+    import tempfile
+
+    return [d for d in glob.glob(os.path.join(tempfile.gettempdir(), "pydp-privtree-*"))
+            if os.stat(d).st_uid == os.getuid() and os.path.getmtime(d) > START]
+
+
+START = __import__("time").time()
 
 
 def test_domain_of_2_64_values():
@@ -301,12 +317,14 @@ def test_kernel_refuses_bad_arguments_before_drawing():
         (keys, cum, 0, 9, 0, 0, 1, 2),                                    # t = 0
         (keys, cum, 0, 9, 0, 3, 1, -1),                                   # delta < 0
     ]
+    release = [0] * len(cases) + [2]                                      # release not 0/1
+    cases.append((keys, cum, 0, 9, 0, 3, 1, 2))
     try:
         with rng.native() as state:
-            for k, c, first, last, d0, t, s, delta in cases:
+            for (k, c, first, last, d0, t, s, delta), rel in zip(cases, release):
                 st = lib.pds_privtree_build(state, ffi.from_buffer("uint64_t[]", k),
                                             ffi.from_buffer("int64_t[]", c), 3, first, last,
-                                            d0, t, s, delta, 0, 100, out)
+                                            d0, t, s, delta, 0, 100, rel, out)
                 assert st == lib.PDS_EINVAL and out.m == 0
         # a refused call drew nothing
         assert rng.random_uint64() == ps.Rng(seed=1).random_uint64()
@@ -314,7 +332,7 @@ def test_kernel_refuses_bad_arguments_before_drawing():
             # too many leaves: ENOMEM, nothing kept
             st = lib.pds_privtree_build(state, ffi.from_buffer("uint64_t[]", keys),
                                         ffi.from_buffer("int64_t[]", cum), 3, 0, 2**40, 0,
-                                        1, 1000, 0, 0, 1, out)
+                                        1, 1000, 0, 0, 1, 0, out)
         assert st == lib.PDS_ENOMEM and out.m == 0 and out.ends == ffi.NULL
     finally:
         lib.pds_privtree_free(out)
@@ -345,3 +363,18 @@ def test_dnrr_options_select_dnrr():
         assert not isinstance(syn.partition, TreePartition)
     syn = ps.IntervalSynopsis.build([1, 2, 3], domain=(0, 63), epsilon=1, rng=ps.Rng(seed=1))
     assert isinstance(syn.partition, TreePartition)
+
+
+def test_spilled_runs_drop_their_pages_behind_the_walk_and_agree(monkeypatch):
+    # 3 * 2^20 distinct keys: the kernel releases the mapped pages behind it (window 2^20)
+    gen = np.random.default_rng(21)
+    keys = np.unique(gen.integers(0, 2**40, 3 * 2**20 + 5000).astype(np.uint64))
+    counts = gen.integers(1, 4, keys.size)
+    chunks = [(keys[i:i + 2**18], counts[i:i + 2**18]) for i in range(0, keys.size, 2**18)]
+    dom = (0, 2**40 - 1)
+    mem, w_mem = privtree.privtree_of_chunks(iter(chunks), dom, Fraction(2), 0.025, ps.Rng(seed=5))
+    monkeypatch.setattr(privtree, "_SPILL_ENTRIES", 2**16)
+    disk, w_disk = privtree.privtree_of_chunks(iter(chunks), dom, Fraction(2), 0.025,
+                                               ps.Rng(seed=5))
+    assert disk == mem and np.array_equal(w_disk, w_mem) and w_disk.sum() == counts.sum()
+    assert len(mem) > 1000 and not list(tmp_spills())
