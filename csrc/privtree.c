@@ -104,11 +104,16 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
         return PDS_EINVAL;
     /* keys strictly increasing inside [first, last]; totals nondecreasing, >= 0,
      * at most 2^62 */
+    const uint64_t window = (uint64_t)1 << 20;
     for (uint64_t k = 0; k < nk; k++) {
         if (keys[k] < first || keys[k] > last || (k && keys[k] <= keys[k - 1]))
             return PDS_EINVAL;
         if (cum[k] < (k ? cum[k - 1] : 0) || cum[k] > (int64_t)PDS_MAX_COUNT)
             return PDS_EINVAL;
+        if (release && k % window == window - 1) {   /* the check reads every page once */
+            drop_pages(keys + k + 1 - window, (size_t)window * sizeof *keys);
+            drop_pages(cum + k + 1 - window, (size_t)window * sizeof *cum);
+        }
     }
     int st = pds_rng_check_fork(rng);
     if (st != PDS_OK) return st;
@@ -116,7 +121,6 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
     ptnode stack[72];
     int top = 0;
     uint64_t dropped = 0;                 /* keys [0, dropped) released */
-    const uint64_t window = (uint64_t)1 << 20;
     stack[top++] = (ptnode){first, last, 0, nk, depth0};
     while (top > 0) {
         ptnode v = stack[--top];
