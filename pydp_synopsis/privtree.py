@@ -343,6 +343,16 @@ def privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts=None):
     return TreePartition._checked(ends, lo, hi, epsilon, beta)
 
 
+def _slices(chunks, size=1 << 22):
+    """The chunks in pieces of at most ``size`` entries (a shard's whole aggregate
+    arrives as one chunk on a worker: its temporaries stay piece-sized)."""
+    for pos, cnt in chunks:
+        pos = np.asarray(pos, dtype=np.uint64)
+        cnt = np.asarray(cnt, dtype=np.int64)
+        for i in range(0, max(pos.size, 1), size):
+            yield pos[i:i + size], cnt[i:i + size]
+
+
 class _Runs:
     """Sorted ``(key, count)`` chunks gathered as distinct keys and running totals:
     in memory, or in two spilled files read through ``numpy.memmap`` once they pass
@@ -354,9 +364,7 @@ class _Runs:
         keys, cums, n, total = [], [], 0, 0
         files = None
         carry_k, carry_c = None, 0
-        for pos, cnt in chunks:
-            pos = np.asarray(pos, dtype=np.uint64)
-            cnt = np.asarray(cnt, dtype=np.int64)
+        for pos, cnt in _slices(chunks):
             if carry_k is not None:
                 pos = np.concatenate(([carry_k], pos))
                 cnt = np.concatenate(([carry_c], cnt))
