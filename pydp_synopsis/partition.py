@@ -380,15 +380,18 @@ class Partition(_Fig1):
         return ((self._factor + 2.0) * (math.log(self._size) - math.log(self._beta))
                 / float(self._epsilon))
 
+    def _key(self):
+        """The public parameters two equal partitions share (besides their ends)."""
+        return (self.domain, self._epsilon, self._beta, self._factor)
+
     def __eq__(self, other):
         if not isinstance(other, Partition):
             return NotImplemented
-        return (self.domain == other.domain and self._epsilon == other._epsilon
-                and self._beta == other._beta and self._factor == other._factor
+        return (type(self) is type(other) and self._key() == other._key()
                 and np.array_equal(self._offsets, other._offsets))
 
     def __repr__(self):
-        return (f"Partition(segments={len(self)}, domain={self.domain}, "
+        return (f"{type(self).__name__}(segments={len(self)}, domain={self.domain}, "
                 f"epsilon={self._epsilon}, beta={self._beta})")
 
 

@@ -274,16 +274,8 @@ class TreePartition(Partition):
         """Same as :meth:`interior_weight_bound` (PrivTree's bound covers duplicates)."""
         return self.interior_weight_bound()
 
-    def __eq__(self, other):
-        if not isinstance(other, TreePartition):
-            return NotImplemented
-        return (self.domain == other.domain and self._epsilon == other._epsilon
-                and self._beta == other._beta and self._shards == other._shards
-                and np.array_equal(self._offsets, other._offsets))
-
-    def __repr__(self):
-        return (f"TreePartition(segments={len(self)}, domain={self.domain}, "
-                f"epsilon={self._epsilon}, beta={self._beta})")
+    def _key(self):
+        return (self.domain, self._epsilon, self._beta, self._shards)
 
 
 # --------------------------------------------------------------------------
@@ -363,52 +355,58 @@ class _Runs:
         self._dir = None
         keys, cums, n, total = [], [], 0, 0
         files = None
-        carry_k, carry_c = None, 0
-        for pos, cnt in _slices(chunks):
-            if carry_k is not None:
-                pos = np.concatenate(([carry_k], pos))
-                cnt = np.concatenate(([carry_c], cnt))
-            k, c = _runs_of_sorted(pos, cnt)
-            if k.size == 0:
-                carry_k = None
-                continue
-            c = np.diff(c, prepend=0)
-            carry_k, carry_c = k[-1], int(c[-1])     # the next chunk may continue it
-            k, c = k[:-1], c[:-1]
-            cum = total + np.cumsum(c)
-            total = int(cum[-1]) if cum.size else total
+
+        def put(k, cum):
+            """Keep a piece of keys and totals: in memory, or in the spill files once
+            ``_SPILL_ENTRIES`` are passed (then the kept pieces move there first)."""
+            nonlocal n, files, keys, cums
             n += k.size
             if files is None and n > _SPILL_ENTRIES:
                 self._dir = tempfile.mkdtemp(prefix="pydp-privtree-")
                 files = [open(os.path.join(self._dir, name), "wb") for name in ("k", "c")]
+                keys, cums = keys + [k], cums + [cum]
                 for a, b in zip(keys, cums):
                     a.tofile(files[0])
                     b.tofile(files[1])
                 keys, cums = [], []
-            if files is None:
+            elif files is None:
                 keys.append(k)
                 cums.append(cum)
             else:
                 k.tofile(files[0])
                 cum.tofile(files[1])
-        if carry_k is not None:
-            last_k = np.array([carry_k], dtype=np.uint64)
-            last_c = np.array([total + carry_c], dtype=np.int64)
-            n += 1
+        try:
+            carry_k, carry_c = None, 0
+            for pos, cnt in _slices(chunks):
+                if carry_k is not None:
+                    pos = np.concatenate(([carry_k], pos))
+                    cnt = np.concatenate(([carry_c], cnt))
+                k, c = _runs_of_sorted(pos, cnt)
+                if k.size == 0:
+                    carry_k = None
+                    continue
+                c = np.diff(c, prepend=0)
+                carry_k, carry_c = k[-1], int(c[-1])     # the next chunk may continue it
+                k, c = k[:-1], c[:-1]
+                cum = total + np.cumsum(c)
+                total = int(cum[-1]) if cum.size else total
+                put(k, cum)
+            if carry_k is not None:
+                put(np.array([carry_k], dtype=np.uint64),
+                    np.array([total + carry_c], dtype=np.int64))
             if files is None:
-                keys.append(last_k)
-                cums.append(last_c)
+                self.keys = np.concatenate(keys) if keys else np.empty(0, dtype=np.uint64)
+                self.cum = np.concatenate(cums) if cums else np.empty(0, dtype=np.int64)
             else:
-                last_k.tofile(files[0])
-                last_c.tofile(files[1])
-        if files is None:
-            self.keys = np.concatenate(keys) if keys else np.empty(0, dtype=np.uint64)
-            self.cum = np.concatenate(cums) if cums else np.empty(0, dtype=np.int64)
-        else:
-            for fh in files:
+                for fh in files:
+                    fh.close()
+                self.keys = np.memmap(os.path.join(self._dir, "k"), dtype=np.uint64, mode="r")
+                self.cum = np.memmap(os.path.join(self._dir, "c"), dtype=np.int64, mode="r")
+        except BaseException:
+            for fh in files or ():
                 fh.close()
-            self.keys = np.memmap(os.path.join(self._dir, "k"), dtype=np.uint64, mode="r")
-            self.cum = np.memmap(os.path.join(self._dir, "c"), dtype=np.int64, mode="r")
+            self.close()                 # nothing half-written stays behind
+            raise
 
     @property
     def spilled(self):

@@ -378,3 +378,15 @@ def test_spilled_runs_drop_their_pages_behind_the_walk_and_agree(monkeypatch):
                                                ps.Rng(seed=5))
     assert disk == mem and np.array_equal(w_disk, w_mem) and w_disk.sum() == counts.sum()
     assert len(mem) > 1000 and not list(tmp_spills())
+
+
+def test_a_failing_stream_leaves_no_spill_behind(monkeypatch):
+    monkeypatch.setattr(privtree, "_SPILL_ENTRIES", 10)
+
+    def chunks():
+        yield np.arange(100, dtype=np.uint64), np.ones(100, dtype=np.int64)
+        raise OSError("disk gone")
+
+    with pytest.raises(OSError, match="disk gone"):
+        privtree.privtree_of_chunks(chunks(), (0, 999), Fraction(1), 0.05, ps.Rng(seed=1))
+    assert not list(tmp_spills())
