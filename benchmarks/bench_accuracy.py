@@ -70,7 +70,11 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.dirname(HERE))
+if __name__ == "__main__":
+    # run as a script from a checkout: its package first.  Not when a test imports this
+    # module: the suite's dask workers inherit sys.path, and a clean checkout's source
+    # tree has no compiled core (they must import the installed package).
+    sys.path.insert(1, os.path.dirname(HERE))
 
 import pydp_synopsis as ps  # noqa: E402
 from pydp_synopsis.intervals import IntervalSynopsis  # noqa: E402
