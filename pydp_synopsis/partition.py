@@ -214,6 +214,22 @@ class _Fig1:
 # --------------------------------------------------------------------------
 # The offline partition.
 
+def checked_ends(end_offsets, domain, epsilon, beta):
+    """A partition's public parts checked (one rule for every partition class):
+    ``(offsets, lo, hi, epsilon, beta)`` with the ends as uint64 offsets, strictly
+    increasing and ending at ``hi - lo``."""
+    lo, hi = check_domain(domain)
+    eps = exact_epsilon(epsilon)
+    beta = check_beta(beta)
+    offs = np.asarray(end_offsets)
+    if offs.dtype.kind not in "iu" or offs.ndim != 1:
+        raise TypeError("end_offsets must be a 1-D integer array")
+    offs = as_offsets(offs, (0, hi - lo), name="end_offsets")
+    if offs.size == 0 or int(offs[-1]) != hi - lo or np.any(offs[1:] <= offs[:-1]):
+        raise DomainError("end_offsets must be strictly increasing and end at hi - lo")
+    return offs, lo, hi, eps, beta
+
+
 class Partition(_Fig1):
     """A partition of the domain ``[lo, hi]`` into contiguous segments.
 
@@ -248,17 +264,8 @@ class Partition(_Fig1):
     __hash__ = None
 
     def __init__(self, end_offsets, *, domain, epsilon, beta, threshold_factor=3):
-        lo, hi = check_domain(domain)
-        eps = exact_epsilon(epsilon)
-        beta = check_beta(beta)
-        factor = check_threshold_factor(threshold_factor)
-        offs = np.asarray(end_offsets)
-        if offs.dtype.kind not in "iu" or offs.ndim != 1:
-            raise TypeError("end_offsets must be a 1-D integer array")
-        offs = as_offsets(offs, (0, hi - lo), name="end_offsets")
-        if offs.size == 0 or int(offs[-1]) != hi - lo or np.any(offs[1:] <= offs[:-1]):
-            raise DomainError("end_offsets must be strictly increasing and end at hi - lo")
-        self._store(offs, lo, hi, eps, beta, factor)
+        offs, lo, hi, eps, beta = checked_ends(end_offsets, domain, epsilon, beta)
+        self._store(offs, lo, hi, eps, beta, check_threshold_factor(threshold_factor))
 
     @classmethod
     def _checked(cls, end_offsets, lo, hi, epsilon, beta, factor):

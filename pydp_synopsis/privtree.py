@@ -81,8 +81,7 @@ import numpy as np
 
 from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, ParameterError
-from .params import as_offsets, check_beta, check_domain, exact_epsilon
-from .partition import Partition
+from .partition import Partition, checked_ends
 
 __all__ = ["TreePartition"]
 
@@ -172,17 +171,9 @@ class TreePartition(Partition):
     """
 
     def __init__(self, end_offsets, *, domain, epsilon, beta, shards=1):
-        lo, hi = check_domain(domain)
-        eps = exact_epsilon(epsilon)
-        beta = check_beta(beta)
         if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
             raise ParameterError(f"shards must be an int >= 1, got {shards!r}")
-        offs = np.asarray(end_offsets)
-        if offs.dtype.kind not in "iu" or offs.ndim != 1:
-            raise TypeError("end_offsets must be a 1-D integer array")
-        offs = as_offsets(offs, (0, hi - lo), name="end_offsets")
-        if offs.size == 0 or int(offs[-1]) != hi - lo or np.any(offs[1:] <= offs[:-1]):
-            raise DomainError("end_offsets must be strictly increasing and end at hi - lo")
+        offs, lo, hi, eps, beta = checked_ends(end_offsets, domain, epsilon, beta)
         self._store_tree(offs, lo, hi, eps, beta, shards)
 
     @classmethod
