@@ -257,7 +257,7 @@ class IntervalSynopsis:
     __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta", "delta",
                  "pure_epsilon", "_scale",
                  "tree", "fanout", "consistency", "estimator", "k", "_released", "_prefix",
-                 "_levels", "_ends", "_tau", "_coef", "_columns", "_leafw")
+                 "_levels", "_ends", "_tau", "_coef", "_columns")
 
     def __init__(self):
         raise TypeError("use IntervalSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -282,7 +282,6 @@ class IntervalSynopsis:
         self._ends = np.ascontiguousarray(partition.end_offsets, dtype=np.uint64)
         self._tau = float(partition.threshold)
         self._coef = None
-        self._leafw = None
         self._columns = None                     # set by build/load when described
         self._levels, self._prefix = None, None
         if tree == "kary":
@@ -855,7 +854,8 @@ class IntervalSynopsis:
 
     def _boundaries(self, lo_o, hi_o):
         """Per query: is the left (or only) boundary segment cut, is the right one,
-        and does each cut one lose its seal point (its end) to the query?"""
+        does each cut one lose its seal point (its end) to the query, and the two
+        boundary segments' indices?"""
         ends, lookup = self._ends, self.partition.lookup
         k, r = lookup.of(lo_o).astype(np.intp), lookup.of(hi_o).astype(np.intp)
         first = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + np.uint64(1))
@@ -863,7 +863,7 @@ class IntervalSynopsis:
         seal_out_left = single & (hi_o < ends[k])
         left = (lo_o > first) | seal_out_left
         right = ~single & (hi_o < ends[r])
-        return left, right, seal_out_left, right
+        return left, right, seal_out_left, right, k, r
 
     def _query_bias(self, lo_o, hi_o, multiplicity):
         """Per query, the most the estimator can miscount in the cut boundary segments.
@@ -876,12 +876,10 @@ class IntervalSynopsis:
         in ``[-W, T]``).  These are the per-boundary terms of
         :meth:`error_bound`'s bias.
         """
-        left, right, seal_l, seal_r = self._boundaries(lo_o, hi_o)
+        left, right, seal_l, seal_r, k, r = self._boundaries(lo_o, hi_o)
         if isinstance(self.partition, TreePartition):
             # "uniform" and "cover" take a share of a cut leaf in [0, its weight]
-            w = self._leaf_bounds()
-            lookup = self.partition.lookup
-            k, r = lookup.of(lo_o).astype(np.intp), lookup.of(hi_o).astype(np.intp)
+            w = self.partition.leaf_weight_bounds()
             return np.where(left, w[k], 0.0) + np.where(right, w[r], 0.0)
         w, cut = self.interior_weight_bound(), left.astype(np.float64) + right
         if self.estimator == "seal":
@@ -891,12 +889,6 @@ class IntervalSynopsis:
         if self.estimator == "uniform":
             return (w + multiplicity) * cut
         return w * cut + multiplicity * ((left & seal_l).astype(np.float64) + (right & seal_r))
-
-    def _leaf_bounds(self):
-        """PrivTree's per-leaf weight bounds (kept: O(m) once)."""
-        if self._leafw is None:
-            self._leafw = self.partition.leaf_weight_bounds()
-        return self._leafw
 
     def _noise_delta(self, confidence):
         """``1 - confidence - beta / 2``: what the noise may use after the partition's share."""

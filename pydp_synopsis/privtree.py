@@ -187,6 +187,7 @@ class TreePartition(Partition):
         self.scale, self.bias = privtree_parameters(epsilon)
         self._store(end_offsets, lo, hi, epsilon, beta, PRIVTREE)
         self._shards = shards
+        self._leaf_bounds = None
         ends = self._offsets
         depths = np.empty(ends.size, dtype=np.uint8)
         start = 0
@@ -223,10 +224,6 @@ class TreePartition(Partition):
         """The per-depth bias ``delta`` (PrivTree has no threshold; theta = 0)."""
         return self.bias
 
-    def _widths_above_one(self):
-        starts = np.concatenate(([np.uint64(0)], self._offsets[:-1] + np.uint64(1)))
-        return self._offsets > starts
-
     def depth_weight_bounds(self):
         """``W_d`` for ``d = 0 .. 128``: the most items a tested leaf at depth ``d`` holds
         (module doc), all at once with probability ``>= 1 - beta``.  O(1)."""
@@ -247,18 +244,23 @@ class TreePartition(Partition):
         """Per segment, the most items it can hold (module doc): ``W_d`` for a leaf of
         width ``>= 2``, 0 for a leaf of width 1 (an interval never cuts it).
 
-        All hold at once with probability ``>= 1 - beta``.  O(m).
+        All hold at once with probability ``>= 1 - beta``.  O(m) on the first
+        call; the partition is immutable, so the array is kept (read-only).
 
         Returns
         -------
         numpy.ndarray of float64
         """
-        w = self.depth_weight_bounds()[self.depths]
-        return np.where(self._widths_above_one(), w, 0.0)
+        if self._leaf_bounds is None:
+            starts = np.concatenate(([np.uint64(0)], self._offsets[:-1] + np.uint64(1)))
+            w = np.where(self._offsets > starts, self.depth_weight_bounds()[self.depths], 0.0)
+            w.flags.writeable = False
+            self._leaf_bounds = w
+        return self._leaf_bounds
 
     def interior_weight_bound(self):
         """The largest :meth:`leaf_weight_bounds`: every cut segment holds at most this
-        many items, with probability ``>= 1 - beta``.  O(m)."""
+        many items, with probability ``>= 1 - beta``.  O(m) (the bounds are kept)."""
         return float(self.leaf_weight_bounds().max())
 
     def max_weight_bound(self):
