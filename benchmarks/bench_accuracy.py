@@ -85,9 +85,7 @@ from peers_dawa import Dawa  # noqa: E402
 from peers_privtree import PrivTree  # noqa: E402
 from peers_rectangles import AdaptiveGrid, UniformGrid  # noqa: E402
 
-DATA = os.environ.get("PDS_DATA", os.path.join(HERE, "..", "..", "shared", "data"))
-if not os.path.exists(os.path.join(DATA, "flights-2001h1.npz")):
-    DATA = "/work/shared/data"
+DATA = str(workloads.data_dir())
 
 EPSILONS = (0.1, 1.0)
 KINDS = ("data", "small", "uniform")

@@ -31,19 +31,17 @@ Seeds are fixed for reproducibility (benchmarks only).  Nothing is asserted.
 
 import argparse
 import math
-import os
-import pathlib
 import time
 
 import numpy as np
 
 import pydp_synopsis as ps
 from pydp_synopsis import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
+from workloads import data_dir  # benchmarks/ (the script's directory)
 
 EPSILON = 1.0
-#: ../shared/data next to the checkout; PDS_DATA_DIR overrides it (a git worktree elsewhere).
-DATA = pathlib.Path(os.environ.get("PDS_DATA_DIR", pathlib.Path(__file__).resolve().parents[1] / ".." / "shared"
-                                   / "data")) / "flights-2001h1.npz"
+#: ../shared/data next to the checkout; PDS_DATA (or PDS_DATA_DIR) overrides it.
+DATA = data_dir() / "flights-2001h1.npz"
 
 
 def counters(horizon, rng):

@@ -33,7 +33,6 @@ Usage::
 Seeds make runs reproducible (benchmarks only).  Nothing is asserted.
 """
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -45,11 +44,9 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import pydp_synopsis as ps  # noqa: E402
-from workloads import RectangleCounter, interval_counts  # noqa: E402
+from workloads import RectangleCounter, data_dir, interval_counts  # noqa: E402
 
-DATA = Path(os.environ.get("PDS_DATA", HERE.parent.parent / "shared" / "data"))
-if not DATA.exists():
-    DATA = Path("/work/shared/data")
+DATA = data_dir()
 DEMO = HERE.parent / "pydp_synopsis" / "data" / "zipcodes.npz"
 E6 = 1_000_000
 

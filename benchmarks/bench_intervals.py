@@ -41,10 +41,7 @@ from pydp_synopsis.intervals import IntervalSynopsis  # noqa: E402
 import peers_intervals as peers  # noqa: E402
 import workloads  # noqa: E402
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data",
-                    "flights-2001h1.npz")
-if not os.path.exists(DATA):
-    DATA = "/work/shared/data/flights-2001h1.npz"
+DATA = workloads.data_dir() / "flights-2001h1.npz"
 
 OURS = [  # (label, build options)
     ("default", dict()),

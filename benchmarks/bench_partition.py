@@ -13,16 +13,16 @@ fixed for reproducibility only.  Nothing is asserted.
 """
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
 import pydp_synopsis as ps
 from pydp_synopsis.partition import private_partition
+from workloads import data_dir  # benchmarks/ (the script's directory)
 
 __all__ = ["main"]
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "flights-2001h1.npz"
+DATA = data_dir() / "flights-2001h1.npz"
 
 
 def _best(fn, repeat):
@@ -39,9 +39,8 @@ def _datasets():
     for n in (10**6, 10**7):
         yield (f"uniform n={n:.0e}", gen.integers(0, 2**64 - 1, size=n, dtype=np.uint64,
                                                   endpoint=True), (0, 2**64 - 1))
-    path = DATA if DATA.exists() else Path("/work/shared/data/flights-2001h1.npz")
-    if path.exists():
-        minute = np.load(path)["minute"].astype(np.int64)
+    if DATA.exists():
+        minute = np.load(DATA)["minute"].astype(np.int64)
         yield ("flights minute D=2^18", minute, (0, 2**18 - 1))
         shift = np.uint64(2**63 + 12345)
         yield ("flights minute shifted, D=2^64", minute.astype(np.uint64) + shift,

@@ -20,7 +20,6 @@ Usage::
 Seeds make runs reproducible (benchmarks only).  Nothing is asserted.
 """
 import argparse
-import os
 import resource
 import sys
 import time
@@ -35,11 +34,9 @@ sys.path.insert(0, str(HERE.parent))
 import pydp_synopsis.rectangles as rect  # noqa: E402
 from peers_rectangles import AdaptiveGrid, FlatHistogram, UniformGrid  # noqa: E402
 from pydp_synopsis import Rng  # noqa: E402
-from workloads import random_rectangles, rectangle_counts  # noqa: E402
+from workloads import data_dir, random_rectangles, rectangle_counts  # noqa: E402
 
-DATA = Path(os.environ.get("PDS_DATA", HERE.parent.parent / "shared" / "data"))
-if not DATA.exists():
-    DATA = Path("/work/shared/data")
+DATA = data_dir()
 
 
 def _rss_mib():

@@ -5,6 +5,7 @@
   an interval between two random data values; a rectangle = bounding box of
   two random data points).
 * :func:`interval_counts`: exact counts by sort + searchsorted.
+* :func:`data_dir`: where the shared real data sets are.
 * :class:`RectangleCounter` / :func:`rectangle_counts`: exact c-D counts by a
   slab decomposition (points sorted by the first axis and cut into slabs;
   a slab fully inside a query's first-axis range is counted recursively on
@@ -25,7 +26,23 @@ __all__ = [
     "interval_counts",
     "RectangleCounter",
     "rectangle_counts",
+    "data_dir",
 ]
+
+
+def data_dir():
+    """The directory of the shared real data sets (``flights-2001h1.npz``,
+    ``zipcodes.npz``): ``$PDS_DATA`` (or ``$PDS_DATA_DIR``) if set, else
+    ``../shared/data`` beside the checkout, else ``/work/shared/data`` (a git
+    worktree elsewhere).  The one rule every benchmark uses."""
+    import os
+    from pathlib import Path
+
+    env = os.environ.get("PDS_DATA") or os.environ.get("PDS_DATA_DIR")
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parents[2] / "shared" / "data"
+    return beside if beside.exists() else Path("/work/shared/data")
 
 
 def _uniform_values(rng, q, lo, hi):
