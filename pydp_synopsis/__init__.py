@@ -28,6 +28,7 @@ from .privtree import TreePartition
 from .persist import load, save
 from .sqrt_counter import SqrtFactorizationCounter
 from .units import Column
+from ._threads import get_threads, set_threads
 
 __version__ = "0.1.0"
 
@@ -62,4 +63,6 @@ __all__ = [
     "BudgetError",
     "EntropyError",
     "NativeError",
+    "get_threads",
+    "set_threads",
 ]

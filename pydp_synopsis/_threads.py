@@ -1,41 +1,147 @@
-"""Both cores for post-processing: large query batches split between two threads.
+"""Both cores: how many threads the package's C kernels may use, and the pool they share.
 
-The answer and noise kernels are C calls through cffi, which releases the GIL
-for their duration, and read only released numbers (no randomness is drawn),
-so the halves of a batch can run at once and give exactly the single-thread
-result.  Small batches stay on one thread (a thread costs ~50 us).
+The answer, counting and noise kernels are C calls through cffi, which
+releases the GIL for their duration, so pieces of one batch can run at once.
+Every split is deterministic and randomness is never shared between threads
+(kernels that draw use one seekable ChaCha20 stream per piece, derived from
+the caller's generator), so the result is the same for any thread count:
+seeded runs stay reproducible.  Small batches stay on one thread (a thread
+hand-off costs ~50 us).
+
+The count is :func:`get_threads`: the value given to :func:`set_threads`,
+else the environment variable ``PDS_THREADS``, else the number of CPUs the
+process may run on.
 """
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["THREAD_ROWS", "halves"]
+from .errors import ParameterError
 
-#: Batches of at least this many queries are split between two threads.
+__all__ = ["THREAD_ROWS", "get_threads", "set_threads", "halves", "run_parts"]
+
+#: Batches of at least this many queries are split between threads.
 THREAD_ROWS = 1 << 16
 
 _POOL = None
+_POOL_SIZE = 0
+_SET = None   # set_threads' value; None: PDS_THREADS or the CPUs
 
 
-def _pool():
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pydp-synopsis")
+def _check_count(n, name):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 256:
+        raise ParameterError(f"{name} must be an integer in [1, 256], got {n!r}")
+    return int(n)
+
+
+def _cpus():
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def get_threads():
+    """How many threads the package's kernels may use.
+
+    Returns
+    -------
+    int
+        The value of :func:`set_threads` if one was set, else the
+        environment variable ``PDS_THREADS`` (an integer in [1, 256]), else
+        the number of CPUs this process may run on.
+
+    Raises
+    ------
+    ParameterError
+        ``PDS_THREADS`` is set to something other than an integer in [1, 256].
+
+    Examples
+    --------
+    >>> import pydp_synopsis as ps
+    >>> before = ps.set_threads(1)
+    >>> ps.get_threads()
+    1
+    >>> _ = ps.set_threads(before)
+    """
+    if _SET is not None:
+        return _SET
+    env = os.environ.get("PDS_THREADS")
+    if env is not None and env.strip():
+        try:
+            value = int(env.strip())
+        except ValueError:
+            value = env
+        return _check_count(value, "PDS_THREADS")
+    return _cpus()
+
+
+def set_threads(n):
+    """Set how many threads the package's kernels may use; return the previous setting.
+
+    Results never depend on it: work is split the same way whatever the
+    count, and every piece that draws noise has its own stream derived from
+    the generator, so a seeded build or fill gives the same numbers with 1
+    or 2 threads (only the time differs).
+
+    Parameters
+    ----------
+    n : int or None
+        Threads, in [1, 256]; ``None`` goes back to the default
+        (``PDS_THREADS``, else the CPUs of the process).
+
+    Returns
+    -------
+    int or None
+        The previous setting (``None``: the default).
+
+    Raises
+    ------
+    ParameterError
+        ``n`` is not ``None`` or an integer in [1, 256].
+    """
+    global _SET
+    value = None if n is None else _check_count(n, "n")
+    before, _SET = _SET, value
+    return before
+
+
+def _pool(size):
+    global _POOL, _POOL_SIZE
+    if _POOL is None or _POOL_SIZE < size:
+        _POOL = ThreadPoolExecutor(max_workers=size, thread_name_prefix="pydp-synopsis")
+        _POOL_SIZE = size
     return _POOL
 
 
+def run_parts(fn, parts):
+    """``[fn(*p) for p in parts]``, the parts spread over :func:`get_threads` threads.
+
+    The calling thread takes the first part; the results are in the order of
+    ``parts``.  With one thread (or one part) nothing is handed off.
+    """
+    parts = list(parts)
+    workers = min(get_threads(), len(parts))
+    if workers <= 1:
+        return [fn(*p) for p in parts]
+    pool = _pool(workers - 1)
+    futures = [pool.submit(fn, *p) for p in parts[1:]]
+    first = fn(*parts[0])
+    return [first] + [f.result() for f in futures]
+
+
 def halves(fn, *arrays):
-    """``fn(*arrays)`` computed on the two halves of the arrays (their first axis)
-    in two threads when they are long and two cores exist; outputs (an array or
-    a tuple of arrays) concatenated along the first axis."""
+    """``fn(*arrays)`` computed on pieces of the arrays (their first axis) in
+    :func:`get_threads` threads when they are long; outputs (an array or a
+    tuple of arrays) concatenated along the first axis (the same result as
+    one call)."""
     n = len(arrays[0])
-    if n < THREAD_ROWS or (os.cpu_count() or 1) < 2:
+    k = min(get_threads(), max(1, n // (THREAD_ROWS // 2)))
+    if n < THREAD_ROWS or k < 2:
         return fn(*arrays)
-    mid = n // 2
-    first = _pool().submit(fn, *(a[:mid] for a in arrays))
-    second = fn(*(a[mid:] for a in arrays))
-    first = first.result()
-    if isinstance(first, tuple):
-        return tuple(np.concatenate([x, y]) for x, y in zip(first, second))
-    return np.concatenate([first, second])
+    cuts = [n * i // k for i in range(k + 1)]
+    outs = run_parts(fn, [tuple(a[cuts[i]:cuts[i + 1]] for a in arrays) for i in range(k)])
+    if isinstance(outs[0], tuple):
+        return tuple(np.concatenate(parts) for parts in zip(*outs))
+    return np.concatenate(outs)

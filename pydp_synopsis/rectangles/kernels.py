@@ -5,12 +5,10 @@ them to C pointers, call, and raise on a non-zero status.  Keeping every
 call here means a change of a kernel's signature (``csrc/multitree.c``,
 ``csrc/grid.c``) is a change of one function.
 """
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from .._core import check, f64, ffi, i64, lib, u64
+from .._threads import get_threads, run_parts
 
 __all__ = [
     "multitree_build",
@@ -149,30 +147,28 @@ def grid_noise(sizes, runs, lam, v1, v2, fine_shape, base, ufine, k, r, fk, fr):
 #: Count arrays larger than this (entries) are updated in sorted order: random
 #: increments into hundreds of megabytes miss the cache and the TLB at every row.
 _RANDOM_ACCESS_LIMIT = 1 << 21
-#: Chunks of more rows than this are split between two threads (the C calls
+#: Chunks of more rows than this are split between threads (the C calls
 #: release the GIL).
 _PARALLEL_ROWS = 1 << 17
 
 
 def _halves(n):
-    """Row ranges for the threads: one, or two halves of a large chunk."""
-    if n <= _PARALLEL_ROWS or (os.cpu_count() or 1) < 2:
+    """Row ranges for the threads: one, or :func:`get_threads` pieces of a large chunk."""
+    k = min(get_threads(), max(1, n // (_PARALLEL_ROWS // 2)))
+    if n <= _PARALLEL_ROWS or k < 2:
         return [(0, n)]
-    return [(0, n // 2), (n // 2, n)]
+    return [(n * i // k, n * (i + 1) // k) for i in range(k)]
 
 
 def _in_threads(fn, ranges):
-    if len(ranges) == 1:
-        return [fn(*ranges[0])]
-    with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
-        return list(pool.map(lambda r: fn(*r), ranges))
+    return run_parts(fn, ranges)
 
 
 def grid_count(sizes, merge, seg, weights, counts, fine=None):
     """Add rows to ``counts`` (int64, in place): their coarse cells, or with
     ``fine`` (one row ``[base, q_0, .., q_{c-1}]`` per coarse cell) their fine
     cells.  ``seg`` is an (n, c) array of partition segments, ``weights``
-    int64 or None (one each).  Large chunks run in two threads."""
+    int64 or None (one each).  Large chunks run in :func:`get_threads` threads."""
     seg = np.ascontiguousarray(seg, dtype=np.uint32)
     n, c = seg.shape
     m_arr, g_arr = u64(np.array(sizes, dtype=np.uint64)), u64(np.array(merge, dtype=np.uint64))
