@@ -112,6 +112,58 @@ pds_status pds_merge_runs(uint32_t k, const uint64_t *const *keys,
     return PDS_OK;
 }
 
+/* ------------------------------------------------- sorting in threads
+ *
+ * A large column is sorted in pieces, one per thread (numpy's sort releases
+ * the GIL), and the sorted pieces are merged pairwise.  Each merge is split
+ * by output position ("merge path", Odeh, Green, Mwassi, Shmueli, Birk,
+ * "Merge Path - Parallel Merging Made Simple", IPDPSW 2012): the first k
+ * outputs of the merge of a and b take i of a and k - i of b, found by a
+ * binary search, so the threads write disjoint slices of one output with no
+ * synchronisation.  The result is the sorted column, whatever the number of
+ * threads.
+ */
+
+/* How many of the first k outputs of merge(a, b) come from a (ties from a
+ * first).  "Take another from a" (a[i] <= b[k - i - 1]) only becomes false
+ * as i grows, so the least i where it is false is found by bisection. */
+static uint64_t merge_corank(uint64_t k, const uint64_t *a, uint64_t na,
+                             const uint64_t *b, uint64_t nb)
+{
+    uint64_t lo = k > nb ? k - nb : 0, hi = k < na ? k : na;
+    while (lo < hi) {
+        uint64_t i = lo + (hi - lo) / 2, j = k - i;
+        if (j > 0 && i < na && a[i] <= b[j - 1])
+            lo = i + 1;
+        else
+            hi = i;
+    }
+    return lo;
+}
+
+pds_status pds_merge_sorted_u64(const uint64_t *a, uint64_t na, const uint64_t *b,
+                                uint64_t nb, uint64_t *out, uint64_t first,
+                                uint64_t last)
+{
+    if (na + nb < na || first > last || last > na + nb ||
+        (na && !a) || (nb && !b) || (last > first && !out))
+        return PDS_EINVAL;
+    uint64_t i = merge_corank(first, a, na, b, nb), j = first - i;
+    uint64_t ie = merge_corank(last, a, na, b, nb), je = last - ie;
+    uint64_t o = first;
+    /* branch-free: one comparison picks the smaller head */
+    while (i < ie && j < je) {
+        uint64_t x = a[i], y = b[j];
+        uint64_t take_b = y < x;
+        out[o++] = take_b ? y : x;
+        j += take_b;
+        i += 1 - take_b;
+    }
+    while (i < ie) out[o++] = a[i++];
+    while (j < je) out[o++] = b[j++];
+    return PDS_OK;
+}
+
 /* ------------------------------------------------------------- segments */
 
 enum { GROUP = 16 };

@@ -19,6 +19,9 @@
  * Counts come from the sorted distinct offsets keys[0..nk) and their
  * running totals cum[i] = sum of the counts of keys[0..i]: a node's count is
  * a difference of two totals, its children's key ranges a binary search.
+ * With cum NULL, keys is the sorted column itself (repeats allowed, each
+ * entry one item): a node's count is the length of its key range, so an
+ * in-memory build needs no pass to find the distinct values.
  * Every node lies right of the ones before it in depth-first order, so the
  * keys left of the current node are never read again: with `release`, the
  * arrays are read-only file mappings (numpy memmaps of spilled runs) and
@@ -96,18 +99,21 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
     out->depths = NULL;
     out->counts = NULL;
     out->m = out->capacity = out->tested = 0;
-    if (!rng || (nk && (!keys || !cum)) || first > last || t < 1 || s < 1
+    if (!rng || (nk && !keys) || (release && !cum) || first > last || t < 1 || s < 1
         || t >= PDS_PARAM_LIMIT || s >= PDS_PARAM_LIMIT || delta < 0
         || delta > (int64_t)PDS_PARAM_LIMIT || theta < -(int64_t)PDS_PARAM_LIMIT
         || theta > (int64_t)PDS_PARAM_LIMIT || max_leaves < 1 || depth0 > 64
         || (release != 0 && release != 1))
         return PDS_EINVAL;
-    /* keys strictly increasing inside [first, last]; totals nondecreasing, >= 0,
-     * at most 2^62 */
+    /* keys inside [first, last], strictly increasing (nondecreasing without
+     * cum); totals nondecreasing, >= 0, at most 2^62 */
     const uint64_t window = (uint64_t)1 << 20;
-    for (uint64_t k = 0; k < nk; k++) {
-        if (keys[k] < first || keys[k] > last || (k && keys[k] <= keys[k - 1]))
+    if (!cum && nk > (uint64_t)PDS_MAX_COUNT) return PDS_EINVAL;
+    if (nk && (keys[0] < first || keys[nk - 1] > last)) return PDS_EINVAL;
+    for (uint64_t k = 1; k < nk; k++)
+        if (keys[k] < keys[k - 1] || (cum && keys[k] == keys[k - 1]))
             return PDS_EINVAL;
+    for (uint64_t k = 0; cum && k < nk; k++) {
         if (cum[k] < (k ? cum[k - 1] : 0) || cum[k] > (int64_t)PDS_MAX_COUNT)
             return PDS_EINVAL;
         if (release && k % window == window - 1) {   /* the check reads every page once */
@@ -130,7 +136,8 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
             drop_pages(cum + dropped, (size_t)(upto - dropped) * sizeof *cum);
             dropped = upto;
         }
-        int64_t c = v.j > v.i ? cum[v.j - 1] - (v.i ? cum[v.i - 1] : 0) : 0;
+        int64_t c = !cum ? (int64_t)(v.j - v.i)
+                    : v.j > v.i ? cum[v.j - 1] - (v.i ? cum[v.i - 1] : 0) : 0;
         if (v.a != v.b) {
             __int128 bc = (__int128)c - (__int128)v.d * delta;
             __int128 floor_ = (__int128)theta - delta;

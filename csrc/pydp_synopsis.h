@@ -597,7 +597,9 @@ typedef struct pds_privtree {
 
 /* The leaves of PrivTree over [first, last] for the sorted distinct offsets
  * keys[0..nk) (strictly increasing, inside [first, last]) with running count
- * totals cum[0..nk) (nondecreasing, >= 0, <= 2^62), the root of depth
+ * totals cum[0..nk) (nondecreasing, >= 0, <= 2^62) -- or, with cum NULL,
+ * the sorted column keys[0..nk) itself (nondecreasing, repeats allowed, one
+ * item per entry, not with release) --, the root of depth
  * depth0 <= 64: a node [a, b] of width
  * >= 2 at depth d with count c splits at a + (b - a) / 2 iff
  * max(theta - delta, c - d delta) + Z > theta, Z discrete Laplace of scale
@@ -632,6 +634,14 @@ pds_status pds_merge_runs(uint32_t k, const uint64_t *const *keys,
                           const int64_t *const *counts, const uint64_t *lens,
                           uint64_t *out_keys, int64_t *out_counts,
                           uint64_t capacity, uint64_t *n_out);
+/* Outputs [first, last) of the merge of the sorted arrays a (na entries)
+ * and b (nb entries) into out[first .. last): disjoint output slices can be
+ * written by different threads (merge path; each call finds where its slice
+ * starts in a and b by bisection, O(log n + last - first)).  Unsorted inputs
+ * give an unsorted output but nothing outside the arrays is touched. */
+pds_status pds_merge_sorted_u64(const uint64_t *a, uint64_t na, const uint64_t *b,
+                                uint64_t nb, uint64_t *out, uint64_t first,
+                                uint64_t last);
 /* out[i] = the number of ends[0 .. m) below x[i] (numpy's searchsorted(ends,
  * x, 'left')): the segment of x[i] for a partition with those segment ends.
  * ends strictly increasing, 1 <= m <= 2^32 - 1, every x[i] <= ends[m - 1].

@@ -13,16 +13,21 @@ else the environment variable ``PDS_THREADS``, else the number of CPUs the
 process may run on.
 """
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
 from .errors import ParameterError
 
-__all__ = ["THREAD_ROWS", "get_threads", "set_threads", "halves", "run_parts"]
+__all__ = ["THREAD_ROWS", "SORT_ROWS", "get_threads", "set_threads", "halves", "run_parts",
+           "sort_u64"]
 
 #: Batches of at least this many queries are split between threads.
 THREAD_ROWS = 1 << 16
+
+#: Columns of at least this many values are sorted in pieces in threads.
+SORT_ROWS = 1 << 20
 
 _POOL = None
 _POOL_SIZE = 0
@@ -115,19 +120,37 @@ def _pool(size):
     return _POOL
 
 
+_LOCAL = threading.local()
+
+
+def _inside(fn, args):
+    """``fn(*args)`` marked as running inside a split: nested splits stay on this thread."""
+    before = getattr(_LOCAL, "inside", False)
+    _LOCAL.inside = True
+    try:
+        return fn(*args)
+    finally:
+        _LOCAL.inside = before
+
+
 def run_parts(fn, parts):
     """``[fn(*p) for p in parts]``, the parts spread over :func:`get_threads` threads.
 
     The calling thread takes the first part; the results are in the order of
-    ``parts``.  With one thread (or one part) nothing is handed off.
+    ``parts``.  With one thread (or one part) nothing is handed off; a split
+    inside a part (e.g. a sort inside one axis's partition) runs on that
+    part's thread, so the pool never waits on itself.
     """
     parts = list(parts)
     workers = min(get_threads(), len(parts))
-    if workers <= 1:
+    if workers <= 1 or getattr(_LOCAL, "inside", False):
         return [fn(*p) for p in parts]
     pool = _pool(workers - 1)
-    futures = [pool.submit(fn, *p) for p in parts[1:]]
-    first = fn(*parts[0])
+    futures = [pool.submit(_inside, fn, p) for p in parts[1:]]
+    try:
+        first = _inside(fn, parts[0])
+    finally:
+        wait(futures)        # no part outlives the call, even when one raised
     return [first] + [f.result() for f in futures]
 
 
@@ -145,3 +168,48 @@ def halves(fn, *arrays):
     if isinstance(outs[0], tuple):
         return tuple(np.concatenate(parts) for parts in zip(*outs))
     return np.concatenate(outs)
+
+
+def sort_u64(values):
+    """``np.sort`` of a one-dimensional uint64 array, in :func:`get_threads` threads.
+
+    Each thread sorts one piece (numpy's sort releases the GIL); the sorted
+    pieces are merged pairwise by ``pds_merge_sorted_u64``, each merge split
+    between the threads by output position (merge path [OGMSB12]_).  The
+    result is the sorted array whatever the thread count.  Small arrays and
+    one thread: one ``np.sort``.
+
+    References
+    ----------
+    .. [OGMSB12] S. Odeh, O. Green, Z. Mwassi, O. Shmueli, Y. Birk, "Merge
+       Path - Parallel Merging Made Simple", IPDPS Workshops 2012.
+    """
+    from ._core import check, ffi, lib
+
+    values = np.asarray(values)
+    if values.dtype != np.uint64 or values.ndim != 1:
+        raise TypeError("sort_u64 needs a one-dimensional uint64 array")
+    n = values.size
+    k = min(get_threads(), max(1, n // (SORT_ROWS // 2)))
+    if n < SORT_ROWS or k < 2:
+        return np.sort(values)
+    cuts = [n * i // k for i in range(k + 1)]
+    pieces = run_parts(lambda a, b: np.sort(values[a:b]), [(cuts[i], cuts[i + 1]) for i in range(k)])
+    while len(pieces) > 1:
+        merged = []
+        for i in range(0, len(pieces) - 1, 2):
+            a, b = pieces[i], pieces[i + 1]
+            out = np.empty(a.size + b.size, dtype=np.uint64)
+            pa, pb, po = (ffi.from_buffer("uint64_t[]", x) for x in (a, b, out))
+            total = out.size
+            bounds = [total * j // k for j in range(k + 1)]
+
+            def merge(first, last, pa=pa, pb=pb, po=po, na=a.size, nb=b.size):
+                check(lib.pds_merge_sorted_u64(pa, na, pb, nb, po, first, last), "merge")
+
+            run_parts(merge, [(bounds[j], bounds[j + 1]) for j in range(k)])
+            merged.append(out)
+        if len(pieces) % 2:
+            merged.append(pieces[-1])
+        pieces = merged
+    return pieces[0]

@@ -46,6 +46,7 @@ import numpy as np
 from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, ParameterError
 from .params import is_int
+from ._threads import sort_u64
 
 __all__ = ["MAX_TOTAL_COUNT", "check_counts", "aggregate", "merge", "histogram",
            "SortedAggregator", "SegmentIndex"]
@@ -176,7 +177,7 @@ def aggregate(keys, counts=None):
     ([1, 5], [2, 4])
     """
     if counts is None:
-        return _reduce_sorted(np.sort(keys), None)
+        return _reduce_sorted(sort_u64(keys) if keys.dtype == np.uint64 else np.sort(keys), None)
     order = np.argsort(keys)
     return _reduce_sorted(keys[order], counts[order])
 

@@ -40,10 +40,10 @@ from .params import (as_offsets, check_beta, check_bool, check_choice, check_dom
                      check_share, check_threshold_factor, exact_epsilon, is_int, split_epsilon)
 from .aggregates import aggregate, check_counts
 from .partition import Partition, fig1_threshold, partition_of_sorted
-from .privtree import PRIVTREE, TreePartition, privtree_parameters
+from .privtree import PRIVTREE, TreePartition, privtree_of_sorted, privtree_parameters
 from .shards import MAX_SHARDS, check_shards, partition_sharded
 from .rng import resolve_rng
-from ._threads import halves
+from ._threads import halves, sort_u64
 from .tails import laplace_sum_tail, laplace_weighted_tail
 from .units import Column, columns_from_record, columns_to_record, convert_corners, prepare_build
 
@@ -476,12 +476,17 @@ class IntervalSynopsis:
                 [aggregate(offsets, None if weights is None else weights.ravel())], domain,
                 n_shards, eps_p, beta / 2, factor, rng)
         else:
-            # One sort serves the partition and the segment counts.
-            srt = np.sort(offsets)
-            part = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng)
-            cut = np.searchsorted(srt, part.end_offsets, side="right")
-            counts = np.diff(cut, prepend=0).astype(np.int64)
-            if int(cut[-1]) != offsets.size:
+            # One sort (in threads) serves the partition and the segment counts.
+            srt = sort_u64(np.ascontiguousarray(offsets, dtype=np.uint64))
+            if method == "privtree":
+                # the kernel reports each leaf's true count as it walks
+                part, counts = privtree_of_sorted(srt, domain, eps_p, beta / 2, rng,
+                                                  leaf_counts=True)
+            else:
+                part = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng)
+                cut = np.searchsorted(srt, part.end_offsets, side="right")
+                counts = np.diff(cut, prepend=0).astype(np.int64)
+            if int(counts.sum()) != offsets.size:
                 raise AssertionError("partition weights do not add up to the number of values")
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
                                 consistency=consistency, estimator=estimator, k=k,

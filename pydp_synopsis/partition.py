@@ -50,6 +50,7 @@ from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .params import (as_offsets, check_beta, check_domain, check_positions, check_threshold_factor,
                      exact_epsilon, is_int, scale_parts)
 from .rng import resolve_rng
+from ._threads import sort_u64
 
 __all__ = ["Partition", "OnlinePartition", "private_partition"]
 
@@ -477,9 +478,9 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
         if not presorted:
             offsets, weights = aggregate(offsets, weights)
         return partition_of_sorted(offsets, domain, eps, beta, factor, rng, counts=weights)
-    # The sort (of a copy) is the floor of the whole computation; duplicates
+    # The sort (of a copy, in threads) is the floor of the whole computation; duplicates
     # are counted by the kernel on the sorted array.
-    return partition_of_sorted(offsets if presorted else np.sort(offsets), domain, eps, beta,
+    return partition_of_sorted(offsets if presorted else sort_u64(offsets), domain, eps, beta,
                                factor, rng)
 
 

@@ -276,16 +276,19 @@ class TreePartition(Partition):
 
 def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False):
     """The leaves' end offsets of one tree over ``[first, last]`` and their true
-    counts (not private), from the C kernel.  ``release``: ``keys`` and ``cum`` are
+    counts (not private), from the C kernel.  ``cum`` None: ``keys`` is a sorted
+    column with repeats, one item each.  ``release``: ``keys`` and ``cum`` are
     read-only memory maps whose pages the kernel drops behind its walk."""
     lam, delta = privtree_parameters(epsilon)
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
-    cum = np.ascontiguousarray(cum, dtype=np.int64)
+    if cum is not None:
+        cum = np.ascontiguousarray(cum, dtype=np.int64)
     out = ffi.new("pds_privtree *")
     try:
         with rng.native() as state:
             st = lib.pds_privtree_build(state, ffi.from_buffer("uint64_t[]", keys),
-                                        ffi.from_buffer("int64_t[]", cum), keys.size, first,
+                                        ffi.NULL if cum is None else ffi.from_buffer("int64_t[]", cum),
+                                        keys.size, first,
                                         last, depth0, lam.numerator, lam.denominator, delta, _THETA,
                                         _MAX_LEAVES, int(release), out)
         check(st, "privtree partition")
@@ -297,14 +300,8 @@ def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False):
 
 
 def _runs_of_sorted(sorted_offsets, counts=None):
-    """Distinct sorted keys and running totals of sorted offsets (with counts)."""
+    """Distinct sorted keys and running totals of sorted offsets with their counts."""
     s = np.asarray(sorted_offsets, dtype=np.uint64)
-    if counts is None:
-        if s.size == 0:
-            return s, np.empty(0, dtype=np.int64)
-        last = np.flatnonzero(s[1:] != s[:-1])
-        last = np.append(last, s.size - 1)
-        return s[last], (last + 1).astype(np.int64)
     c = np.asarray(counts, dtype=np.int64)
     keep = c > 0
     s, c = s[keep], c[keep]
@@ -315,17 +312,23 @@ def _runs_of_sorted(sorted_offsets, counts=None):
     return s[last], total[last]
 
 
-def privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts=None):
+def privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts=None,
+                       leaf_counts=False):
     """The PrivTree partition of sorted offsets (checked inputs, no re-validation).
 
     The counterpart of :func:`~pydp_synopsis.partition.partition_of_sorted`:
     same arguments less the threshold factor.  O(n) to find the distinct
-    values, O(m log n) kernel steps.
+    values (one C pass), O(m log n) kernel steps.  With ``leaf_counts`` also
+    the true count of every leaf, as the kernel found them (not private).
     """
     lo, hi = domain
-    keys, cum = _runs_of_sorted(sorted_offsets, counts)
-    ends, _ = _grow(keys, cum, 0, hi - lo, epsilon, rng)
-    return TreePartition._checked(ends, lo, hi, epsilon, beta)
+    if counts is None:    # the sorted column itself: the kernel counts its entries
+        keys, cum = sorted_offsets, None
+    else:
+        keys, cum = _runs_of_sorted(sorted_offsets, counts)
+    ends, true_counts = _grow(keys, cum, 0, hi - lo, epsilon, rng)
+    part = TreePartition._checked(ends, lo, hi, epsilon, beta)
+    return (part, true_counts) if leaf_counts else part
 
 
 def _slices(chunks, size=1 << 22):

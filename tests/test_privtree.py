@@ -72,9 +72,27 @@ def _outcome_prob(counts, ends, lam, delta):
 
 
 def _grow(values, size, eps, rng, depth0=0):
+    # the in-memory form: the sorted column itself, repeats and all (cum None)
     srt = np.sort(np.asarray(values, dtype=np.uint64))
-    keys, cum = privtree._runs_of_sorted(srt)
-    return privtree._grow(keys, cum, 0, size - 1, Fraction(eps), rng, depth0)[0]
+    return privtree._grow(srt, None, 0, size - 1, Fraction(eps), rng, depth0)[0]
+
+
+def test_sorted_column_and_distinct_runs_give_the_same_tree():
+    """The kernel's two inputs -- the sorted column (cum NULL) and its distinct values
+    with running totals -- are the same data: same draws, same leaves, same counts."""
+    gen = np.random.default_rng(3)
+    v = np.sort(gen.integers(0, 5000, 20000) // 7 * 7).astype(np.uint64)
+    keys, cum = privtree._runs_of_sorted(v, np.ones(v.size, dtype=np.int64))
+    assert keys.size < v.size
+    a = privtree._grow(v, None, 0, 4999, Fraction(1, 2), ps.Rng(seed=4))
+    b = privtree._grow(keys, cum, 0, 4999, Fraction(1, 2), ps.Rng(seed=4))
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and a[1].sum() == v.size
+    # a column that decreases somewhere, or leaves [first, last], is refused before any draw
+    for bad, last in ((v[::-1].copy(), 4999), (v, 100)):
+        rng = ps.Rng(seed=4)
+        with pytest.raises(ParameterError, match="invalid argument"):
+            privtree._grow(bad, None, 0, last, Fraction(1, 2), rng)
+        assert rng.random_uint64() == ps.Rng(seed=4).random_uint64()
 
 
 def test_parameters_are_corollary_1_with_an_integer_bias():
@@ -235,7 +253,8 @@ def test_in_memory_weighted_streamed_spilled_and_sharded_paths_agree(monkeypatch
                                                                v.astype(np.uint64)),
                                                minlength=len(ref)))
     # the kernel's leaf counts are the true segment weights, spilled or not
-    keys, cum = privtree._runs_of_sorted(np.sort(v).astype(np.uint64))
+    srt = np.sort(v).astype(np.uint64)
+    keys, cum = privtree._runs_of_sorted(srt, np.ones(srt.size, dtype=np.int64))
     ends, counts = privtree._grow(keys, cum, 0, 10**9 - 1, Fraction(1, 4), ps.Rng(seed=1))
     assert np.array_equal(ends, ref.end_offsets) and np.array_equal(counts, weights)
     sharded = ps.IntervalSynopsis.build(v, domain=dom, epsilon=0.5, rng=ps.Rng(seed=1), shards=4)

@@ -16,9 +16,11 @@ import numpy as np
 from .._core import LIMITS
 from ..errors import DomainError, FormatError, ParameterError
 from ..params import as_offsets, check_domain
+from .._threads import run_parts
 from ..partition import Partition, private_partition
+from ..shards import shard_streams
 
-__all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "check_domains", "check_points",
+__all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "axis_streams", "check_domains", "check_points",
            "check_corners", "Axes", "Corners", "Cells"]
 
 #: Most axes a rectangle synopsis has (the C core's limit).
@@ -42,6 +44,13 @@ def axis_offsets(arr, domain, name):
     for a, axis_domain in enumerate(domain):
         out[:, a] = as_offsets(arr[:, a], axis_domain, f"{name}[:, {a}]")
     return out
+
+
+def axis_streams(rng):
+    """A fresh generator (32 bytes drawn from ``rng``, which advances) whose child
+    ``derive(a)`` is axis a's stream: the axes' partitions can be drawn in any
+    order or at once, with the same result, and no two builds share a stream."""
+    return shard_streams(rng)
 
 
 def check_domains(domain):
@@ -199,7 +208,9 @@ class Axes:
         threshold_factor : float
             The partitions' threshold constant.
         rng : Rng
-            Drawn from axis by axis.
+            32 bytes are drawn from it (:func:`axis_streams`); axis a's partition
+            draws from that key's child stream a, the axes in
+            :func:`~pydp_synopsis.get_threads` threads.
         counts : numpy.ndarray of int64, optional
             Checked multiplicities of the points (None: one each).
 
@@ -215,23 +226,30 @@ class Axes:
 
         Notes
         -----
-        O(c n log n) for the sorts.
+        O(c n log n) for the sorts, the axes at once on as many threads.
         """
         c = len(domain)
-        parts, n_hat = [], 0.0
-        segments = np.empty(offsets.shape, dtype=np.uint32)
-        for a, axis_domain in enumerate(domain):
+        streams = axis_streams(rng)
+
+        def axis(a):
             # Fig. 1 with the public threshold factor (ln D + ln(1/beta)) / eps: privacy
             # holds for any public threshold (3 is only Theorem 2.1's constant)
-            part = private_partition(points[:, a], domain=axis_domain, epsilon=epsilon_axis,
-                                     beta=beta / (2 * c), rng=rng,
+            part = private_partition(points[:, a], domain=domain[a], epsilon=epsilon_axis,
+                                     beta=beta / (2 * c), rng=streams.derive(a),
                                      threshold_factor=threshold_factor, counts=counts)
-            parts.append(part)
             if len(part) > np.iinfo(np.uint32).max:    # needs over 2**32 thresholds of points
                 raise ParameterError(f"domain[{a}]: the partition has more than 2**32 - 1 "
                                      "segments; use a smaller epsilon or a coarser domain")
-            segments[:, a] = part.lookup.of(offsets[:, a])
-            n_hat = max(n_hat, float(len(part)) * part.threshold)
+            return part, part.lookup.of(offsets[:, a])
+
+        # the axes in threads: each draws from its own stream, so any thread count
+        # gives the same partitions
+        done = run_parts(axis, [(a,) for a in range(c)])
+        segments = np.empty(offsets.shape, dtype=np.uint32)
+        for a, (_, seg) in enumerate(done):
+            segments[:, a] = seg
+        parts = [part for part, _ in done]
+        n_hat = max(float(len(p)) * p.threshold for p in parts)
         return cls(parts, beta), segments, n_hat
 
     @classmethod
@@ -263,9 +281,10 @@ class Axes:
         """
         c = len(domain)
         parts, n_hat = [], 0.0
+        streams = axis_streams(rng)
         for a, axis_domain in enumerate(domain):
             part, _ = prepared.partition(a, axis_domain, epsilon_axis, beta / (2 * c),
-                                         threshold_factor, rng, shards)
+                                         threshold_factor, streams.derive(a), shards)
             parts.append(part)
             n_hat = max(n_hat, float(len(part)) * part.threshold)
         return cls(parts, beta), n_hat
