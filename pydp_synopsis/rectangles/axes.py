@@ -16,8 +16,8 @@ import numpy as np
 from .._core import LIMITS
 from ..errors import DomainError, FormatError, ParameterError
 from ..params import as_offsets, check_domain
-from .._threads import run_parts
-from ..partition import Partition, private_partition
+from .._threads import run_parts, sort_u64
+from ..partition import Partition, partition_of_sorted, private_partition
 from ..shards import shard_streams
 
 __all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "axis_streams", "check_domains", "check_points",
@@ -41,8 +41,17 @@ def as_int_array(v):
 def axis_offsets(arr, domain, name):
     """(rows, c) uint64 offsets of an integer array against c checked (lo, hi) pairs."""
     out = np.empty(arr.shape, dtype=np.uint64)
-    for a, axis_domain in enumerate(domain):
-        out[:, a] = as_offsets(arr[:, a], axis_domain, f"{name}[:, {a}]")
+
+    def column(a):
+        out[:, a] = as_offsets(arr[:, a], domain[a], f"{name}[:, {a}]")
+
+    # the columns in threads when large (numpy releases the GIL); an error is
+    # the lowest failing column's, as in a loop
+    if arr.shape[0] >= 1 << 20:
+        run_parts(column, [(a,) for a in range(len(domain))])
+    else:
+        for a in range(len(domain)):
+            column(a)
     return out
 
 
@@ -234,9 +243,14 @@ class Axes:
         def axis(a):
             # Fig. 1 with the public threshold factor (ln D + ln(1/beta)) / eps: privacy
             # holds for any public threshold (3 is only Theorem 2.1's constant)
-            part = private_partition(points[:, a], domain=domain[a], epsilon=epsilon_axis,
-                                     beta=beta / (2 * c), rng=streams.derive(a),
-                                     threshold_factor=threshold_factor, counts=counts)
+            if counts is None:     # the checked offsets, sorted once (no second check)
+                srt = sort_u64(np.ascontiguousarray(offsets[:, a]))
+                part = partition_of_sorted(srt, domain[a], epsilon_axis, beta / (2 * c),
+                                           threshold_factor, streams.derive(a))
+            else:
+                part = private_partition(points[:, a], domain=domain[a], epsilon=epsilon_axis,
+                                         beta=beta / (2 * c), rng=streams.derive(a),
+                                         threshold_factor=threshold_factor, counts=counts)
             if len(part) > np.iinfo(np.uint32).max:    # needs over 2**32 thresholds of points
                 raise ParameterError(f"domain[{a}]: the partition has more than 2**32 - 1 "
                                      "segments; use a smaller epsilon or a coarser domain")
