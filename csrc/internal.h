@@ -18,7 +18,9 @@
 
 /* Reseed from the OS if the calling process is not the one that seeded
  * (a fork() happened): PDS_OK, PDS_EINVAL (rng NULL) or PDS_EENTROPY.
- * Every public entry point that draws calls this once before drawing. */
+ * Every public entry point that draws calls this once before drawing.
+ * Calls getpid() only when a fork happened since the generator's last
+ * check (rng.c: fork generations); otherwise a load and a compare. */
 pds_status pds_rng_check_fork(pds_rng *rng);
 /* Next keystream word.  Cannot fail: no error sentinel. */
 uint64_t pds_rng_u64(pds_rng *rng);

@@ -69,6 +69,9 @@ typedef struct pds_rng {
     uint32_t nbits;        /* how many bits of `bits` are unread */
     int32_t seeded;        /* 1: explicit seed (tests/benchmarks only) */
     int64_t pid;           /* process that owns the stream (fork check) */
+    uint64_t fork_gen;     /* the process's fork generation when pid was last
+                              found equal to getpid() (rng.c: the fork check
+                              calls getpid() only when the generation moved) */
 } pds_rng;
 
 /* Seed from 32 bytes of getrandom(); PDS_EENTROPY on failure. */
@@ -85,7 +88,8 @@ pds_status pds_rng_init_key(pds_rng *rng, const uint8_t *key32);
 pds_status pds_rng_derive(const pds_rng *parent, uint64_t index, uint8_t *key32);
 /* n keystream words.  Every entry point that draws first reseeds from the
  * OS if the calling process is not the one that seeded (a fork()
- * happened), so a child never replays its parent's stream. */
+ * happened), so a child never replays its parent's stream.  The check is a
+ * load and a compare: getpid() runs only after a fork (see rng.c). */
 pds_status pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n);
 /* RFC 8439 section 2.3 block function, for the test vectors. */
 pds_status pds_chacha20_block(const uint8_t *key32, uint32_t counter,

@@ -13,8 +13,59 @@
 #include <string.h>
 #include <errno.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <sys/random.h>
 #include "internal.h"
+
+/* Fork check without a system call per draw.
+ *
+ * A generator records the process that seeded it (pid); a child created by
+ * fork() must reseed before its first draw, or it would replay its parent's
+ * stream (two releases sharing noise leak their difference).  Comparing pid
+ * with getpid() at every entry point costs a system call (glibc does not
+ * cache the pid), which one-item calls such as a counter update feel.
+ *
+ * Instead the library counts forks: fork_child, registered with
+ * pthread_atfork before the first generator is seeded, adds one to
+ * fork_generation in every child, before fork() returns there.  A generator
+ * remembers the generation at which it last found pid == getpid()
+ * (fork_gen); while the generation is unchanged no fork separates the
+ * calling process from that check, so the check passes without getpid().
+ * Claim: fork_gen == the caller's generation implies the caller is the
+ * process that made that check.  Within a process the counter never
+ * changes (only a child adds to its own copy), and a child starts at its
+ * parent's value plus one; a generator's memory in a child is the parent's
+ * as of the fork, so a fork_gen recorded in an ancestor is at most that
+ * ancestor's generation, below every descendant's.
+ * If pthread_atfork fails, fork_gen is set to UINT64_MAX, which the counter
+ * never reaches, and every check calls getpid() as before.
+ * Not covered: a process created without running the atfork handlers
+ * (a raw clone system call, glibc's _Fork) that then draws; os.fork and
+ * multiprocessing's fork call fork(), which runs them. */
+static uint64_t fork_generation;      /* atomic; written in children only */
+static int fork_hooked;               /* 1 once fork_child is registered */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void)
+{
+    __atomic_add_fetch(&fork_generation, 1, __ATOMIC_RELAXED);
+}
+
+static void fork_register(void)
+{
+    if (pthread_atfork(NULL, NULL, fork_child) == 0)
+        __atomic_store_n(&fork_hooked, 1, __ATOMIC_RELEASE);
+}
+
+/* The generation to record after a successful pid check, or UINT64_MAX
+ * (never equal to the counter) when forks are not counted. */
+static uint64_t checked_generation(void)
+{
+    pthread_once(&fork_once, fork_register);
+    if (!__atomic_load_n(&fork_hooked, __ATOMIC_ACQUIRE))
+        return UINT64_MAX;
+    return __atomic_load_n(&fork_generation, __ATOMIC_RELAXED);
+}
 
 static const uint32_t SIGMA[4] = {0x61707865u, 0x3320646eu, 0x79622d32u,
                                   0x6b206574u};
@@ -113,6 +164,7 @@ static void set_key(pds_rng *rng, const uint8_t *key32)
     rng->bits = 0;
     rng->nbits = 0;
     memset(rng->buf, 0, sizeof rng->buf);
+    rng->fork_gen = checked_generation();   /* registers fork_child first */
     rng->pid = (int64_t)getpid();
 }
 
@@ -168,7 +220,13 @@ pds_status pds_rng_derive(const pds_rng *parent, uint64_t index, uint8_t *key32)
 pds_status pds_rng_check_fork(pds_rng *rng)
 {
     if (!rng) return PDS_EINVAL;
-    if (rng->pid == (int64_t)getpid()) return PDS_OK;
+    /* No fork since this generator's last pid check (comment at the top). */
+    if (rng->fork_gen == __atomic_load_n(&fork_generation, __ATOMIC_RELAXED))
+        return PDS_OK;
+    if (rng->pid == (int64_t)getpid()) {
+        rng->fork_gen = checked_generation();
+        return PDS_OK;
+    }
     /* A forked child must never replay its parent's stream, seeded or not:
      * two releases with shared noise would leak their difference. */
     return pds_rng_init_os(rng);

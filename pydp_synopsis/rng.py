@@ -55,7 +55,11 @@ class Rng:
     *Fork safety*: the generator remembers the process that seeded it; in a
     child created by ``fork()`` the first draw reseeds from the operating
     system, so parent and child never share a stream (a seeded generator
-    stops being reproducible in the child).
+    stops being reproducible in the child).  The check costs no system call:
+    a ``pthread_atfork`` handler counts forks, and ``getpid()`` runs only
+    when the count moved since the generator's last check (``csrc/rng.c``).
+    A process made without fork's handlers (a raw ``clone``) is not
+    detected; ``os.fork`` and ``multiprocessing`` run them.
 
     *Threads*: the C code runs without the GIL; every call that draws from a
     generator holds its lock, so one ``Rng`` may be shared by threads without

@@ -89,6 +89,49 @@ def test_forked_child_gets_a_different_stream():
     assert np.array_equal(parent, ps.Rng(seed=99).random_uint64(8))
 
 
+def _in_child(fn):
+    """Run ``fn()`` (bytes) in a forked child; return what it wrote."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            os.close(read_fd)
+            os.write(write_fd, fn())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as f:
+        out = f.read()
+    os.waitpid(pid, 0)
+    return out
+
+
+def test_fork_after_use_reseeds_the_child_and_the_grandchild():
+    """The fork check skips getpid() while no fork happened since a
+    generator's last check (rng.c: fork generations).  A generator that was
+    used (its check cached) before the fork must still reseed in the child,
+    and again in a grandchild forked after the child used it."""
+    rng = ps.Rng(seed=99)
+    first = rng.random_uint64(4)                       # the check is cached now
+    assert np.array_equal(first, ps.Rng(seed=99).random_uint64(4))
+
+    def child():
+        own = rng.random_uint64(8)
+        again = rng.random_uint64(8)                   # the child's cached path
+        grand = _in_child(lambda: rng.random_uint64(8).tobytes())
+        return own.tobytes() + again.tobytes() + grand
+
+    out = np.frombuffer(_in_child(child), dtype=np.uint64)
+    assert len(out) == 24
+    own, again, grand = out[:8], out[8:16], out[16:]
+    parent = rng.random_uint64(16)
+    expected = ps.Rng(seed=99).random_uint64(20)[4:]
+    assert np.array_equal(parent, expected)            # the parent's stream is untouched
+    for part in (own, again, grand):
+        assert not np.isin(part, expected).any()       # no word of the parent's stream
+    assert not np.isin(grand, np.concatenate([own, again])).any()
+
+
 def test_shared_rng_across_threads_hands_out_each_word_once():
     rng = ps.Rng(seed=5)
     chunks, per_thread, calls = [], 5000, 20
