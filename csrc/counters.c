@@ -376,3 +376,13 @@ pds_status pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *
     }
     return PDS_OK;
 }
+
+pds_status pds_counter_update_one(pds_counter *c, pds_rng *rng, int64_t x, int64_t *release)
+{
+    if (release == NULL) {
+        return PDS_EINVAL;
+    }
+    /* The batch path with one item: the same checks, fork check, pool use
+     * and refill, so the same release and the same draws. */
+    return pds_counter_update_many(c, rng, &x, release, 1);
+}

@@ -252,6 +252,10 @@ pds_status pds_counter_set_pool(pds_counter *c, pds_rng *rng, const int64_t *val
  * PDS_ERANGE if the prefix would pass 2^62), so on error nothing changed. */
 pds_status pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
                                    int64_t *out, size_t n);
+/* pds_counter_update_many of the one item x (the same checks, statuses,
+ * draws and release), the release in *release: the one-item entry of
+ * update(x), which passes x by value.  PDS_EINVAL for release NULL. */
+pds_status pds_counter_update_one(pds_counter *c, pds_rng *rng, int64_t x, int64_t *release);
 
 /* --------------------------------------------------------------- tree.c --
  * DNRR section 3.2: a noisy tree of fanout f (2 <= f <= 2^24; f = 2 is

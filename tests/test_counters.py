@@ -8,6 +8,7 @@ import math
 import os
 import pickle
 import stat
+import sys
 import threading
 from fractions import Fraction
 
@@ -780,3 +781,155 @@ def test_copies_and_pickles_are_refused(kind):
     for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
         with pytest.raises(TypeError, match="secret noise"):
             attempt(c)
+
+
+# ------------------------------------------------ update(x): the one-item path
+@pytest.mark.parametrize("kind,k,sub", [("binary", 2, False)] + [("kary", k, s) for k, s in DIGIT_SETS])
+def test_update_releases_update_many_s_values_bit_for_bit(kind, k, sub):
+    """update(x) (pds_counter_update_one) and update_many with the same seed:
+    the same releases, monotone releases and checkpoints, also when the two
+    paths alternate and after a restore mid-stream."""
+    horizon = 700
+    xs = np.random.default_rng(k).integers(0, 4, horizon)
+    a, b = (make(kind, horizon, 0.5, Rng(21), k, sub) for _ in range(2))
+    one = [a.update(int(x)) for x in xs[:300]]
+    np.testing.assert_array_equal(one, b.update_many(xs[:300]))
+    assert a.to_state() == b.to_state()
+    # alternate the paths; monotone both ways
+    mono_a = [a.update(int(x), monotone=True) if i % 3 else int(a.update_many([x], monotone=True)[0])
+              for i, x in enumerate(xs[300:500])]
+    np.testing.assert_array_equal(mono_a, b.update_many(xs[300:500], monotone=True))
+    assert a.monotone_release == b.monotone_release and a.release == b.release
+    # a restored counter's one-item path draws from the generator it was given
+    ra = type(a).from_state(a.to_state(), rng=Rng(5))
+    rb = type(b).from_state(b.to_state(), rng=Rng(5))
+    np.testing.assert_array_equal([ra.update(int(x)) for x in xs[500:]], rb.update_many(xs[500:]))
+    assert ra.to_state() == rb.to_state() and ra.time == horizon
+    assert all(type(r) is int for r in one)
+
+
+def test_update_with_a_shared_generator_draws_what_update_many_draws():
+    """Two counters on one seeded Rng, fed alternately: update(x) and
+    update_many([x]) take the same words of the shared stream."""
+    xs = np.random.default_rng(3).integers(0, 2, 400)
+    runs = []
+    for one_item in (True, False):
+        rng = Rng(31)
+        c, d = BinaryTreeCounter(horizon=400, epsilon=1, rng=rng), KaryTreeCounter(horizon=400, epsilon=1,
+                                                                                   rng=rng)
+        out = []
+        for x in xs:
+            for counter in (c, d):
+                out.append(counter.update(int(x)) if one_item else int(counter.update_many([x])[0]))
+        runs.append((out, rng._to_state()))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("kind", ["binary", "kary"])
+def test_update_refusals_keep_the_checked_path_s_errors(kind):
+    """Past the horizon, on a failed counter and for bad items update(x)
+    raises what the checked path raises (message included) and changes
+    nothing; numpy integers take the checked path and release the same."""
+    c, twin = make(kind, 6, 1, Rng(4)), make(kind, 6, 1, Rng(4))
+    assert c.update(np.int64(1)) == twin.update(1)
+    assert c.update(np.uint8(2), monotone=True) == twin.update(2, monotone=True)
+    with pytest.raises(TypeError, match="monotone"):
+        c.update(1, monotone="yes")
+    with pytest.raises(TypeError, match="got bool"):
+        c.update(np.bool_(True))
+    assert c.time == 2
+    c.update_many([0] * 4)
+    twin.update_many([0] * 4)
+    with pytest.raises(HorizonError) as one:
+        c.update(1)
+    with pytest.raises(HorizonError) as many:
+        twin.update_many([1])
+    assert str(one.value) == str(many.value) and "horizon 6" in str(one.value)
+    with pytest.raises(DomainError, match="max_item"):    # the item check comes first
+        c.update(-1)
+    assert c.to_state() == twin.to_state()
+    # a failed counter (only a noise sum leaving int64 sets this) refuses both ways alike
+    d, e = make(kind, 6, 1, Rng(4)), make(kind, 6, 1, Rng(4))
+    d._state.failed = e._state.failed = 1
+    with pytest.raises(Exception) as one:
+        d.update(1)
+    with pytest.raises(Exception) as many:
+        e.update_many([1])
+    assert type(one.value) is type(many.value) and str(one.value) == str(many.value)
+    assert d.time == 0
+
+
+@pytest.mark.parametrize("kind,k", [("binary", 2), ("kary", 19)])
+def test_counters_sharing_a_generator_across_threads_draw_atomically(kind, k):
+    """4 counters on one seeded Rng, each fed by its own thread: two by
+    update(x), two by batches of update_many (long C calls the one-item
+    updates run into).  Every C call holds the generator's lock, so the
+    shared stream is consumed one whole pool fill at a time and the
+    generator ends where a sequential run of the same updates leaves it
+    (without update(x)'s generator lock the draws overlap and this fails in
+    most runs); every counter's state is consistent."""
+    steps, batch = 10_000, 1000
+    xs = np.random.default_rng(5).integers(0, 2, steps)
+
+    def feed(c, j):
+        if j % 2:
+            for x in xs.tolist():
+                c.update(x)
+        else:
+            for i in range(0, steps, batch):
+                c.update_many(xs[i:i + batch])
+
+    rng = Rng(17)
+    counters = [make(kind, steps, 1, rng, k) for _ in range(4)]
+    errors = []
+
+    def work(j):
+        try:
+            feed(counters[j], j)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)                  # switch threads often
+    try:
+        threads = [threading.Thread(target=work, args=(j,)) for j in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
+    rng_seq = Rng(17)
+    sequential = [make(kind, steps, 1, rng_seq, k) for _ in range(4)]
+    for j, c in enumerate(sequential):
+        feed(c, j)
+    assert rng._to_state() == rng_seq._to_state()
+    for c in counters:
+        assert c.time == steps and c.true_prefix_sum == int(xs.sum())
+        restored = type(c).from_state(c.to_state())          # pds_counter_check passes
+        assert restored.release == c.release
+
+
+def test_a_forked_child_s_updates_after_cached_checks_differ_from_the_parent_s():
+    """The parent used update(x) (its generator's fork check cached) before
+    the fork: the child's one-item updates still reseed and drop the pool."""
+    c = KaryTreeCounter(horizon=1000, epsilon=1, rng=Rng(8))
+    for _ in range(10):
+        c.update(0)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            os.close(read)
+            os.write(write, json.dumps([c.update(0) for _ in range(40)]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        child = json.loads(f.read())
+    os.waitpid(pid, 0)
+    parent = [c.update(0) for _ in range(40)]
+    twin = KaryTreeCounter(horizon=1000, epsilon=1, rng=Rng(8))
+    assert parent == twin.update_many(np.zeros(50, dtype=np.int64))[10:].tolist()
+    assert len(child) == 40 and child != parent
