@@ -60,6 +60,7 @@ _THRESHOLD_MAX = LIMITS.max_threshold   # 2**53
 #: The kernel's open-segment count saturates here (csrc/partition.c): larger
 #: per-position counts are passed as this value, so no count is ever refused.
 _COUNT_CAP = LIMITS.max_count            # 2**62
+_EPRECISION = lib.PDS_EPRECISION
 _STATE_VERSION = 1
 _DNRR_FACTOR = 3.0
 
@@ -104,10 +105,6 @@ def _start(rng, size, epsilon, beta, factor, threshold_size=None):
         check(lib.pds_partition_init(state, p, size - 1, *params))
     _exact.apply_forced_slack(state)
     return state
-
-
-_NO_POSITIONS = np.empty(0, dtype=np.uint64)
-_NO_COUNTS = np.empty(0, dtype=np.int64)
 
 
 def _run(state, rng, pos, cnt, end):
@@ -695,6 +692,10 @@ class OnlinePartition(_Fig1):
     def _attach(self, size, epsilon, beta, rng, state, ends):
         self._set_parameters(size, epsilon, beta, _DNRR_FACTOR)
         self._rng, self._state, self._ends = rng, state, ends
+        # feed_one's kernel arguments, allocated once (_step)
+        self._one = (lib.pds_partition_feed, rng._state, rng._lock.acquire, rng._lock.release,
+                     ffi.new("uint64_t[1]"), ffi.new("int64_t[1]"), ffi.new("uint64_t[1]"),
+                     ffi.new("size_t *"), ffi.new("size_t *"))
 
     @property
     def size(self):
@@ -788,14 +789,48 @@ class OnlinePartition(_Fig1):
             return bool(self.feed([x]).size)        # the array path: its checks and errors
         if x < 0:
             raise DomainError("counts must be non-negative integers")
-        self._count_of_positions(1, "feed_one")
-        position = int(self._state.position)
+        if self._state.finished:
+            self._count_of_positions(1, "feed_one")  # raises HorizonError
+        return self._step(x)
+
+    def _step(self, x):
+        """:meth:`feed_one` of an int ``x >= 0`` before the end (the caller checked both).
+
+        The kernel call of :func:`_run` for one position, with arguments
+        allocated once (:meth:`_attach`) instead of arrays per call: the
+        same call sequence (an exact decision settled in between), the same
+        draws, the generator's lock held throughout.  A seal is recorded
+        only once every call succeeded, as :meth:`_advance` does.
+        """
+        feed, rng, acquire, release, pos, cnt, seal, consumed, nseals = self._one
+        state = self._state
+        end = state.position
+        n = 0
         if x:
-            pos = np.array([position], dtype=np.uint64)
-            cnt = np.array([min(x, _COUNT_CAP)], dtype=np.int64)
-        else:
-            pos, cnt = _NO_POSITIONS, _NO_COUNTS
-        return self._advance(pos, cnt, 1).size > 0
+            pos[0] = end
+            cnt[0] = x if x < _COUNT_CAP else _COUNT_CAP
+            n = 1
+        found = None
+        acquire()
+        try:
+            while True:
+                st = feed(state, rng, pos if n else ffi.NULL, cnt if n else ffi.NULL, n, end,
+                          consumed, seal, 1, nseals)
+                n -= consumed[0]
+                if nseals[0]:
+                    found = [seal[0]] if found is None else found + [seal[0]]
+                if st == _EPRECISION:
+                    _exact.settle(state, rng)
+                    continue
+                check(st)
+                if state.finished or state.position > end:
+                    break
+        finally:
+            release()
+        if found is None:
+            return False
+        self._ends.append(np.array(found, dtype=np.uint64))
+        return True
 
     def feed(self, counts):
         """Process the next ``len(counts)`` positions.

@@ -100,7 +100,11 @@ class Rng:
         For the package's C wrappers, which pass the state to one kernel
         call per batch; user code never needs it.  The lock makes one
         ``Rng`` safe to share between threads.  (A plain object rather
-        than a generator: it costs about 0.2 us, which one-item calls feel.)
+        than a generator: it costs about 0.2 us, which one-item calls feel;
+        the one-item paths -- a tree counter's ``update``,
+        ``OnlinePartition.feed_one`` -- bind ``_lock.acquire`` /
+        ``_lock.release`` and ``_state`` once and call them directly, the
+        same lock held around the same C call.)
         """
         return _Native(self._lock, self._state)
 

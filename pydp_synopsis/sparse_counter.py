@@ -272,6 +272,10 @@ class SparseStreamCounter(ContinualCounter):
         self._partition = partition
         self._total = total
         self._spent = False
+        # update(x)'s one-item path, bound once: the lock's methods and the
+        # kernel states read there.
+        self._fast = (self._lock.acquire, self._lock.release, partition._state, inner._state,
+                      self.max_item)
 
     # ------------------------------------------------------------ properties
     @property
@@ -412,26 +416,35 @@ class SparseStreamCounter(ContinualCounter):
 
         A Python int that passes every check of :meth:`update_many` takes the
         same steps without arrays: one partition kernel call for the position
-        and, if it seals, one inner counter update with the segment's count
-        (the same draws and releases); anything else takes the checked path,
-        which raises the documented error.
+        (:meth:`~pydp_synopsis.OnlinePartition.feed_one`'s step, arguments
+        allocated once) and, if it seals, one inner counter update with the
+        segment's count (the same draws and releases); anything else takes
+        the checked path, which raises the documented error.
         """
         if monotone is not False and monotone is not True:
             monotone = check_bool(monotone, "monotone")
-        with self._lock:
-            part = self._partition
-            if (type(x) is int and 0 <= x and not self._spent and part.position < part.size
-                    and self._total + x <= self.max_item):
-                if part.feed_one(x):
+        acquire, release, part_state, inner_state, bound = self._fast
+        acquire()
+        try:
+            # (an unfinished partition is one whose position is below its size)
+            if (type(x) is int and 0 <= x and not self._spent and not part_state.finished
+                    and self._total + x <= bound):
+                if self._partition.feed_one(x):
                     inner = self._inner
                     if inner.time >= inner.horizon:       # as _seal: spent, nothing released
                         self._spent = True
                         self._check_live()
                     inner.update(self._total + x - inner.true_prefix_sum)
                 self._total += x
-                return self._inner.monotone_release if monotone else self._inner.release
-            release = super().update(x)
-            return self.monotone_release if monotone else release
+                if monotone:
+                    return self._inner.monotone_release
+                # the inner counter's release, read from its C state (the
+                # inner counter is private: it changes only under this lock)
+                return inner_state.prefix + inner_state.noise
+            value = super().update(x)
+            return self.monotone_release if monotone else value
+        finally:
+            release()
 
     @property
     def monotone_release(self):

@@ -589,3 +589,83 @@ def test_online_partition_feed_one_is_feed_of_one():
     assert got == want and a.segments.tolist() == b.segments.tolist() and sum(got) > 3
     with pytest.raises(HorizonError):
         a.feed_one(0)
+
+
+def test_online_partition_feed_one_through_the_exact_fallback(monkeypatch):
+    """feed_one's step (arguments allocated once) settles a pending exact
+    decision and calls the kernel again as feed does: forced onto the
+    decimal path, the same draws and seals as feed of one count each."""
+    from pydp_synopsis import _exact
+
+    settled = []
+    settle = _exact.settle
+    monkeypatch.setattr(_exact, "settle", lambda *a: settled.append(1) or settle(*a))
+    counts = np.random.default_rng(6).integers(0, 3, 300)
+    with _exact.forcing_exact(slack=1e300):
+        a = ps.OnlinePartition(size=300, epsilon=2, rng=ps.Rng(seed=6))
+        b = ps.OnlinePartition(size=300, epsilon=2, rng=ps.Rng(seed=6))
+    got = [a.feed_one(int(x)) for x in counts]
+    one = len(settled)
+    want = [bool(b.feed([int(x)]).size) for x in counts]
+    assert one > 20 and len(settled) > one              # both paths took the decimal decisions
+    assert got == want and a.segments.tolist() == b.segments.tolist() and a.finished
+    assert str(a.to_state()) == str(b.to_state())
+
+
+def test_online_partition_feed_one_holds_the_generator_s_lock_and_caps_counts():
+    """Each feed_one step takes the generator's lock once and releases it;
+    a count above 2**62 is capped as feed caps it."""
+    class Counting:
+        def __init__(self):
+            self.lock, self.acquired, self.released = threading.Lock(), 0, 0
+
+        def acquire(self):
+            self.acquired += 1
+            return self.lock.acquire()
+
+        def release(self):
+            assert self.lock.locked()
+            self.released += 1
+            self.lock.release()
+
+    rng = ps.Rng(seed=8)
+    rng._lock = Counting()
+    a = ps.OnlinePartition(size=50, epsilon=1, rng=rng)
+    b = ps.OnlinePartition(size=50, epsilon=1, rng=ps.Rng(seed=8))
+    before = rng._lock.acquired
+    assert a.feed_one(2**70) == bool(b.feed(np.array([2**62], dtype=np.int64)).size)
+    assert a.feed_one(0) == bool(b.feed([0]).size)
+    assert rng._lock.acquired == rng._lock.released == before + 2 and not rng._lock.lock.locked()
+    assert str(a.to_state()) == str(b.to_state())
+
+
+@pytest.mark.parametrize("max_items", [None, 3])
+def test_update_one_item_refusals_match_update_many_s(max_items):
+    """update(x) refuses with the checked path's errors (the item check of
+    ContinualCounter.update, then update_many's) and consumes nothing; numpy
+    integers take the checked path with the same release."""
+    kw = dict(horizon=5, epsilon=1, max_items=max_items)
+    a, b = SparseStreamCounter(**kw, rng=Rng(9)), SparseStreamCounter(**kw, rng=Rng(9))
+    assert a.update(np.int64(1)) == int(b.update_many([1])[0])
+    assert a.update(1, monotone=True) == int(b.update_many([1], monotone=True)[0])
+    bound = max_items or 2**60
+    for bad in (-1, bound + 1):
+        with pytest.raises(DomainError) as one:
+            a.update(bad)
+        assert str(one.value) == f"x must be an integer in [0, {bound}] (max_item, public)"
+    # in range but over the total bound: update_many's message
+    with pytest.raises(DomainError) as one:
+        a.update(bound - 1)
+    with pytest.raises(DomainError) as many:
+        b.update_many([bound - 1])
+    assert str(one.value) == str(many.value) and "total weight" in str(one.value)
+    with pytest.raises(TypeError, match="monotone"):
+        a.update(0, monotone=1.5)
+    assert a.time == 2 and a.to_state() == b.to_state()
+    for _ in range(3):
+        assert a.update(0) == int(b.update_many([0])[0])
+    with pytest.raises(HorizonError) as one:
+        a.update(0)
+    with pytest.raises(HorizonError) as many:
+        b.update_many([0])
+    assert str(one.value) == str(many.value)
