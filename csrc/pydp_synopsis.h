@@ -219,6 +219,9 @@ typedef struct pds_counter {
     int32_t pool_next;
     int32_t pool_end;
     int64_t pool_pid;      /* process that drew the pool (a forked child drops it) */
+    int64_t peak;          /* max(0, every release so far): the monotone release
+                              (public); kept here so that an update's work does not
+                              depend on whether its release is a new maximum */
 } pds_counter;
 
 /* Height h, slot count, pool size and pool low-water mark for a fanout,
@@ -247,9 +250,10 @@ pds_status pds_counter_fill_pool(pds_counter *c, pds_rng *rng);
  * nothing (rng only marks the pool as this process's). */
 pds_status pds_counter_set_pool(pds_counter *c, pds_rng *rng, const int64_t *values,
                                 int32_t n);
-/* n updates: out[i] = noisy prefix sum after xs[i].  The whole batch is
- * checked first (PDS_EHORIZON past the horizon, PDS_EINVAL for x < 0,
- * PDS_ERANGE if the prefix would pass 2^62), so on error nothing changed. */
+/* n updates: out[i] = noisy prefix sum after xs[i]; c->peak follows the
+ * largest release.  The whole batch is checked first (PDS_EHORIZON past the
+ * horizon, PDS_EINVAL for x < 0, PDS_ERANGE if the prefix would pass 2^62),
+ * so on error nothing changed. */
 pds_status pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *xs,
                                    int64_t *out, size_t n);
 /* pds_counter_update_many of the one item x (the same checks, statuses,

@@ -933,3 +933,22 @@ def test_a_forked_child_s_updates_after_cached_checks_differ_from_the_parent_s()
     twin = KaryTreeCounter(horizon=1000, epsilon=1, rng=Rng(8))
     assert parent == twin.update_many(np.zeros(50, dtype=np.int64))[10:].tolist()
     assert len(child) == 40 and child != parent
+
+
+def test_the_monotone_peak_lives_in_the_c_state_and_moves_only_with_releases():
+    """pds_counter keeps max(0, every release so far) (so an update's Python
+    work does not depend on whether its release is a new maximum); a batch
+    that fails in the C core released nothing and leaves it unchanged;
+    pds_counter_update_one refuses a NULL release pointer and changes nothing."""
+    from pydp_synopsis._core import ffi, lib
+
+    c = KaryTreeCounter(horizon=1000, epsilon=1, k=3, rng=Rng(40))
+    out = c.update_many([1] * 50, monotone=True)
+    assert c.monotone_release == c._state.peak == max(0, int(out.max()))
+    assert lib.pds_counter_update_one(c._state, c._rng._state, 1, ffi.NULL) == lib.PDS_EINVAL
+    assert c.time == 50
+    before = c.monotone_release
+    c._state.noise += 2**63 - 1000 - int(c._state.noise)   # releases near int64's top
+    with pytest.raises(DomainError, match="representable range"):
+        c.update_many([0] * 5 + [2000])                    # the sixth release overflows
+    assert c._state.failed and c.time == 55 and c.monotone_release == before  # five were computed
