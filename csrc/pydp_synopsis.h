@@ -5,8 +5,10 @@
  * <stddef.h> before this header (through the private csrc/internal.h, which
  * also declares the helpers shared between .c files and includes
  * csrc/pds_limits.h).  All state lives in caller-owned structs;
- * there are no globals except constants.  Functions return a pds_status
- * (PDS_OK = 0 on success) unless documented otherwise -- the only others
+ * there are no globals except constants and rng.c's count of forks (its
+ * fork check; written only by a pthread_atfork child handler).  Functions
+ * return a pds_status (PDS_OK = 0 on success) unless documented
+ * otherwise -- the only others
  * are pds_strerror (a string), pds_multitree_free and pds_privtree_free (nothing); results
  * go to out-parameters.  pds_strerror() names a status.
  */
