@@ -1,9 +1,23 @@
-"""Timing channel of single counter updates (issue #12).
+"""Timing channel of single counter updates (issue #12), and their speed (issue #17).
 
 Run from the repository root after building in place::
 
     PYTHONPATH=. python benchmarks/bench_timing.py          # 10^5 updates per row, ~2 min
     PYTHONPATH=. python benchmarks/bench_timing.py --quick  # 2 * 10^4 updates
+    PYTHONPATH=. python benchmarks/bench_timing.py --speed  # the speed table alone, seconds
+
+The first table, "One update from Python" (:func:`speed_rows`), gives for
+each counter the time of one ``update(1)`` call (horizon 10^7, eps = 1):
+median and mean microseconds per update over ``--calls`` calls (default
+10^5) timed in batches of 100, next to the floor measured in the same run
+-- the C function of the update called directly through cffi in the same
+kind of loop, with arguments allocated beforehand and no lock
+(``pds_counter_update_one`` for the tree counters, ``pds_partition_feed``
+of one position for the sparse counter, whose update also feeds the inner
+counter at each seal, about one position in a hundred) -- the ratio of
+the medians and the target of issue #17 (2 us for the tree counters, 10 us
+for the sparse counter).  Python and C batches alternate, so both see the
+same load.
 
 (``PYTHONPATH=/path/to/another/checkout`` measures another build: the
 numbers before the pool were taken that way.)
@@ -46,8 +60,9 @@ true prefix sum, which the benchmark knows) and prints:
 
 The rows marked ``(C)`` time only the C call of each update
 (:func:`timed_kernel_calls`, a sensitivity probe on private state): the
-Python around a call costs ~10 us with jitter far above the effect
-measured, so the C rows show what the Python rows can only bound.
+Python around a call cost ~10 us with jitter far above the effect
+measured before ``update`` took its one-item path (~1 us of Python now),
+so the C rows show what the Python rows can only bound.
 
 Seeds are fixed (benchmark only).  Nothing is asserted.
 """
@@ -60,6 +75,112 @@ import numpy as np
 from scipy import ndimage, stats
 
 import pydp_synopsis as ps
+
+
+SPEED_HORIZON = 10**7
+SPEED_BATCH = 100
+
+
+def tree_floor(counter):
+    """``run(n)``: n calls of ``pds_counter_update_one`` on the counter's C state
+    (item 1, arguments allocated once, no lock): the floor of ``update(1)``.
+    A build without it (an older checkout on PYTHONPATH) calls
+    ``pds_counter_update_many`` with one-item buffers instead."""
+    from pydp_synopsis._core import ffi, lib
+
+    state, rng, out = counter._state, counter._rng._state, ffi.new("int64_t[1]")
+    if not hasattr(lib, "pds_counter_update_one"):
+        call, one = lib.pds_counter_update_many, ffi.new("int64_t[1]", [1])
+
+        def run(n):
+            for _ in range(n):
+                if call(state, rng, one, out, 1):
+                    raise RuntimeError("pds_counter_update_many refused")
+        run.name = "pds_counter_update_many"
+        return run
+    call = lib.pds_counter_update_one
+
+    def run(n):
+        for _ in range(n):
+            if call(state, rng, 1, out):
+                raise RuntimeError("pds_counter_update_one refused")
+    run.name = "pds_counter_update_one"
+    return run
+
+
+def sparse_floor(counter):
+    """``run(n)``: n calls of ``pds_partition_feed`` for the next position with
+    one item (arguments allocated once, no lock) on the sparse counter's
+    partition: the floor of ``update(1)`` without its inner counter."""
+    from pydp_synopsis import _exact
+    from pydp_synopsis._core import ffi, lib
+
+    part = counter._partition
+    call, state, rng = lib.pds_partition_feed, part._state, part._rng._state
+    pos, seal = ffi.new("uint64_t[1]"), ffi.new("uint64_t[1]")
+    consumed, nseals, null = ffi.new("size_t *"), ffi.new("size_t *"), ffi.NULL
+
+    def run(n):
+        start = int(state.position)
+        for i in range(start, start + n):
+            pos[0] = i
+            st = call(state, rng, pos, null, 1, i, consumed, seal, 1, nseals)
+            while st == lib.PDS_EPRECISION:                 # rare: as the package does
+                _exact.settle(state, rng)
+                left = 1 - consumed[0]
+                st = call(state, rng, pos if left else null, null, left, i, consumed, seal, 1, nseals)
+            if st:
+                raise RuntimeError("pds_partition_feed refused")
+    run.name = "pds_partition_feed"
+    return run
+
+
+def speed_rows(calls):
+    """Per counter: (name, median us, mean us, floor median us, floor name, target us)."""
+    h = SPEED_HORIZON
+    cases = [
+        ("BinaryTreeCounter", lambda: ps.BinaryTreeCounter(horizon=h, epsilon=1.0, rng=ps.Rng(3)),
+         tree_floor, 2.0),
+        ("KaryTreeCounter k=19", lambda: ps.KaryTreeCounter(horizon=h, epsilon=1.0, rng=ps.Rng(3)),
+         tree_floor, 2.0),
+        ("SparseStreamCounter", lambda: ps.SparseStreamCounter(horizon=h, epsilon=1.0, rng=ps.Rng(3)),
+         sparse_floor, 10.0),
+    ]
+    out = []
+    clock = time.perf_counter_ns
+    for name, make, floor, target in cases:
+        counter, twin = make(), make()
+        upd, raw = counter.update, floor(twin)
+
+        def python(n):
+            for _ in range(n):
+                upd(1)
+
+        for run in (python, raw):
+            run(1000)                                      # warm up
+        batches = max(1, calls // SPEED_BATCH)
+        per = {python: np.empty(batches), raw: np.empty(batches)}
+        gc.disable()
+        try:
+            for b in range(batches):
+                for run in ((python, raw) if b % 2 else (raw, python)):
+                    t0 = clock()
+                    run(SPEED_BATCH)
+                    per[run][b] = (clock() - t0) / SPEED_BATCH / 1000
+        finally:
+            gc.enable()
+        out.append((name, float(np.median(per[python])), float(per[python].mean()),
+                    float(np.median(per[raw])), raw.name, target))
+    return out
+
+
+def print_speed(calls):
+    print(f"## One update from Python: us per update(1), horizon 10^7, eps = 1, {calls} calls in "
+          f"batches of {SPEED_BATCH}; floor: the C call alone, same loop, batches alternating")
+    print(f"{'counter':<22} {'median':>7} {'mean':>7} {'floor':>7} {'ratio':>6} {'target':>7}  floor call")
+    for name, med, mean, floor, floor_name, target in speed_rows(calls):
+        print(f"{name:<22} {med:>7.2f} {mean:>7.2f} {floor:>7.2f} {med / floor:>6.2f} "
+              f"{'<= ' + format(target, 'g'):>7}  {floor_name}", flush=True)
 
 
 def timed_updates(counters, xs):
@@ -224,7 +345,13 @@ def main():
     parser.add_argument("--quick", action="store_true", help="2 * 10^4 updates per row")
     parser.add_argument("--counters", type=int, default=16, help="counters updated round robin")
     parser.add_argument("--replays", type=int, default=1, help="seeded replays; each update's least time")
+    parser.add_argument("--speed", action="store_true", help="the speed table alone")
+    parser.add_argument("--calls", type=int, default=10**5, help="update calls per speed row (10^5)")
     args = parser.parse_args()
+    print_speed(args.calls)
+    if args.speed:
+        return
+    print()
     n = 2 * 10**4 if args.quick else 10**5
     m = args.counters
     horizon = n // m + 10
