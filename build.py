@@ -41,7 +41,7 @@ ffibuilder.set_source(
     extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
     + (SANITIZER_FLAGS if SANITIZE else []),
     extra_link_args=SANITIZER_FLAGS if SANITIZE else [],
-    libraries=["m"],
+    libraries=["m", "pthread"],   # pthread_once / pthread_atfork (rng.c's fork check)
 )
 
 if __name__ == "__main__":
