@@ -222,6 +222,18 @@ pds_status pds_rng_init_key(pds_rng *rng, const uint8_t *key32)
     return PDS_OK;
 }
 
+/* The first 32 bytes of block 0 of `key` with `nonce`, as a key. */
+static void key_of_block(const uint32_t key[8], const uint32_t nonce[3], uint8_t *key32)
+{
+    uint64_t words[8 * LANES];
+    chacha_blocks(key, 0, nonce, words);
+    for (int i = 0; i < 4; i++)
+        for (int b = 0; b < 8; b++)
+            key32[8 * i + b] = (uint8_t)(words[i] >> (8 * b));
+    memset(words, 0, sizeof words);
+    __asm__ __volatile__("" : : "r"(words) : "memory");
+}
+
 pds_status pds_rng_derive(const pds_rng *parent, uint64_t index, uint8_t *key32)
 {
     if (parent == NULL || key32 == NULL)
@@ -232,13 +244,38 @@ pds_status pds_rng_derive(const pds_rng *parent, uint64_t index, uint8_t *key32)
      * parent's stream, and children of different indices are independent
      * (ChaCha20 is a PRF in its nonce).  Nothing of the parent changes. */
     uint32_t nonce[3] = {(uint32_t)(index >> 32), 1u, (uint32_t)index};
-    uint64_t words[8 * LANES];
-    chacha_blocks(parent->key, 0, nonce, words);
-    for (int i = 0; i < 4; i++)
-        for (int b = 0; b < 8; b++)
-            key32[8 * i + b] = (uint8_t)(words[i] >> (8 * b));
-    memset(words, 0, sizeof words);
-    __asm__ __volatile__("" : : "r"(words) : "memory");
+    key_of_block(parent->key, nonce, key32);
+    return PDS_OK;
+}
+
+pds_status pds_rng_split(pds_rng *rng, uint8_t *key32)
+{
+    if (rng == NULL || key32 == NULL)
+        return PDS_EINVAL;
+    int st = pds_rng_check_fork(rng);
+    if (st != PDS_OK)
+        return st;
+    /* Second nonce word 2 mod 4: a block neither the stream (0) nor a
+     * child key (1) uses, so the fill key is independent of both (PRF).
+     * The other 94 nonce bits are fresh words F, G of the stream, so two
+     * fills share a key with probability 2^-94 per pair (64 bits alone
+     * would give a birthday bound of n^2 2^-65 over n fills), and the
+     * generator moves on exactly as if it had handed out F and G. */
+    uint64_t f = pds_rng_u64(rng);
+    uint64_t g = pds_rng_u64(rng);
+    uint32_t nonce[3] = {(uint32_t)(f >> 32), 2u + ((uint32_t)g << 2), (uint32_t)f};
+    key_of_block(rng->key, nonce, key32);
+    return PDS_OK;
+}
+
+pds_status pds_rng_init_at(pds_rng *rng, const uint8_t *key32, uint64_t block)
+{
+    /* Batches of LANES blocks must not straddle a change of the high word
+     * (refill): the block must be a multiple of LANES. */
+    if (!rng || !key32 || block % LANES != 0) return PDS_EINVAL;
+    set_key(rng, key32);
+    rng->block = block;
+    rng->seeded = 1;
     return PDS_OK;
 }
 
