@@ -22,8 +22,15 @@
  * Calls getpid() only when a fork happened since the generator's last
  * check (rng.c: fork generations); otherwise a load and a compare. */
 pds_status pds_rng_check_fork(pds_rng *rng);
-/* Next keystream word.  Cannot fail: no error sentinel. */
-uint64_t pds_rng_u64(pds_rng *rng);
+/* Computes the next 8 blocks into rng->buf (64 words) and rewinds pos. */
+void pds_rng_refill(pds_rng *rng);
+/* Next keystream word.  Cannot fail: no error sentinel.  Inline: the
+ * samplers draw one per few nanoseconds. */
+static inline uint64_t pds_rng_u64(pds_rng *rng)
+{
+    if (rng->pos >= 64) pds_rng_refill(rng);
+    return rng->buf[rng->pos++];
+}
 
 /* -------------------------------------------------------------- noise.c */
 

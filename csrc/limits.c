@@ -23,5 +23,7 @@ pds_status pds_get_limits(pds_limits *out)
     out->multitree_segment_limit = PDS_MT_SEGMENT_LIMIT;
     out->multitree_point_limit = PDS_MT_POINT_LIMIT;
     out->max_multitree_records = PDS_MT_MAX_RECORDS;
+    out->dlap_fast_max_scale = PDS_DLAP_FAST_MAX_SCALE;
+    out->dlap_chunk = PDS_DLAP_CHUNK;
     return PDS_OK;
 }

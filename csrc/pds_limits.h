@@ -17,6 +17,13 @@
  * part < 2^62, so products with small factors and sums stay in 64 bits. */
 #define PDS_PARAM_LIMIT ((uint64_t)1 << 62)
 
+/* noise.c: discrete Laplace fills (pds_dlap_*) of scale t/s <= this use
+ * the inversion sampler; larger scales keep CKS Algorithm 2 (see noise.c). */
+#define PDS_DLAP_FAST_MAX_SCALE ((uint64_t)1 << 30)
+/* noise.c: draws per chunk of a chunked fill (pds_dlap_fill_chunks): chunk c
+ * draws from block c * 2^32 of the fill stream. */
+#define PDS_DLAP_CHUNK ((uint64_t)1 << 16)
+
 /* counters.c: a counter's horizon T, 1 <= T <= 2^63 - 1 (the shape
  * computation needs 2T to fit uint64). */
 #define PDS_MAX_HORIZON (((uint64_t)1 << 63) - 1)

@@ -50,6 +50,10 @@ typedef struct pds_limits {
     uint64_t multitree_segment_limit; /* segments m[a] per multi-tree axis: 2^32 */
     uint64_t multitree_point_limit;   /* points n of a multi-tree build: 2^32 */
     uint64_t max_multitree_records;   /* max_records of a multi-tree: 2^40 */
+    uint64_t dlap_fast_max_scale;     /* pds_dlap fills of scale t/s up to this
+                                         use inversion, larger ones CKS: 2^30 */
+    uint64_t dlap_chunk;              /* draws per chunk of pds_dlap_fill_chunks:
+                                         2^16 */
 } pds_limits;
 
 /* Fill *out; PDS_EINVAL if out is NULL. */
@@ -93,6 +97,16 @@ pds_status pds_rng_derive(const pds_rng *parent, uint64_t index, uint8_t *key32)
  * happened), so a child never replays its parent's stream.  The check is a
  * load and a compare: getpid() runs only after a fork (see rng.c). */
 pds_status pds_rng_fill_u64(pds_rng *rng, uint64_t *out, size_t n);
+/* The key of a fill stream: draws two words F, G of rng (after the fork
+ * check) and writes the first 32 bytes of block 0 of rng's key with nonce
+ * (F >> 32, 2 + 4 (G mod 2^30), F mod 2^32) -- second nonce word 2 mod 4,
+ * which neither rng's own stream (0) nor pds_rng_derive's children (1) ever
+ * use.  A chunked fill (pds_dlap_fill_chunks) seeks into that stream, one
+ * block range per chunk, so its result is a function of rng's state alone. */
+pds_status pds_rng_split(pds_rng *rng, uint8_t *key32);
+/* pds_rng_init_key of key32, positioned at block `block` (seeking), a
+ * multiple of 8 (else PDS_EINVAL). */
+pds_status pds_rng_init_at(pds_rng *rng, const uint8_t *key32, uint64_t block);
 /* RFC 8439 section 2.3 block function, for the test vectors. */
 pds_status pds_chacha20_block(const uint8_t *key32, uint32_t counter,
                               const uint8_t *nonce12, uint8_t *out64);
@@ -117,9 +131,60 @@ pds_status pds_bernoulli_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
 pds_status pds_geometric_exp_fill(pds_rng *rng, uint64_t num, uint64_t den,
                                   uint64_t *out, size_t count);
 /* Discrete Laplace, pmf proportional to exp(-|z| s / t) (scale t/s,
- * s >= 1). */
+ * s >= 1), by CKS Algorithm 2: the draws of the C kernels' single-draw
+ * sampler (trees, counters, partitions), in a batch. */
 pds_status pds_discrete_laplace_fill(pds_rng *rng, uint64_t t, uint64_t s,
                                      int64_t *out, size_t count);
+
+/* Discrete Laplace batch fills by inversion (the public sampler,
+ * pydp_synopsis.discrete_laplace): one keystream word per draw, decided in
+ * double only when rigorous error bounds settle it; otherwise the fill stops
+ * with PDS_EPRECISION and the draw pending, Python decides its magnitude
+ * exactly (pydp_synopsis/_exact.py, extending U with further words of the
+ * same stream) and hands it to pds_dlap_resolve, and the fill continues.
+ * Scales t/s above dlap_fast_max_scale use CKS Algorithm 2 (never pending).
+ * Derivation and proof: csrc/noise.c. */
+typedef struct pds_dlap {
+    uint64_t t, s;          /* scale t/s, 1 <= t, s < 2^62 */
+    int32_t fast;           /* 1: inversion; 0: CKS Algorithm 2 */
+    int32_t pending;        /* 1: out[next] waits for pds_dlap_resolve */
+    uint64_t next;          /* index of out the fill continues at */
+    uint64_t pending_word;  /* the keystream word of the pending draw: sign
+                               = top bit, U in [u 2^-63, (u+1) 2^-63) from
+                               the low 63 bits u */
+    uint64_t stream;        /* chunked fills: 1 + the chunk whose stream the
+                               chunk generator holds (0: none) */
+    double slack;           /* error allowance per elementary function */
+    double slack_ld;        /* the same for the long double tier */
+    double b;               /* t/s in double */
+    double k_lo, k_hi;      /* bounds of K = (t/s) ln(2 / (1 + e^{-s/t})) */
+    double margin_rel;      /* the margin of y: margin_rel * (A + k_hi) */
+    double margin_abs;      /*                  + margin_abs            */
+    long double bl, kl_lo, kl_hi, ml_rel, ml_abs;   /* the same in long double */
+} pds_dlap;
+
+/* Start a fill of scale t/s at index 0 (1 <= t, s < 2^62, else PDS_EINVAL;
+ * draws nothing). */
+pds_status pds_dlap_init(pds_dlap *d, uint64_t t, uint64_t s);
+/* Test hook: error allowances per elementary function of the double tier
+ * (default and minimum 1e-12) and of the long double tier (default and
+ * minimum 1e-12 2^(53 - LDBL_MANT_DIG); 0 keeps it).  Above 2^-10 a tier
+ * decides nothing: with both, every draw is pending. */
+pds_status pds_dlap_set_slack(pds_dlap *d, double slack, double slack_ld);
+/* Fill out[d->next .. end) from rng (checks the fork first): PDS_OK, or
+ * PDS_EPRECISION with out[d->next] pending (then pds_dlap_resolve and call
+ * again; further words of the pending draw come from the same rng). */
+pds_status pds_dlap_fill(pds_dlap *d, pds_rng *rng, int64_t *out, uint64_t end);
+/* The same for a chunked fill: draw i belongs to chunk c = i / dlap_chunk,
+ * whose draws come from the stream of key32 (pds_rng_split) from block
+ * c * 2^32 on (end <= dlap_chunk * 2^32, else PDS_ESTATE); *chunk_rng holds the current chunk's stream (and gives the
+ * further words of a pending draw).  Any split of [0, count) into ranges
+ * gives the same draws. */
+pds_status pds_dlap_fill_chunks(pds_dlap *d, pds_rng *chunk_rng, const uint8_t *key32,
+                                int64_t *out, uint64_t end);
+/* Write the pending draw, out[d->next] = +-magnitude (the sign of
+ * pending_word), and move on.  PDS_ESTATE if nothing is pending. */
+pds_status pds_dlap_resolve(pds_dlap *d, int64_t *out, uint64_t magnitude);
 
 /* ---------------------------------------------------------- partition.c --
  * DNRR Fig. 1 private partition (online), with the exact skip of Remark 2.2

@@ -1,18 +1,25 @@
-"""The partition kernel's exact fallback: comparisons decided with correctly rounded decimals.
+"""The C kernels' exact fallback: decisions made with correctly rounded decimals.
 
-The C kernel (``csrc/partition.c``) samples each seal of DNRR's partition by
-comparisons ``U < pi`` of a CSPRNG uniform ``U`` with an irrational ``pi``.
-It decides one in double precision only when rigorous error bounds settle
-it; otherwise (probability about ``1e-12`` per comparison) it returns
-``PDS_EPRECISION`` with the comparison in the state's ``pending_*`` fields.
-:func:`settle` then decides it here with :mod:`decimal` interval arithmetic,
-extending ``U`` with further words of the same stream, and hands the outcome
-back to the kernel, so every decision is exactly Bernoulli(``pi``): the
-partition keeps the exact law of Fig. 1.
+Two kernels decide in double precision only when rigorous error bounds
+settle a decision, and otherwise stop with ``PDS_EPRECISION`` and hand it
+here, where :mod:`decimal` interval arithmetic decides it, extending the
+CSPRNG uniform ``U`` with further words of the same stream until it does:
+
+* the partition (``csrc/partition.c``) samples each seal of DNRR's
+  partition by comparisons ``U < pi`` with an irrational ``pi``; a pending
+  one (probability about ``1e-12``) is decided by :func:`settle`, so every
+  decision is exactly Bernoulli(``pi``) and the partition keeps the exact
+  law of Fig. 1;
+* the discrete Laplace fill (``csrc/noise.c``, ``pds_dlap_*``) takes the
+  magnitude ``floor(y(U))``, ``y(U) = (t/s) (-ln U + ln(2 / (1 + e^{-s/t})))``;
+  a pending one (``y`` within about ``1e-11 y`` of an integer) is decided by
+  :func:`dlap_magnitude`, so every draw has exactly the discrete Laplace law.
 
 Package-internal: :mod:`pydp_synopsis.partition` calls :func:`settle` and
-:func:`apply_forced_slack`; tests call :func:`compare_exact`,
-:func:`resolve_pending` and :func:`forcing_exact`.
+:func:`apply_forced_slack`, :mod:`pydp_synopsis.noise` calls
+:func:`dlap_magnitude` and :func:`forced_slack`; tests call
+:func:`compare_exact`, :func:`dlap_floor_exact`, :func:`resolve_pending`
+and :func:`forcing_exact`.
 
 References
 ----------
@@ -23,17 +30,19 @@ References
 """
 import contextlib
 import decimal
+import functools
 
 from ._core import check, ffi, lib
 from .errors import NativeError
 
 __all__ = ["UNDECIDED", "compare_exact", "resolve_pending", "settle", "forcing_exact",
-           "apply_forced_slack"]
+           "apply_forced_slack", "forced_slack", "dlap_floor_exact", "dlap_magnitude"]
 
 #: What :func:`compare_exact` returns when ``U`` still straddles the bounds of ``pi``.
 UNDECIDED = None
 
-# The kernel's error allowance for new states while :func:`forcing_exact` is active.
+# The kernels' error allowances (double, long double) for new states while
+# :func:`forcing_exact` is active.
 _forced_slack = None
 
 
@@ -173,6 +182,118 @@ def resolve_pending(state, rng_ptr):
     raise NativeError("the exact partition skip did not converge (probability < 2^-10000)")
 
 
+_MASK63 = (1 << 63) - 1
+
+
+@functools.lru_cache(maxsize=64)
+def _dlap_constants(t, s, digits):
+    """Bounds of ``ln 2`` and of ``C = ln(2 / (1 + e^{-s/t}))`` at ``digits`` digits."""
+    dn, up = _contexts(digits)
+    dec = decimal.Decimal
+    ln2_lo, ln2_hi = dn.ln(2).next_minus(dn), up.ln(2).next_plus(up)
+    # q = e^{-s/t} from outward bounds of s/t.
+    q_lo = max(dn.exp(up.divide(dec(s), dec(t)).copy_negate()).next_minus(dn), dec(0))
+    q_hi = up.exp(dn.divide(dec(s), dec(t)).copy_negate()).next_plus(up)
+    c_lo = dn.subtract(ln2_lo, up.ln(up.add(1, q_hi)).next_plus(up))
+    c_hi = up.subtract(ln2_hi, dn.ln(dn.add(1, q_lo)).next_minus(dn))
+    return ln2_lo, ln2_hi, c_lo, c_hi
+
+
+def dlap_floor_exact(t, s, words, digits):
+    """Decide the discrete Laplace fill's magnitude ``floor(y(U))`` with correctly rounded decimals.
+
+    Parameters
+    ----------
+    t, s : int
+        The scale ``t/s`` (as in the kernel state).
+    words : list of int
+        The keystream words of the draw, first the one the kernel left
+        pending (its top bit is the sign, not part of ``U``), then any
+        further 64-bit words: ``U`` lies in ``[N 2^-K, (N+1) 2^-K)`` with
+        ``N`` the low 63 bits of the first word followed by the others and
+        ``K = 63 + 64 (len(words) - 1)``.
+    digits : int
+        Decimal precision of the bounds.
+
+    Returns
+    -------
+    int or None
+        ``floor(y)`` when it is the same for every ``U`` of the interval,
+        where ``y(U) = (t/s) (-ln U + C)`` and ``C = ln(2 / (1 + e^{-s/t}))``
+        (the magnitude of a discrete Laplace draw, derivation in
+        csrc/noise.c); :data:`UNDECIDED` otherwise (more bits or digits are
+        needed; always when ``N = 0``).
+
+    Notes
+    -----
+    ``ln`` and ``exp`` are correctly rounded, so one step outward gives
+    rigorous bounds; every other operation rounds toward the bound's side.
+    ``y`` is decreasing in ``U``: the lower end of ``U`` bounds ``y`` from
+    above and the upper end from below.
+    """
+    n = int(words[0]) & _MASK63
+    for w in words[1:]:
+        n = (n << 64) | int(w)
+    if n == 0:
+        return UNDECIDED
+    k = 63 + 64 * (len(words) - 1)
+    dn, up = _contexts(digits)
+    dec = decimal.Decimal
+    ln2_lo, ln2_hi, c_lo, c_hi = _dlap_constants(int(t), int(s), digits)
+    # -ln U = K ln 2 - ln N at the lower end of U, K ln 2 - ln(N + 1) at the
+    # upper, with ln N < ln(N + 1) <= ln N + 1/N (one ln, correctly rounded
+    # half-even whatever the context's rounding: one step out bounds it).
+    ln_n = dn.ln(dec(n))
+    ln_n1_hi = up.add(ln_n.next_plus(up), up.divide(1, dec(n)))
+    x_hi = up.add(up.subtract(up.multiply(k, ln2_hi), ln_n.next_minus(dn)), c_hi)
+    x_lo = dn.add(dn.subtract(dn.multiply(k, ln2_lo), ln_n1_hi), c_lo)
+    y_hi = up.divide(up.multiply(x_hi, dec(int(t))), dec(int(s)))
+    y_lo = dn.divide(dn.multiply(x_lo, dec(int(t))), dec(int(s)))
+    if y_lo < 0:
+        return UNDECIDED
+    f_lo = int(y_lo.to_integral_value(rounding=decimal.ROUND_FLOOR))
+    f_hi = int(y_hi.to_integral_value(rounding=decimal.ROUND_FLOOR))
+    return f_lo if f_lo == f_hi else UNDECIDED
+
+
+def dlap_magnitude(state, rng_ptr):
+    """Decide the pending draw of a discrete Laplace fill exactly.
+
+    Parameters
+    ----------
+    state : cdata ``pds_dlap *``
+        A fill state whose last call returned ``PDS_EPRECISION``.
+    rng_ptr : cdata ``pds_rng *``
+        The generator the pending draw came from (held by the caller; for a
+        chunked fill, the chunk's generator); further words of ``U`` come
+        from this same stream, so the fill stays a function of the stream.
+
+    Returns
+    -------
+    int
+        The magnitude ``floor(y(U))`` (:func:`dlap_floor_exact`), for
+        ``pds_dlap_resolve``.
+
+    Raises
+    ------
+    NativeError
+        Still undecided after 256 extra words (probability < 2^-10000).
+    """
+    words = [int(state.pending_word)]
+    digits = 30   # y < 2^37 in the kernel's inversion range: 19 digits to spare
+    buf = ffi.new("uint64_t[1]")
+    t, s = int(state.t), int(state.s)
+    for _ in range(256):
+        res = dlap_floor_exact(t, s, words, digits)
+        if res is not UNDECIDED:
+            return res
+        check(lib.pds_rng_fill_u64(rng_ptr, buf, 1))
+        words.append(int(buf[0]))
+        digits += 40
+    raise NativeError("the exact discrete Laplace fallback did not converge "
+                      "(probability < 2^-10000)")
+
+
 def settle(state, rng_ptr):
     """Answer a ``PDS_EPRECISION`` of ``pds_partition_feed``: decide the
     pending comparison (:func:`resolve_pending`) and pass it to the kernel,
@@ -181,13 +302,18 @@ def settle(state, rng_ptr):
 
 
 @contextlib.contextmanager
-def forcing_exact(slack=1e300):
-    """Test hook: every partition kernel state started inside uses error allowance ``slack``.
+def forcing_exact(slack=1e300, slack_ld=None):
+    """Test hook: every partition kernel state and discrete Laplace fill started inside uses error allowance ``slack``.
 
-    The kernel allows a relative error of ``1e-12`` per elementary function
-    before it hands a comparison to this module; a huge ``slack`` makes the
-    double path give up on every comparison its fast path does not settle,
-    so the output law can be tested with the decimal path deciding them.
+    The kernels allow a relative error of ``1e-12`` per elementary function
+    before they hand a decision to this module; a huge ``slack`` makes the
+    double path give up on every comparison the partition's fast path does
+    not settle and on every discrete Laplace draw, so the output law can be
+    tested with the decimal path deciding them.  The discrete Laplace fill
+    has a second, long double tier for the draws double leaves open; its
+    allowance is ``slack_ld`` (``None``: the same as ``slack``; ``0``: its
+    default).  Above ``2**-10`` a tier decides nothing; a moderate
+    allowance (``1e-5`` .. ``2**-10``) sends a fraction of the draws on.
     Not thread-safe; for tests only.
 
     Examples
@@ -199,14 +325,20 @@ def forcing_exact(slack=1e300):
     15
     """
     global _forced_slack
-    before, _forced_slack = _forced_slack, float(slack)
+    pair = (float(slack), float(slack if slack_ld is None else slack_ld))
+    before, _forced_slack = _forced_slack, pair
     try:
         yield
     finally:
         _forced_slack = before
 
 
+def forced_slack():
+    """``(slack, slack_ld)`` of an active :func:`forcing_exact`, else None."""
+    return _forced_slack
+
+
 def apply_forced_slack(state):
     """Give a freshly started kernel state the slack of :func:`forcing_exact`, if active."""
     if _forced_slack is not None:
-        state.slack = _forced_slack
+        state.slack = _forced_slack[0]

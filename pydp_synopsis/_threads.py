@@ -112,6 +112,18 @@ def set_threads(n):
     return before
 
 
+def _forget_pool():
+    """In a child made by ``fork()``: the pool's threads stayed in the parent,
+    so a new pool is made on first use (submitting to the inherited one would
+    wait forever)."""
+    global _POOL, _POOL_SIZE
+    _POOL, _POOL_SIZE = None, 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _pool(size):
     global _POOL, _POOL_SIZE
     if _POOL is None or _POOL_SIZE < size:

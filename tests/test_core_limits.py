@@ -18,7 +18,7 @@ def test_limits_are_read_only_ints_with_the_documented_values():
         "max_counter_fanout": 65535, "max_threshold": 2**53, "max_noise": 2**61,
         "tree_segment_limit": 2**62, "max_tree_fanout": 2**24, "max_axes": 8,
         "multitree_segment_limit": 2**32, "multitree_point_limit": 2**32,
-        "max_multitree_records": 2**40,
+        "max_multitree_records": 2**40, "dlap_fast_max_scale": 2**30, "dlap_chunk": 2**16,
     }
     assert lib.pds_get_limits(ffi.NULL) == lib.PDS_EINVAL
 
