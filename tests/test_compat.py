@@ -21,7 +21,8 @@ COUNTERS = [k for k in EXPECTED if k.startswith("counter_")]
 # benchmarks only; saved files are unaffected and are checked above), each with why:
 #   rect_*  0.2: each axis's partition draws from its own stream (32 bytes drawn from
 #           the generator, child a for axis a), so the axes run in threads with the
-#           same result for any thread count (README, "Speed").
+#           same result for any thread count (README, "Speed"); the adaptive grid's
+#           cell noise comes from discrete_laplace's inversion sampler.
 CHANGED = json.loads((HERE / "seeded-0.2.json").read_text())
 GOLDEN = {**EXPECTED["golden_seeded"], **CHANGED}
 

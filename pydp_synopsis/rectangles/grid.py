@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errorbars import noise_std
 from ..errors import FormatError
-from ..noise import _discrete_laplace_cks, discrete_laplace_variance
+from ..noise import discrete_laplace, discrete_laplace_variance
 from ..params import exact_scale, split_epsilon
 from ..tails import laplace_sum_tail, laplace_weighted_tail
 from . import kernels
@@ -467,12 +467,11 @@ class AdaptiveGrid:
 def _noisy_histogram(cells, sizes, merge, size, epsilon, rng, layout=None):
     """Counts of the coarse cells (or with ``layout`` the fine cells) over every
     chunk of ``cells`` (one C pass per chunk, ``kernels.grid_count``), then
-    discrete Laplace noise of scale 1/epsilon (drawn after all counts, with
-    CKS Algorithm 2 on the generator's stream, as release 0.1 drew it: seeded
-    builds release what they did)."""
+    discrete Laplace noise of scale 1/epsilon (drawn after all counts by
+    :func:`~pydp_synopsis.noise.discrete_laplace`: exact, large fills in threads)."""
     counts = np.zeros(size, dtype=np.int64)
     fine = None if layout is None else np.column_stack([layout.base, layout.fine_shape])
     for seg, weights in cells:
         kernels.grid_count(sizes, merge, seg, weights, counts, fine)
-    counts += _discrete_laplace_cks(Fraction(1) / epsilon, size, rng)
+    counts += discrete_laplace(Fraction(1) / epsilon, size, rng=rng)
     return counts
