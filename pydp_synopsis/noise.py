@@ -175,10 +175,8 @@ def _discrete_laplace_cks(scale, size, rng):
 
     The same law as :func:`discrete_laplace` drawn the way release 0.1 drew
     it, and the way the C kernels draw their single terms
-    (``pds_discrete_laplace_one``): the rectangle grid's cell noise stays
-    on it so seeded grid builds release what they released before (the
-    compatibility fixtures), and tests use it as the reference sequence of
-    the kernels' draws.  ``size`` is an int; returns an int64 array.
+    (``pds_discrete_laplace_one``): tests use it as the reference sequence
+    of the kernels' draws.  ``size`` is an int; returns an int64 array.
     """
     t, s = scale_parts(exact_scale(scale))
     _, count = check_sample_shape(size)
