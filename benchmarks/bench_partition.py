@@ -2,14 +2,21 @@
 
 Usage::
 
-    python benchmarks/bench_partition.py [--repeat 3] [--epsilon 1.0]
+    python benchmarks/bench_partition.py [--repeat 3] [--epsilon 1.0] [--sizes 6,7]
 
-For each data set the table shows the best-of-``repeat`` wall time of
-``private_partition`` (validation + sort + C kernel) next to ``np.sort`` of
-the same array measured in the same run, their ratio, the number of
-segments, the largest true segment weight and Theorem 2.1's bound
-``5 (ln D + ln(1/beta)) / epsilon`` (DNRR, Fig. 1 / Remark 2.2).  The seed is
-fixed for reproducibility only.  Nothing is asserted.
+For each data set the table shows best-of-``repeat`` wall times of
+
+* ``kernel``: the partition of the already sorted offsets
+  (``partition_of_sorted``: the C kernel, csrc/partition.c, plus a few
+  Python calls) -- what the batched skip of issue #17 is about;
+* ``full``: ``private_partition`` of the unsorted values (validation, sort,
+  kernel);
+* ``np.sort`` of the same array, measured in the same run,
+
+their ratios to ``np.sort``, the number of segments, the largest true
+segment weight and Theorem 2.1's bound ``5 (ln D + ln(1/beta)) / epsilon``
+(DNRR, Fig. 1 / Remark 2.2).  The seed is fixed for reproducibility only.
+Nothing is asserted.
 """
 import argparse
 import time
@@ -17,7 +24,8 @@ import time
 import numpy as np
 
 import pydp_synopsis as ps
-from pydp_synopsis.partition import private_partition
+from pydp_synopsis.params import as_offsets, check_domain, exact_epsilon
+from pydp_synopsis.partition import partition_of_sorted, private_partition
 from workloads import data_dir  # benchmarks/ (the script's directory)
 
 __all__ = ["main"]
@@ -34,16 +42,17 @@ def _best(fn, repeat):
     return best, out
 
 
-def _datasets():
+def _datasets(sizes):
     gen = np.random.default_rng(2024)  # benchmark data only
-    for n in (10**6, 10**7):
-        yield (f"uniform n={n:.0e}", gen.integers(0, 2**64 - 1, size=n, dtype=np.uint64,
-                                                  endpoint=True), (0, 2**64 - 1))
+    for k in sizes:
+        yield (f"uniform over [0, 2^64), n=1e{k}",
+               gen.integers(0, 2**64 - 1, size=10**k, dtype=np.uint64, endpoint=True),
+               (0, 2**64 - 1))
     if DATA.exists():
         minute = np.load(DATA)["minute"].astype(np.int64)
-        yield ("flights minute D=2^18", minute, (0, 2**18 - 1))
+        yield ("flights minute, D=2^18", minute, (0, 2**18 - 1))
         shift = np.uint64(2**63 + 12345)
-        yield ("flights minute shifted, D=2^64", minute.astype(np.uint64) + shift,
+        yield ("flights minute shifted into 2^64", minute.astype(np.uint64) + shift,
                (0, 2**64 - 1))
 
 
@@ -51,22 +60,31 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--sizes", default="6,7",
+                    help="comma-separated k: uniform data sets of 10^k values")
     args = ap.parse_args(argv)
+    sizes = [int(k) for k in args.sizes.split(",") if k]
     rng = ps.Rng(seed=7)
-    head = (f"{'data':34s} {'n':>9s} {'partition s':>12s} {'np.sort s':>10s} {'ratio':>6s} "
-            f"{'segments':>9s} {'max weight':>10s} {'bound':>7s}")
+    eps = exact_epsilon(args.epsilon)
+    head = (f"{'data':36s} {'n':>9s} {'kernel s':>9s} {'full s':>8s} {'np.sort s':>10s} "
+            f"{'kernel/sort':>11s} {'full/sort':>9s} {'segments':>9s} {'max weight':>10s} "
+            f"{'bound':>7s}")
     print(f"epsilon={args.epsilon}, beta=0.05, best of {args.repeat}")
     print(head)
     print("-" * len(head))
-    for name, values, domain in _datasets():
+    for name, values, domain in _datasets(sizes):
+        dom = check_domain(domain)
+        t_sort, offsets = _best(lambda: np.sort(as_offsets(values, dom).ravel()), 1)
         t_sort, _ = _best(lambda: np.sort(values), args.repeat)
-        t_part, part = _best(lambda: private_partition(values, domain=domain,
+        t_kernel, _ = _best(lambda: partition_of_sorted(offsets, dom, eps, 0.05, 3.0, rng),
+                            args.repeat)
+        t_full, part = _best(lambda: private_partition(values, domain=domain,
                                                         epsilon=args.epsilon, rng=rng),
                              args.repeat)
         w = part.weights(values)
-        print(f"{name:34s} {len(values):9d} {t_part:12.3f} {t_sort:10.3f} "
-              f"{t_part / t_sort:6.2f} {len(part):9d} {int(w.max()):10d} "
-              f"{part.max_weight_bound():7.1f}")
+        print(f"{name:36s} {len(values):9d} {t_kernel:9.3f} {t_full:8.3f} {t_sort:10.3f} "
+              f"{t_kernel / t_sort:11.2f} {t_full / t_sort:9.2f} {len(part):9d} "
+              f"{int(w.max()):10d} {part.max_weight_bound():7.1f}")
 
 
 if __name__ == "__main__":

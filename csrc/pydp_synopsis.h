@@ -200,24 +200,57 @@ typedef struct pds_partition {
     int64_t count;            /* count of the open segment, saturated at 2^62 */
     uint64_t position;        /* next position to process (offset) */
     int32_t finished;         /* 1 once the last position has sealed */
-    /* The run being sampled (it starts at `position`): */
-    int32_t phase;            /* 0 none; 1 deciding whether it seals; 2 drawing
-                                 the seal's offset bits (high to low) */
+    /* The batch being sampled (it starts at `position`; one run, or several
+     * consecutive runs sampled at the rate of the last by thinning): */
+    int32_t phase;            /* 0 none; 1 deciding whether the batch has a
+                                 candidate; 2 drawing the candidate's high
+                                 offset bits (high to low); 3 drawing its low
+                                 block; 4 deciding whether to keep the low
+                                 block low_value */
     int32_t bit;              /* phase 2: index of the next offset bit */
     int32_t pending;          /* 1: a comparison awaits an exact decision */
     int32_t pending_kind;     /* 1: U < 1 - (1-p)^mult;  2: U < 1/(1 + (1-p)^-mult) */
     int32_t outcome;          /* -1, or the exact decision given by resolve */
-    int64_t run_m;            /* m = T~ - count + 1 of the run: p = P(nu >= m) */
-    uint64_t run_lm1;         /* run length minus one */
-    uint64_t prefix;          /* phase 2: offset bits drawn so far */
+    int64_t run_m;            /* m = T~ - count + 1 of the batch's last run:
+                                 the rate p = P(nu >= m) */
+    uint64_t run_lm1;         /* the batch's length (positions) minus one */
+    uint64_t prefix;          /* phases 2-4: offset bits drawn so far */
     uint64_t pending_mult;    /* the comparison's multiplier of lambda */
     uint64_t pending_word;    /* first 64 bits of the comparison's uniform U */
+    uint64_t batch_items;     /* phases 1-4: the entries of pos[] (after the
+                                 consumed ones) inside the batch, whose counts
+                                 are not yet added */
+    uint64_t low_value;       /* phase 4: the low block's proposal */
+    int32_t low_bits;         /* phases 2-4: size of the low block */
+    uint32_t batch_cap;       /* policy: at most this many entries of pos[]
+                                 in a batch after its first run (0: every
+                                 batch is one run) */
+    double batch_limit;       /* policy: a batch of N < 2^(h+1) positions and
+                                 last run m keeps 2^(h+1) p(m) <= batch_limit */
+    double batch_limit_used;  /* the batch_limit batch_mreq was filled for */
+    double block_limit;       /* policy: a low block of k bits keeps
+                                 2^k * 2 tail(m) <= block_limit */
+    int64_t batch_dmax;       /* the count may grow by at most this much
+                                 inside a batch (dmax * s < 2^63) */
+    int32_t more_items;       /* set by the caller: 1 when entries beyond
+                                 pos[n) (at positions > end) will follow; the
+                                 call then stops, at phase 0, before a batch
+                                 that could reach them (fewer than batch_cap
+                                 entries left), so a stream fed in chunks is
+                                 sampled as if fed at once */
+    uint64_t stat_batches;    /* for tests: batches of more than one run, */
+    uint64_t stat_dropped;    /* candidates dropped by thinning, */
+    uint64_t stat_blocks;     /* low-block proposals (never read by the kernel) */
     double run_lambda;        /* -ln(1-p) of the run, rounded */
     double run_err;           /* relative error bound of run_lambda (< 0: none) */
     double slack;             /* relative error allowed for elementary functions
                                  (tests may raise it to force the exact fallback) */
     double inv_scale;         /* s/t rounded */
     double log1p_a;           /* log1p(exp(-s/t)) rounded */
+    double tail_lo[64];       /* tail_lo[j] >= a^j / (1 + a), a = e^{-s/t} */
+    double tail_hi[256];      /* tail_hi[h] >= a^(64 h) */
+    int64_t batch_mreq[64];   /* policy: the least m of a batch's last run when
+                                 N < 2^(h+1) (from batch_limit, in double) */
 } pds_partition;
 
 /* Start a partition of positions 0..last; draws the first T~.
@@ -235,10 +268,15 @@ pds_status pds_partition_restore(pds_partition *p, uint64_t last, uint64_t t,
  * counts cnt[i] >= 0 (cnt == NULL: 1 each, duplicates allowed); every other
  * position carries 0.  Sealed positions are appended to seals (at most cap
  * of them; the call stops early when seals is full).  *consumed = number of
- * items already added (those with pos < p->position).  Returns PDS_OK (done
- * or seals full: compare p->position with end), PDS_EPRECISION (p->pending
+ * items whose counts are added (those with pos < p->position, and while a
+ * batch is being sampled -- p->phase != 0 -- those at p->position; the
+ * batch's later items are not, see partition.c).  Returns PDS_OK (done,
+ * seals full, or with p->more_items stopped before a batch that could
+ * reach later entries: compare p->position with end and *nseals with cap),
+ * PDS_EPRECISION (p->pending
  * set: decide it exactly, call pds_partition_resolve, then call again with
- * the items not yet consumed),
+ * the items not yet consumed and the same end; other items give
+ * PDS_EINVAL),
  * PDS_EINVAL, PDS_ERANGE (a noisy threshold's noise beyond 2^61, probability
  * exp(-2^61 s/t)).  The open segment's count saturates at 2^62 (it never
  * fails on the data: see partition.c). */

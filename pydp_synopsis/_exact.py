@@ -16,10 +16,10 @@ CSPRNG uniform ``U`` with further words of the same stream until it does:
   :func:`dlap_magnitude`, so every draw has exactly the discrete Laplace law.
 
 Package-internal: :mod:`pydp_synopsis.partition` calls :func:`settle` and
-:func:`apply_forced_slack`, :mod:`pydp_synopsis.noise` calls
+:func:`apply_test_hooks`, :mod:`pydp_synopsis.noise` calls
 :func:`dlap_magnitude` and :func:`forced_slack`; tests call
-:func:`compare_exact`, :func:`dlap_floor_exact`, :func:`resolve_pending`
-and :func:`forcing_exact`.
+:func:`compare_exact`, :func:`dlap_floor_exact`, :func:`resolve_pending`,
+:func:`forcing_exact` and :func:`forcing_policy`.
 
 References
 ----------
@@ -36,7 +36,8 @@ from ._core import check, ffi, lib
 from .errors import NativeError
 
 __all__ = ["UNDECIDED", "compare_exact", "resolve_pending", "settle", "forcing_exact",
-           "apply_forced_slack", "forced_slack", "dlap_floor_exact", "dlap_magnitude"]
+           "forcing_policy", "apply_test_hooks", "forced_slack", "dlap_floor_exact",
+           "dlap_magnitude"]
 
 #: What :func:`compare_exact` returns when ``U`` still straddles the bounds of ``pi``.
 UNDECIDED = None
@@ -44,6 +45,8 @@ UNDECIDED = None
 # The kernels' error allowances (double, long double) for new states while
 # :func:`forcing_exact` is active.
 _forced_slack = None
+# The kernel's batch policy for new states while :func:`forcing_policy` is active.
+_forced_policy = {}
 
 
 def _contexts(digits):
@@ -338,7 +341,45 @@ def forced_slack():
     return _forced_slack
 
 
-def apply_forced_slack(state):
-    """Give a freshly started kernel state the slack of :func:`forcing_exact`, if active."""
+@contextlib.contextmanager
+def forcing_policy(*, batch_cap=None, batch_limit=None, block_limit=None):
+    """Test hook: every partition kernel state started inside uses this batch policy.
+
+    The kernel samples several consecutive runs as one batch at the rate of
+    the last and thins the candidates (csrc/partition.c); the policy only
+    chooses how far a batch reaches, never the law.  Tests force it to
+    extremes to check that.  None keeps the kernel's default.
+
+    Parameters
+    ----------
+    batch_cap : int, optional
+        At most this many entries of the sorted positions after a batch's
+        first run (0: every batch is a single run, the plain skip).
+    batch_limit : float, optional
+        A batch of ``N < 2**(h+1)`` positions grows while ``2**(h+1) p(m)``
+        stays at most this (``inf``: as long as the count stays below the
+        noisy threshold, so candidates are often dropped).
+    block_limit : float, optional
+        The seal offset's low bits drawn as one block while ``2**k lambda``
+        stays at most this (0: every bit alone; ``inf``: all bits in one
+        block).
+
+    Not thread-safe; for tests only.
+    """
+    global _forced_policy
+    given = {k: v for k, v in (("batch_cap", batch_cap), ("batch_limit", batch_limit),
+                               ("block_limit", block_limit)) if v is not None}
+    before, _forced_policy = _forced_policy, dict(_forced_policy, **given)
+    try:
+        yield
+    finally:
+        _forced_policy = before
+
+
+def apply_test_hooks(state):
+    """Give a freshly started kernel state the slack of :func:`forcing_exact` and the
+    batch policy of :func:`forcing_policy`, if active."""
     if _forced_slack is not None:
         state.slack = _forced_slack[0]
+    for key, value in _forced_policy.items():
+        setattr(state, key, value)

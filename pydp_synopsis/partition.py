@@ -10,11 +10,13 @@ built on top of it.
 The mechanism is Fig. 1 of Dwork, Naor, Reingold and Rothblum with discrete
 Laplace noise of scale ``1/epsilon``.  The C kernel (``csrc/partition.c``)
 processes runs of positions whose running count is constant with an exact
-skip (Remark 2.2), so the offline partition costs a sort plus
-``O(#items + #segments)`` kernel steps, whatever ``D`` is (up to ``2**64``),
-and an online stream of zeros is skipped in ``O(#seals + 1)`` steps.  The
-rare comparisons the kernel cannot decide in double precision are decided
-exactly by :mod:`pydp_synopsis._exact`.
+skip (Remark 2.2), and while the count is far below the noisy threshold
+samples many consecutive runs as one batch, thinning its candidates (exact
+too; issue #17), so the offline partition costs a sort, one pass over the
+sorted items and draws for a small fraction of them (those near a seal),
+whatever ``D`` is (up to ``2**64``), and an online stream of zeros is
+skipped in ``O(#seals + 1)`` steps.  The rare comparisons the kernel cannot decide in double precision
+are decided exactly by :mod:`pydp_synopsis._exact`.
 
 The threshold.  ``T = 3 (ln D + ln(1/beta)) / epsilon`` is irrational; we use
 the integer ``ceil(T * (1 + 1e-12))`` computed in double precision (the
@@ -103,14 +105,24 @@ def _start(rng, size, epsilon, beta, factor, threshold_size=None):
     state = ffi.new("pds_partition *")
     with rng.native() as p:
         check(lib.pds_partition_init(state, p, size - 1, *params))
-    _exact.apply_forced_slack(state)
+    _exact.apply_test_hooks(state)
     return state
 
 
-def _run(state, rng, pos, cnt, end):
+_NO_POSITIONS = np.empty(0, dtype=np.uint64)
+_NO_COUNTS = np.empty(0, dtype=np.int64)
+
+
+def _run(state, rng, pos, cnt, end, more=False):
     """Feed sorted positions ``pos`` (uint64, non-decreasing) with counts ``cnt``
     (int64, or None for one item each) and process every position up to
-    ``end``; returns the sealed positions (uint64)."""
+    ``end``; returns the sealed positions (uint64).
+
+    ``more=True``: entries after ``pos`` (at positions ``> end``) will
+    follow.  The kernel then stops before a batch that could reach them
+    (``more_items``, csrc/partition.c), so the draws are those of one call
+    over the whole stream; returns ``(seals, consumed)``, the entries not
+    consumed to be passed again at the head of the next call."""
     n = len(pos)
     pos_p = ffi.cast("uint64_t *", ffi.from_buffer(pos)) if n else ffi.NULL
     cnt_p = ffi.cast("int64_t *", ffi.from_buffer(cnt)) if cnt is not None and n else ffi.NULL
@@ -120,6 +132,7 @@ def _run(state, rng, pos, cnt, end):
     done = 0
     consumed = ffi.new("size_t *")
     nseals = ffi.new("size_t *")
+    state.more_items = int(more)
     with rng.native() as p:
         while True:
             buf = np.empty(cap, dtype=np.uint64)
@@ -136,12 +149,14 @@ def _run(state, rng, pos, cnt, end):
                 _exact.settle(state, p)
                 continue
             check(st)
-            if state.finished or state.position > end:
+            if state.finished or state.position > end or (more and nseals[0] < cap):
                 break
             cap = min(cap * 2, 1 << 24)
     if not chunks:
-        return np.empty(0, dtype=np.uint64)
-    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+        seals = np.empty(0, dtype=np.uint64)
+    else:
+        seals = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+    return (seals, done) if more else seals
 
 
 # --------------------------------------------------------------------------
@@ -542,7 +557,8 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng,
     """The offline partition of a stream of sorted aggregates, and its segment weights.
 
     The streaming form of :func:`partition_of_sorted`: memory O(chunk +
-    #segments), whatever the number of items.
+    2**18 + #segments) (the kernel's batches look at most 2**16 entries
+    ahead), whatever the number of items.
 
     Parameters
     ----------
@@ -565,11 +581,13 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng,
 
     Notes
     -----
-    Exactness across chunk boundaries: the kernel draws once per *run* (a
-    non-empty position and the gap behind it, up to the next non-empty
-    position), so each call stops just before the last position of its
-    chunk, which is carried into the next call: no run is ever cut in two.
-    O(n + #segments) kernel steps, O(n) numpy work.  ``threshold_factor =
+    Exactness across chunk boundaries: the kernel draws once per *batch* of
+    runs (a run: a non-empty position and the gap behind it, up to the next
+    non-empty position), so each call stops just before the last position
+    of what it is given, and the kernel (told that more entries follow)
+    stops before any batch that could reach the entries not given yet; what
+    it did not consume is passed again with the next chunks: no run or
+    batch is ever cut.  O(n + #segments) kernel steps, O(n) numpy work.  ``threshold_factor =
     "privtree"``: :func:`~pydp_synopsis.privtree.privtree_of_chunks`.
     """
     if threshold_factor == "privtree":
@@ -581,14 +599,24 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng,
     state = _start(rng, last + 1, epsilon, beta, threshold_factor, threshold_size)
     ends, weights = [], []
     open_weight = 0
-    carry_pos = np.empty(0, dtype=np.uint64)
-    carry_cnt = np.empty(0, dtype=np.int64)
+    # Entries not fed yet, in order.  The kernel keeps back the entries a batch
+    # could reach (up to batch_cap of them; csrc/partition.c, more_items), so
+    # they are fed in pieces of at least 4 batch_cap entries: each is copied
+    # O(1) times.
+    wait_pos, wait_cnt, waiting = [], [], 0
+    least = 4 * int(state.batch_cap) + 1
 
-    def feed(pos, cnt, end):
+    def feed(pos, cnt, end, more):
+        """Feed, account the consumed entries' weights; returns how many were consumed."""
         nonlocal open_weight
-        seals = _run(state, rng, pos, cnt, end)
-        # Every position fed is <= end and later seals are > end: a position
-        # belongs to the first seal at or after it, else to the open segment.
+        if more:
+            seals, done = _run(state, rng, pos, cnt, end, more=True)
+            pos, cnt = pos[:done], cnt[:done]
+        else:
+            seals, done = _run(state, rng, pos, cnt, end), len(pos)
+        # Every position consumed is <= state.position and later seals are at
+        # or after it: a position belongs to the first seal at or after it,
+        # else to the open segment.
         cum = np.concatenate(([0], np.cumsum(cnt)))    # cum[j]: the first j positions' items
         total = int(cum[-1])
         if seals.size:
@@ -600,6 +628,12 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng,
             open_weight = total - int(at[-1])
         else:
             open_weight += total
+        return done
+
+    def joined():
+        if len(wait_pos) == 1:
+            return wait_pos[0], wait_cnt[0]
+        return np.concatenate(wait_pos), np.concatenate(wait_cnt)
 
     for pos, cnt in chunks:
         pos = np.asarray(pos, dtype=np.uint64)
@@ -609,20 +643,21 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng,
             pos, cnt = pos[keep], cnt[keep]
         if not pos.size:
             continue
-        if carry_pos.size and pos[0] > carry_pos[0]:
-            # the carried position's run ends just before this chunk's first one
-            feed(carry_pos, carry_cnt, int(pos[0]) - 1)
-            carry_pos, carry_cnt = carry_pos[:0], carry_cnt[:0]
-        elif carry_pos.size:                          # the same position continues
-            pos = np.concatenate((carry_pos, pos))
-            cnt = np.concatenate((carry_cnt, cnt))
-            carry_pos, carry_cnt = carry_pos[:0], carry_cnt[:0]
-        # carry the last position (all its entries): its run is not complete
+        wait_pos.append(pos)
+        wait_cnt.append(cnt)
+        waiting += pos.size
+        if waiting < least:
+            continue
+        pos, cnt = joined()
+        # the last position (all its entries) waits: its run is not complete
         cut = int(np.searchsorted(pos, pos[-1], side="left"))
-        if cut:
-            feed(pos[:cut], cnt[:cut], int(pos[-1]) - 1)
-        carry_pos, carry_cnt = pos[cut:], cnt[cut:]
-    feed(carry_pos, carry_cnt, last)
+        done = feed(pos[:cut], cnt[:cut], int(pos[-1]) - 1, True) if cut else 0
+        wait_pos, wait_cnt, waiting = [pos[done:]], [cnt[done:]], pos.size - done
+    if wait_pos:
+        pos, cnt = joined()
+    else:
+        pos, cnt = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+    feed(pos, cnt, last, False)
     seals = np.concatenate(ends) if len(ends) > 1 else ends[0]
     part = Partition._checked(seals, lo, hi, epsilon, beta, threshold_factor)
     return part, np.concatenate(weights) if len(weights) > 1 else weights[0]
@@ -1057,7 +1092,7 @@ class OnlinePartition(_Fig1):
         if lib.pds_partition_restore(kernel, size - 1, t, s, threshold, noisy, count, position,
                                      int(finished)) != 0:
             raise FormatError("state: inconsistent partition checkpoint")
-        _exact.apply_forced_slack(kernel)
+        _exact.apply_test_hooks(kernel)
         obj = cls.__new__(cls)
         obj._attach(size, eps, beta, resolve_rng(rng), kernel, [ends] if ends.size else [])
         return obj
