@@ -130,6 +130,7 @@ def rows(quick, repeat):
                 t_r2 / t_2sort, "<= 8"))
     out.append(("  1 thread / 2 threads", t_r1, "2 threads", t_r2, t_r1 / t_r2, ">= 1.6"))
     rsyn = rect()
+    q = q // 10                                       # ~30 us per rectangle here
     c1, c2 = gen.integers(0, 2**32, size=(2, q, 2))
     rlo, rhi = np.minimum(c1, c2), np.maximum(c1, c2)
     t_c2 = with_threads(2, lambda: best(lambda: rsyn.count_many(rlo, rhi), repeat))

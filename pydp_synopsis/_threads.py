@@ -173,7 +173,7 @@ def halves(fn, *arrays):
     one call)."""
     n = len(arrays[0])
     k = min(get_threads(), max(1, n // (THREAD_ROWS // 2)))
-    if n < THREAD_ROWS or k < 2:
+    if n < THREAD_ROWS or k < 2 or getattr(_LOCAL, "inside", False):
         return fn(*arrays)
     cuts = [n * i // k for i in range(k + 1)]
     outs = run_parts(fn, [tuple(a[cuts[i]:cuts[i + 1]] for a in arrays) for i in range(k)])
@@ -203,8 +203,8 @@ def sort_u64(values):
         raise TypeError("sort_u64 needs a one-dimensional uint64 array")
     n = values.size
     k = min(get_threads(), max(1, n // (SORT_ROWS // 2)))
-    if n < SORT_ROWS or k < 2:
-        return np.sort(values)
+    if n < SORT_ROWS or k < 2 or getattr(_LOCAL, "inside", False):
+        return np.sort(values)      # (inside a split the other threads are busy)
     cuts = [n * i // k for i in range(k + 1)]
     pieces = run_parts(lambda a, b: np.sort(values[a:b]), [(cuts[i], cuts[i + 1]) for i in range(k)])
     while len(pieces) > 1:

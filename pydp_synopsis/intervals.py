@@ -43,7 +43,7 @@ from .partition import Partition, fig1_threshold, partition_of_sorted
 from .privtree import PRIVTREE, TreePartition, privtree_of_sorted, privtree_parameters
 from .shards import MAX_SHARDS, check_shards, partition_sharded
 from .rng import resolve_rng
-from ._threads import halves, sort_u64
+from ._threads import THREAD_ROWS, halves, run_parts, sort_u64
 from .tails import laplace_sum_tail, laplace_weighted_tail
 from .units import Column, columns_from_record, columns_to_record, convert_corners, prepare_build
 
@@ -564,8 +564,15 @@ class IntervalSynopsis:
     def _offsets(self, lo, hi):
         """The checked endpoints as flat uint64 offsets, and the queries' shape."""
         lo, hi = self._user(lo, hi)
-        lo_o = np.ascontiguousarray(as_offsets(lo, self.domain, "lo"), dtype=np.uint64)
-        hi_o = np.ascontiguousarray(as_offsets(hi, self.domain, "hi"), dtype=np.uint64)
+
+        def convert(v, name):
+            return np.ascontiguousarray(as_offsets(v, self.domain, name), dtype=np.uint64)
+
+        # the two columns at once when large (numpy releases the GIL); an error is
+        # lo's before hi's, as in sequence
+        big = np.size(lo) >= THREAD_ROWS and isinstance(lo, np.ndarray)
+        lo_o, hi_o = (run_parts(convert, [(lo, "lo"), (hi, "hi")]) if big
+                      else (convert(lo, "lo"), convert(hi, "hi")))
         if lo_o.shape != hi_o.shape:
             raise DomainError(f"lo and hi must have the same shape, got {lo_o.shape} and "
                               f"{hi_o.shape}")
