@@ -62,8 +62,9 @@ def test_three_threads_split_in_order(small_batches):
 @pytest.mark.parametrize("structure", ["multitree", "adaptive"])
 def test_rectangle_build_counts_in_threads(monkeypatch, structure):
     """The build's counting kernels split large chunks between threads: same synopsis."""
-    from pydp_synopsis.rectangles import kernels
+    from pydp_synopsis.rectangles import grid, kernels
     monkeypatch.setattr(kernels, "_PARALLEL_ROWS", 64)
+    monkeypatch.setattr(grid, "_PARALLEL_CELLS", 2)
     pts = GEN.integers(0, 4096, (3000, 2))
     a, b = GEN.integers(0, 4096, (2, 500, 2))
     lo, hi = np.minimum(a, b), np.maximum(a, b)

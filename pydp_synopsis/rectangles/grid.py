@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errorbars import noise_std
 from ..errors import FormatError
+from .._threads import run_parts
 from ..noise import discrete_laplace, discrete_laplace_variance
 from ..params import exact_scale, split_epsilon
 from ..tails import laplace_sum_tail, laplace_weighted_tail
@@ -80,6 +81,10 @@ def _fine_shape(v, width, eps_fine, dims):
     return np.minimum(np.maximum(m2, 1).astype(np.int64)[:, None], width)
 
 
+#: Layouts of at least this many fine cells compute their axes in threads.
+_PARALLEL_CELLS = 1 << 18
+
+
 class Layout:
     """Where every cell of the two-level grid lies, in partition segments.
 
@@ -101,17 +106,28 @@ class Layout:
         self.base = np.concatenate([[0], np.cumsum(self.fine_cells)[:-1]]).astype(np.int64)
         self.owner = np.repeat(np.arange(self.fine_cells.size), self.fine_cells)
         c, n_fine = len(self.shape), int(self.fine_cells.sum())
-        rest = np.arange(n_fine, dtype=np.int64) - self.base[self.owner]
+        local = np.arange(n_fine, dtype=np.int64) - self.base[self.owner]
         cell = np.unravel_index(self.owner, self.shape)
         self.start = np.empty((n_fine, c), dtype=np.int64)
         self.end = np.empty((n_fine, c), dtype=np.int64)
-        for a in range(c - 1, -1, -1):
+        # fine index j on axis a: (local // prod of the later axes' q) % q_a, so the
+        # axes are independent and run in threads when large (numpy releases the GIL)
+        later = np.ones((self.fine_shape.shape[0], c), dtype=np.int64)
+        for a in range(c - 2, -1, -1):
+            later[:, a] = later[:, a + 1] * self.fine_shape[:, a + 1]
+
+        def axis(a):
             q = self.fine_shape[self.owner, a]
-            j = rest % q
-            rest //= q
+            j = local // later[self.owner, a] % q
             w = width[self.owner, a]
             self.start[:, a] = cell[a] * self.merge[a] + (j * w + q - 1) // q
             self.end[:, a] = cell[a] * self.merge[a] + ((j + 1) * w + q - 1) // q
+
+        if n_fine >= _PARALLEL_CELLS:
+            run_parts(axis, [(a,) for a in range(c)])
+        else:
+            for a in range(c):
+                axis(a)
 
     def fine_index(self, seg, coarse):
         """Fine cell (flat index) of every point in coarse cells ``coarse``."""
