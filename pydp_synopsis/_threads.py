@@ -20,8 +20,8 @@ import numpy as np
 
 from .errors import ParameterError
 
-__all__ = ["THREAD_ROWS", "SORT_ROWS", "get_threads", "set_threads", "halves", "run_parts",
-           "sort_u64"]
+__all__ = ["THREAD_ROWS", "SORT_ROWS", "get_threads", "set_threads", "pieces", "halves",
+           "run_parts", "sort_u64"]
 
 #: Batches of at least this many queries are split between threads.
 THREAD_ROWS = 1 << 16
@@ -166,17 +166,26 @@ def run_parts(fn, parts):
     return [first] + [f.result() for f in futures]
 
 
+def pieces(n, min_rows):
+    """The one split rule: ``[(start, stop), ...]`` ranges covering ``range(n)``,
+    one per thread (:func:`get_threads`, and no piece under ``min_rows / 2``
+    rows) when ``n >= min_rows``; else, and inside a split (whose other
+    threads are busy), the single range ``(0, n)``."""
+    k = min(get_threads(), max(1, n // (min_rows // 2)))
+    if n < min_rows or k < 2 or getattr(_LOCAL, "inside", False):
+        return [(0, n)]
+    return [(n * i // k, n * (i + 1) // k) for i in range(k)]
+
+
 def halves(fn, *arrays):
     """``fn(*arrays)`` computed on pieces of the arrays (their first axis) in
     :func:`get_threads` threads when they are long; outputs (an array or a
     tuple of arrays) concatenated along the first axis (the same result as
     one call)."""
-    n = len(arrays[0])
-    k = min(get_threads(), max(1, n // (THREAD_ROWS // 2)))
-    if n < THREAD_ROWS or k < 2 or getattr(_LOCAL, "inside", False):
+    ranges = pieces(len(arrays[0]), THREAD_ROWS)
+    if len(ranges) == 1:
         return fn(*arrays)
-    cuts = [n * i // k for i in range(k + 1)]
-    outs = run_parts(fn, [tuple(a[cuts[i]:cuts[i + 1]] for a in arrays) for i in range(k)])
+    outs = run_parts(fn, [tuple(a[lo:hi] for a in arrays) for lo, hi in ranges])
     if isinstance(outs[0], tuple):
         return tuple(np.concatenate(parts) for parts in zip(*outs))
     return np.concatenate(outs)
@@ -201,16 +210,15 @@ def sort_u64(values):
     values = np.asarray(values)
     if values.dtype != np.uint64 or values.ndim != 1:
         raise TypeError("sort_u64 needs a one-dimensional uint64 array")
-    n = values.size
-    k = min(get_threads(), max(1, n // (SORT_ROWS // 2)))
-    if n < SORT_ROWS or k < 2 or getattr(_LOCAL, "inside", False):
-        return np.sort(values)      # (inside a split the other threads are busy)
-    cuts = [n * i // k for i in range(k + 1)]
-    pieces = run_parts(lambda a, b: np.sort(values[a:b]), [(cuts[i], cuts[i + 1]) for i in range(k)])
-    while len(pieces) > 1:
+    ranges = pieces(values.size, SORT_ROWS)
+    if len(ranges) == 1:
+        return np.sort(values)
+    k = len(ranges)
+    runs = run_parts(lambda a, b: np.sort(values[a:b]), ranges)
+    while len(runs) > 1:
         merged = []
-        for i in range(0, len(pieces) - 1, 2):
-            a, b = pieces[i], pieces[i + 1]
+        for i in range(0, len(runs) - 1, 2):
+            a, b = runs[i], runs[i + 1]
             out = np.empty(a.size + b.size, dtype=np.uint64)
             pa, pb, po = (ffi.from_buffer("uint64_t[]", x) for x in (a, b, out))
             total = out.size
@@ -221,7 +229,7 @@ def sort_u64(values):
 
             run_parts(merge, [(bounds[j], bounds[j + 1]) for j in range(k)])
             merged.append(out)
-        if len(pieces) % 2:
-            merged.append(pieces[-1])
-        pieces = merged
-    return pieces[0]
+        if len(runs) % 2:
+            merged.append(runs[-1])
+        runs = merged
+    return runs[0]

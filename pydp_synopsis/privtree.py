@@ -299,7 +299,7 @@ def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False):
     return ends, counts
 
 
-def _runs_of_sorted(sorted_offsets, counts=None):
+def _runs_of_sorted(sorted_offsets, counts):
     """Distinct sorted keys and running totals of sorted offsets with their counts."""
     s = np.asarray(sorted_offsets, dtype=np.uint64)
     c = np.asarray(counts, dtype=np.int64)
@@ -317,8 +317,9 @@ def privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts=None,
     """The PrivTree partition of sorted offsets (checked inputs, no re-validation).
 
     The counterpart of :func:`~pydp_synopsis.partition.partition_of_sorted`:
-    same arguments less the threshold factor.  O(n) to find the distinct
-    values (one C pass), O(m log n) kernel steps.  With ``leaf_counts`` also
+    same arguments less the threshold factor.  Without ``counts`` the kernel
+    reads the sorted column itself; with them, O(n) numpy work finds the
+    distinct values.  O(m log n) kernel steps.  With ``leaf_counts`` also
     the true count of every leaf, as the kernel found them (not private).
     """
     lo, hi = domain

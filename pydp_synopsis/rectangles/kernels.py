@@ -8,7 +8,7 @@ call here means a change of a kernel's signature (``csrc/multitree.c``,
 import numpy as np
 
 from .._core import check, f64, ffi, i64, lib, u64
-from .._threads import get_threads, run_parts
+from .._threads import pieces, run_parts
 
 __all__ = [
     "multitree_build",
@@ -153,15 +153,9 @@ _PARALLEL_ROWS = 1 << 17
 
 
 def _halves(n):
-    """Row ranges for the threads: one, or :func:`get_threads` pieces of a large chunk."""
-    k = min(get_threads(), max(1, n // (_PARALLEL_ROWS // 2)))
-    if n <= _PARALLEL_ROWS or k < 2:
-        return [(0, n)]
-    return [(n * i // k, n * (i + 1) // k) for i in range(k)]
-
-
-def _in_threads(fn, ranges):
-    return run_parts(fn, ranges)
+    """Row ranges for the threads: one, or :func:`get_threads` pieces of a chunk of
+    more than ``_PARALLEL_ROWS`` rows (the package's one split rule)."""
+    return pieces(n, _PARALLEL_ROWS + 1)
 
 
 def grid_count(sizes, merge, seg, weights, counts, fine=None):
@@ -182,7 +176,7 @@ def grid_count(sizes, merge, seg, weights, counts, fine=None):
                                      b - a, layout, counts.size, u64(cells[a:b])),
                   "adaptive grid cells")
 
-        _in_threads(index, ranges)
+        run_parts(index, ranges)
         if weights is None:
             cells.sort()
             new = np.empty(cells.size, dtype=bool)
@@ -204,6 +198,6 @@ def grid_count(sizes, merge, seg, weights, counts, fine=None):
                                  ffi.NULL if w is None else i64(w[a:b]), b - a, layout,
                                  i64(out), out.size), "adaptive grid counts")
 
-    _in_threads(count, [(a, b, out) for (a, b), out in zip(ranges, extra)])
+    run_parts(count, [(a, b, out) for (a, b), out in zip(ranges, extra)])
     for out in extra[1:]:
         counts += out
