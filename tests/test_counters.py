@@ -22,6 +22,7 @@ from pydp_synopsis import BinaryTreeCounter, KaryTreeCounter
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
 from pydp_synopsis import Rng, discrete_laplace_variance
 from pydp_synopsis.noise import _discrete_laplace_cks
+from forking import in_forked_child
 from stattests import ALPHA, assert_dp_ratio, clopper_pearson
 
 # A huge epsilon makes every noise term 0 with probability 1 - 1e-(10^9):
@@ -247,21 +248,9 @@ def test_pool_hands_out_the_generator_s_draws_in_order(k, sub, horizon):
     np.testing.assert_array_equal(added, expected)
 
 
-def _in_forked_child(fn):
+def _json_in_forked_child(fn):
     """``fn()`` run in a child made by fork(); its JSON result read back."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        try:
-            os.close(read)
-            os.write(write, json.dumps(fn()).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as f:
-        result = json.loads(f.read())
-    os.waitpid(pid, 0)
-    return result
+    return json.loads(in_forked_child(lambda: json.dumps(fn()).encode()))
 
 
 def test_a_forked_child_never_takes_its_parent_s_pre_drawn_noise():
@@ -269,7 +258,7 @@ def test_a_forked_child_never_takes_its_parent_s_pre_drawn_noise():
     dropped too, so parent and child do not release the same future noise."""
     c = BinaryTreeCounter(horizon=1000, epsilon=1, rng=Rng(8))
     c.update_many(np.zeros(10, dtype=np.int64))
-    child = _in_forked_child(lambda: c.update_many(np.zeros(40, dtype=np.int64)).tolist())
+    child = _json_in_forked_child(lambda: c.update_many(np.zeros(40, dtype=np.int64)).tolist())
     parent = c.update_many(np.zeros(40, dtype=np.int64)).tolist()
     assert len(child) == 40 and child != parent
 
@@ -926,7 +915,7 @@ def test_a_forked_child_s_updates_after_cached_checks_differ_from_the_parent_s()
     c = KaryTreeCounter(horizon=1000, epsilon=1, rng=Rng(8))
     for _ in range(10):
         c.update(0)
-    child = _in_forked_child(lambda: [c.update(0) for _ in range(40)])
+    child = _json_in_forked_child(lambda: [c.update(0) for _ in range(40)])
     parent = [c.update(0) for _ in range(40)]
     twin = KaryTreeCounter(horizon=1000, epsilon=1, rng=Rng(8))
     assert parent == twin.update_many(np.zeros(50, dtype=np.int64))[10:].tolist()

@@ -9,9 +9,6 @@ randomness is drawn; the ChaCha20 stream (seeking, fill keys) it relies on.
 """
 import hashlib
 import math
-import os
-import select
-import signal
 from fractions import Fraction
 
 import mpmath
@@ -22,6 +19,7 @@ import pydp_synopsis as ps
 from pydp_synopsis import _exact, noise
 from pydp_synopsis._core import LIMITS, ffi, i64, lib
 from pydp_synopsis.noise import _discrete_laplace_cks
+from forking import in_forked_child
 from stattests import assert_gof, assert_mean_var
 
 SCALES = [1, Fraction(5, 2), 10, 1000, 10**6]
@@ -195,23 +193,9 @@ def test_fork_check_applies_to_fills_and_their_chunk_streams(threads):
     ps.discrete_laplace(10, size=SPLIT + 1, rng=ps.Rng(seed=49))   # the parent's pool is up
     for n in (1000, SPLIT + 5):
         rng = ps.Rng(seed=50)
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # child
-            try:
-                os.close(read)
-                os.write(write, ps.discrete_laplace(10, size=n, rng=rng).tobytes())
-            finally:
-                os._exit(0)
-        os.close(write)
-        with os.fdopen(read, "rb") as f:
-            ready, _, _ = select.select([f], [], [], 120)
-            if not ready:  # pragma: no cover - the failure this test is about
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                pytest.fail("the forked child's fill never finished")
-            child = np.frombuffer(f.read(), dtype=np.int64)
-        os.waitpid(pid, 0)
+        child = np.frombuffer(
+            in_forked_child(lambda: ps.discrete_laplace(10, size=n, rng=rng).tobytes(),
+                            timeout=120, what="the forked child's fill"), dtype=np.int64)
         parent = ps.discrete_laplace(10, size=n, rng=rng)
         assert child.size == n and not np.array_equal(child, parent)
         np.testing.assert_array_equal(parent, ps.discrete_laplace(10, size=n, rng=ps.Rng(seed=50)))

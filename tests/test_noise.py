@@ -16,6 +16,7 @@ from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import ParameterError
 from pydp_synopsis.params import check_beta, scale_parts
 from pydp_synopsis.tails import laplace_sum_tail
+from forking import in_forked_child
 from stattests import assert_dp_ratio, assert_gof, assert_mean_var, dp_ratio_lower_bound
 
 
@@ -71,39 +72,12 @@ def test_rng_seeded_flag_and_repr():
 
 def test_forked_child_gets_a_different_stream():
     rng = ps.Rng(seed=99)
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        try:
-            os.write(write_fd, rng.random_uint64(8).tobytes())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    child = np.frombuffer(os.read(read_fd, 64), dtype=np.uint64)
-    os.close(read_fd)
-    os.waitpid(pid, 0)
+    child = np.frombuffer(in_forked_child(lambda: rng.random_uint64(8).tobytes()), dtype=np.uint64)
     parent = rng.random_uint64(8)
     assert len(child) == 8
     assert not np.array_equal(parent, child)
     # The parent's stream is untouched by the fork: still the seeded one.
     assert np.array_equal(parent, ps.Rng(seed=99).random_uint64(8))
-
-
-def _in_child(fn):
-    """Run ``fn()`` (bytes) in a forked child; return what it wrote."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        try:
-            os.close(read_fd)
-            os.write(write_fd, fn())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as f:
-        out = f.read()
-    os.waitpid(pid, 0)
-    return out
 
 
 def test_fork_after_use_reseeds_the_child_and_the_grandchild():
@@ -118,10 +92,10 @@ def test_fork_after_use_reseeds_the_child_and_the_grandchild():
     def child():
         own = rng.random_uint64(8)
         again = rng.random_uint64(8)                   # the child's cached path
-        grand = _in_child(lambda: rng.random_uint64(8).tobytes())
+        grand = in_forked_child(lambda: rng.random_uint64(8).tobytes())
         return own.tobytes() + again.tobytes() + grand
 
-    out = np.frombuffer(_in_child(child), dtype=np.uint64)
+    out = np.frombuffer(in_forked_child(child), dtype=np.uint64)
     assert len(out) == 24
     own, again, grand = out[:8], out[8:16], out[16:]
     parent = rng.random_uint64(16)

@@ -1,14 +1,11 @@
 """Large batches run in several threads and give exactly the one-thread answers;
 the thread count (set_threads, PDS_THREADS) is checked like any argument."""
-import os
-import select
-import signal
-
 import numpy as np
 import pytest
 
 import pydp_synopsis as ps
 from pydp_synopsis import _threads
+from forking import in_forked_child
 
 GEN = np.random.default_rng(77)
 
@@ -85,24 +82,10 @@ def test_a_forked_child_makes_its_own_pool(small_batches):
     """The pool's threads stay in the parent; a child made by fork() after the
     pool started must not hand work to them (it would wait forever)."""
     assert _threads.run_parts(lambda a: a + 1, [(1,), (2,)]) == [2, 3]   # the pool is up
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        try:
-            os.close(read)
-            os.write(write, repr(_threads.run_parts(lambda a: a * 10, [(1,), (2,), (3,)])).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as f:
-        ready, _, _ = select.select([f], [], [], 60)
-        if not ready:  # pragma: no cover - the failure this test is about
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail("run_parts in the forked child never finished")
-        got = f.read()
-    os.waitpid(pid, 0)
-    assert got == "[10, 20, 30]"
+    got = in_forked_child(
+        lambda: repr(_threads.run_parts(lambda a: a * 10, [(1,), (2,), (3,)])).encode(),
+        timeout=60, what="run_parts in the forked child")
+    assert got == b"[10, 20, 30]"
 
 
 def test_thread_count_default_env_and_set(monkeypatch):
