@@ -387,6 +387,12 @@ pds_status pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels, uint64_
 pds_status pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
                           uint32_t fanout, uint64_t t, uint64_t s, int64_t *nodes,
                           uint64_t n_nodes);
+/* The same with level l's nodes noised at scale t[l]/s[l] (n_levels =
+ * pds_tree_shape's levels; every t[l], s[l] in [1, 2^62)): one item changes
+ * one node per level by 1, so the release is sum_l s[l]/t[l]-DP. */
+pds_status pds_tree_build_levels(pds_rng *rng, const int64_t *counts, uint64_t m,
+                                 uint32_t fanout, const uint64_t *t, const uint64_t *s,
+                                 uint32_t n_levels, int64_t *nodes, uint64_t n_nodes);
 /* One run of a cover: nodes [first, end) of stored level `level`. */
 typedef struct pds_cover_run {
     uint32_t level;
@@ -416,6 +422,11 @@ pds_status pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout
  * estimates implied by all released node counts, written to leaf[m]. */
 pds_status pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
                                       uint32_t fanout, double *leaf);
+/* The least-squares leaf estimates when level l's nodes have variance
+ * rho[l] (n_levels = the tree's levels, every rho[l] > 0 and finite). */
+pds_status pds_tree_consistent_leaves_levels(const int64_t *nodes, uint64_t m,
+                                             uint32_t fanout, const double *rho,
+                                             uint32_t n_levels, double *leaf);
 /* *out = max over released nodes v and segment ranges R of |a_v|, where the
  * consistent estimate of R is sum_v a_v * (noisy count of v): computed
  * exactly by smoothing a unit observation at every node of the (at most
@@ -423,6 +434,12 @@ pds_status pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
  * costs more than about max_work node updates. */
 pds_status pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
                                         uint64_t max_work, double *out);
+/* The same for the estimate of pds_tree_consistent_leaves_levels (node
+ * variances rho[l]), each |a_v| multiplied by fac[l] of v's level. */
+pds_status pds_tree_consistent_max_coef_levels(uint64_t m, uint32_t fanout,
+                                               const double *rho, const double *fac,
+                                               uint32_t n_levels, uint64_t max_work,
+                                               double *out);
 /* Interval answers.  ends[m]: segment end offsets (strictly increasing,
  * ends[m-1] = domain size - 1); lo/hi: query offsets (lo <= hi <= ends[m-1]);
  * seg_lo/seg_hi: the segments holding lo and hi.  A segment wholly inside
@@ -470,6 +487,17 @@ pds_status pds_interval_var_tree(uint64_t m, uint32_t fanout, int consistent,
                                  const uint64_t *seg_hi, size_t count,
                                  int estimator, int all_corners, double *sumsq,
                                  double *maxabs);
+/* _tree_levels: the tree's level l has node variance rho[l] (the consistent
+ * estimate is pds_tree_consistent_leaves_levels'); then sumsq = sum_v
+ * rho[l(v)] w_v^2 (the variance, in the units of rho) and maxabs = max_v
+ * fac[l(v)] |w_v|.  n_levels = the tree's levels, rho and fac > 0. */
+pds_status pds_interval_var_tree_levels(uint64_t m, uint32_t fanout, int consistent,
+                                        const double *rho, const double *fac,
+                                        uint32_t n_levels, const uint64_t *ends,
+                                        const uint64_t *lo, const uint64_t *hi,
+                                        const uint64_t *seg_lo, const uint64_t *seg_hi,
+                                        size_t count, int estimator, int all_corners,
+                                        double *sumsq, double *maxabs);
 pds_status pds_interval_var_kary(uint64_t m, uint32_t k, const uint64_t *ends,
                                  const uint64_t *lo, const uint64_t *hi,
                                  const uint64_t *seg_lo, const uint64_t *seg_hi,

@@ -71,11 +71,65 @@ pds_status pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels,
     return PDS_OK;
 }
 
+/* The true node counts, level by level, leaves first (nodes[0..total)). */
+static pds_status tree_counts(const int64_t *counts, uint64_t m, uint32_t fanout,
+                              uint32_t levels, int64_t *nodes)
+{
+    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
+    tree_layout(m, fanout, levels, start, width);
+    for (uint64_t u = 0; u < m; u++) {
+        if (counts[u] < 0)
+            return PDS_EINVAL;
+        nodes[u] = counts[u];
+    }
+    for (uint32_t l = 1; l < levels; l++) {
+        const int64_t *below = nodes + start[l - 1];
+        int64_t *here = nodes + start[l];
+        for (uint64_t u = 0; u < width[l]; u++) {
+            uint64_t c0 = u * fanout, c1 = c0 + fanout;
+            int64_t c = 0;
+            if (c1 > width[l - 1])
+                c1 = width[l - 1];
+            for (uint64_t c_ = c0; c_ < c1; c_++)
+                if (__builtin_add_overflow(c, below[c_], &c))
+                    return PDS_ERANGE;
+            here[u] = c;
+        }
+    }
+    return PDS_OK;
+}
+
+/* Shared by pds_tree_build and pds_tree_build_levels: level l's nodes get
+ * noise of scale t[l]/s[l] (t[0] = 0: no noise anywhere). */
+static pds_status tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
+                             uint32_t fanout, uint32_t levels, uint64_t *t,
+                             uint64_t *s, int64_t *nodes)
+{
+    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
+    int st;
+    tree_layout(m, fanout, levels, start, width);
+    /* True counts first, from the level below; noise is added afterwards so
+     * that every node's noise is independent of every other node's. */
+    st = tree_counts(counts, m, fanout, levels, nodes);
+    if (st != PDS_OK || t[0] == 0)
+        return st;
+    st = pds_rng_check_fork(rng);
+    if (st != PDS_OK)
+        return st;
+    for (uint32_t l = 0; l < levels; l++)
+        for (uint64_t v = start[l]; v < start[l] + width[l]; v++) {
+            int64_t z = pds_discrete_laplace_one(rng, t[l], s[l]);
+            if (__builtin_add_overflow(nodes[v], z, &nodes[v]))
+                return PDS_ERANGE;
+        }
+    return PDS_OK;
+}
+
 pds_status pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
                           uint32_t fanout, uint64_t t, uint64_t s, int64_t *nodes,
                           uint64_t n_nodes)
 {
-    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
+    uint64_t ts[PDS_TREE_MAX_LEVELS], ss[PDS_TREE_MAX_LEVELS];
     uint32_t levels;
     uint64_t total;
     int st;
@@ -91,40 +145,37 @@ pds_status pds_tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
                    || s >= PDS_PARAM_LIMIT))
         return PDS_EINVAL;
     PDS_MUTATE_NODE_SCALE(levels, &t, &s);   /* test-only; empty in releases */
-    tree_layout(m, fanout, levels, start, width);
+    for (uint32_t l = 0; l < levels; l++) {
+        ts[l] = t;
+        ss[l] = s;
+    }
+    return tree_build(rng, counts, m, fanout, levels, ts, ss, nodes);
+}
 
-    for (uint64_t u = 0; u < m; u++) {
-        if (counts[u] < 0)
-            return PDS_EINVAL;
-        nodes[u] = counts[u];
-    }
-    /* True counts first, from the level below; noise is added afterwards so
-     * that every node's noise is independent of every other node's. */
-    for (uint32_t l = 1; l < levels; l++) {
-        const int64_t *below = nodes + start[l - 1];
-        int64_t *here = nodes + start[l];
-        for (uint64_t u = 0; u < width[l]; u++) {
-            uint64_t c0 = u * fanout, c1 = c0 + fanout;
-            int64_t c = 0;
-            if (c1 > width[l - 1])
-                c1 = width[l - 1];
-            for (uint64_t c_ = c0; c_ < c1; c_++)
-                if (__builtin_add_overflow(c, below[c_], &c))
-                    return PDS_ERANGE;
-            here[u] = c;
-        }
-    }
-    if (t == 0)
-        return PDS_OK;
-    st = pds_rng_check_fork(rng);
+pds_status pds_tree_build_levels(pds_rng *rng, const int64_t *counts, uint64_t m,
+                                 uint32_t fanout, const uint64_t *t, const uint64_t *s,
+                                 uint32_t n_levels, int64_t *nodes, uint64_t n_nodes)
+{
+    uint64_t ts[PDS_TREE_MAX_LEVELS], ss[PDS_TREE_MAX_LEVELS];
+    uint32_t levels;
+    uint64_t total;
+    int st;
+
+    if (counts == NULL || nodes == NULL || rng == NULL || t == NULL || s == NULL)
+        return PDS_EINVAL;
+    st = pds_tree_shape(m, fanout, &levels, &total);
     if (st != PDS_OK)
         return st;
-    for (uint64_t v = 0; v < total; v++) {
-        int64_t z = pds_discrete_laplace_one(rng, t, s);
-        if (__builtin_add_overflow(nodes[v], z, &nodes[v]))
-            return PDS_ERANGE;
+    if (n_nodes != total || n_levels != levels)
+        return PDS_EINVAL;
+    for (uint32_t l = 0; l < levels; l++) {
+        if (t[l] == 0 || s[l] == 0 || t[l] >= PDS_PARAM_LIMIT || s[l] >= PDS_PARAM_LIMIT)
+            return PDS_EINVAL;
+        ts[l] = t[l];
+        ss[l] = s[l];
+        PDS_MUTATE_NODE_SCALE(levels, &ts[l], &ss[l]);   /* test-only; empty in releases */
     }
-    return PDS_OK;
+    return tree_build(rng, counts, m, fanout, levels, ts, ss, nodes);
 }
 
 /* pds_tree_cover for checked arguments and the tree's level count. */
@@ -221,27 +272,32 @@ pds_status pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout
     return PDS_OK;
 }
 
-/* Least squares with every released node of unit variance and no
- * observation of the (unreleased) root.  Bottom-up, z[v] is the best
- * estimate of node v from its own subtree and var[v] its variance (in units
- * of one node's variance); a missing child of the ragged right edge is a
- * padded segment whose count is known to be 0 (z = 0, var = 0).  Top-down, a
- * parent's final estimate minus its children's z is shared among the
- * children in proportion to their var.  For complete trees this is Hay et
- * al.'s Theorem 3 recurrence (any fanout); for the ragged edge it is the
- * same minimum-variance estimate (Gaussian smoothing on a tree).
- * `levels` is explicit so that one top-level subtree can be smoothed alone
- * (its root level then has one node). */
+/* Least squares with the released nodes of level l of variance rho[l]
+ * (rho NULL: all 1, Hay et al.'s equal-variance case) and no observation
+ * of the (unreleased) root.  Bottom-up, z[v] is the best estimate of node v
+ * from its own subtree and var[v] its variance; a missing child of the
+ * ragged right edge is a padded segment whose count is known to be 0
+ * (z = 0, var = 0).  Top-down, a parent's final estimate minus its
+ * children's z is shared among the children in proportion to their var.
+ * For complete trees of equal variances this is Hay et al.'s Theorem 3
+ * recurrence (any fanout); with per-level variances and for the ragged
+ * edge it is the same minimum-variance estimate (Gaussian smoothing on a
+ * tree: the inverse-variance average of a node's own count and the sum of
+ * its children's estimates).  `levels` is explicit so that one top-level
+ * subtree can be smoothed alone (its root level then has one node). */
 static void consistent_pass(const double *y, uint64_t m, uint32_t f,
                             uint32_t levels, const uint64_t *start,
-                            const uint64_t *width, double *z, double *var)
+                            const uint64_t *width, const double *rho,
+                            double *z, double *var)
 {
+    double r0 = rho ? rho[0] : 1.0;
     for (uint64_t u = 0; u < m; u++) {
         z[u] = y[u];
-        var[u] = 1.0;
+        var[u] = r0;
     }
     for (uint32_t l = 1; l < levels; l++) {
         uint64_t b = start[l - 1], h = start[l];
+        double r = rho ? rho[l] : 1.0;
         for (uint64_t u = 0; u < width[l]; u++) {
             uint64_t c0 = u * f, c1 = c0 + f;
             double sz = 0.0, sv = 0.0;
@@ -251,10 +307,10 @@ static void consistent_pass(const double *y, uint64_t m, uint32_t f,
                 sz += z[b + c];
                 sv += var[b + c];
             }
-            /* inverse-variance average of the node's own count (var 1) and
+            /* inverse-variance average of the node's own count (var r) and
              * the sum of its children's estimates (var sv) */
-            z[h + u] = (y[h + u] * sv + sz) / (sv + 1.0);
-            var[h + u] = sv / (sv + 1.0);
+            z[h + u] = (y[h + u] * sv + sz * r) / (sv + r);
+            var[h + u] = sv * r / (sv + r);
         }
     }
     /* top-level z are final: the root releases nothing to reconcile with */
@@ -276,8 +332,21 @@ static void consistent_pass(const double *y, uint64_t m, uint32_t f,
     }
 }
 
-pds_status pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
-                                      uint32_t fanout, double *leaf)
+/* rho[0..levels) finite and > 0 (NULL allowed: unit variances)? */
+static int levels_ok(const double *w, uint32_t n_levels, uint32_t levels)
+{
+    if (w == NULL)
+        return 1;
+    if (n_levels != levels)
+        return 0;
+    for (uint32_t l = 0; l < levels; l++)
+        if (!(w[l] > 0.0) || w[l] > 1e300)
+            return 0;
+    return 1;
+}
+
+static pds_status consistent_leaves(const int64_t *nodes, uint64_t m, uint32_t fanout,
+                                    const double *rho, uint32_t n_levels, double *leaf)
 {
     uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
     uint32_t levels;
@@ -290,6 +359,8 @@ pds_status pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
     st = pds_tree_shape(m, fanout, &levels, &total);
     if (st != PDS_OK)
         return st;
+    if (!levels_ok(rho, n_levels, levels))
+        return PDS_EINVAL;
     tree_layout(m, fanout, levels, start, width);
     z = malloc(3 * total * sizeof *z);
     if (z == NULL)
@@ -298,17 +369,33 @@ pds_status pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
     y = var + total;
     for (uint64_t v = 0; v < total; v++)
         y[v] = (double)nodes[v];
-    consistent_pass(y, m, fanout, levels, start, width, z, var);
+    consistent_pass(y, m, fanout, levels, start, width, rho, z, var);
     for (uint64_t u = 0; u < m; u++)
         leaf[u] = z[u];
     free(z);
     return PDS_OK;
 }
 
-/* max over the nodes v of one subtree of (max_p G(p) - min_p G(p)), G the
- * prefix sums of the leaf response to a unit observation at v. */
+pds_status pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
+                                      uint32_t fanout, double *leaf)
+{
+    return consistent_leaves(nodes, m, fanout, NULL, 0, leaf);
+}
+
+pds_status pds_tree_consistent_leaves_levels(const int64_t *nodes, uint64_t m,
+                                             uint32_t fanout, const double *rho,
+                                             uint32_t n_levels, double *leaf)
+{
+    if (rho == NULL)
+        return PDS_EINVAL;
+    return consistent_leaves(nodes, m, fanout, rho, n_levels, leaf);
+}
+
+/* max over the nodes v of one subtree of fac[level of v] * (max_p G(p) -
+ * min_p G(p)), G the prefix sums of the leaf response to a unit
+ * observation at v (rho, fac NULL: unit variances, factor 1). */
 static int subtree_max_coef(uint64_t ms, uint32_t f, uint32_t levels,
-                            double *best)
+                            const double *rho, const double *fac, double *best)
 {
     uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS], total;
     double *y, *z, *var;
@@ -319,25 +406,28 @@ static int subtree_max_coef(uint64_t ms, uint32_t f, uint32_t levels,
         return PDS_ENOMEM;
     z = y + total;
     var = z + total;
-    for (uint64_t v = 0; v < total; v++) {
-        double g = 0.0, hi = 0.0, lo = 0.0;
-        y[v] = 1.0;
-        consistent_pass(y, ms, f, levels, start, width, z, var);
-        y[v] = 0.0;
-        for (uint64_t u = 0; u < ms; u++) {
-            g += z[u];
-            hi = g > hi ? g : hi;
-            lo = g < lo ? g : lo;
+    for (uint32_t l = 0; l < levels; l++)
+        for (uint64_t v = start[l]; v < start[l] + width[l]; v++) {
+            double g = 0.0, hi = 0.0, lo = 0.0, c;
+            y[v] = 1.0;
+            consistent_pass(y, ms, f, levels, start, width, rho, z, var);
+            y[v] = 0.0;
+            for (uint64_t u = 0; u < ms; u++) {
+                g += z[u];
+                hi = g > hi ? g : hi;
+                lo = g < lo ? g : lo;
+            }
+            c = (hi - lo) * (fac ? fac[l] : 1.0);
+            if (c > *best)
+                *best = c;
         }
-        if (hi - lo > *best)
-            *best = hi - lo;
-    }
     free(y);
     return PDS_OK;
 }
 
-pds_status pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
-                                        uint64_t max_work, double *out)
+static pds_status consistent_max_coef(uint64_t m, uint32_t fanout, const double *rho,
+                                      const double *fac, uint32_t n_levels,
+                                      uint64_t max_work, double *out)
 {
     uint32_t levels;
     uint64_t total, span = 1, first, last, sub_nodes;
@@ -348,6 +438,8 @@ pds_status pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
     st = pds_tree_shape(m, fanout, &levels, &total);
     if (st != PDS_OK)
         return st;
+    if (!levels_ok(rho, n_levels, levels) || !levels_ok(fac, n_levels, levels))
+        return PDS_EINVAL;
     /* Top-level nodes have no common parent, so a unit observation moves
      * only the estimates of its own top-level subtree: every subtree but the
      * last is the same complete tree of f^(levels-1) leaves. */
@@ -360,13 +452,29 @@ pds_status pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
         sub_nodes += w;
     if (sub_nodes > max_work / sub_nodes / 2)
         return PDS_ERANGE;
-    st = subtree_max_coef(first, fanout, levels, &best);
+    st = subtree_max_coef(first, fanout, levels, rho, fac, &best);
     if (st == PDS_OK && last != first)
-        st = subtree_max_coef(last, fanout, levels, &best);
+        st = subtree_max_coef(last, fanout, levels, rho, fac, &best);
     if (st != PDS_OK)
         return st;
     *out = best;
     return PDS_OK;
+}
+
+pds_status pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
+                                        uint64_t max_work, double *out)
+{
+    return consistent_max_coef(m, fanout, NULL, NULL, 0, max_work, out);
+}
+
+pds_status pds_tree_consistent_max_coef_levels(uint64_t m, uint32_t fanout,
+                                               const double *rho, const double *fac,
+                                               uint32_t n_levels, uint64_t max_work,
+                                               double *out)
+{
+    if (rho == NULL || fac == NULL)
+        return PDS_EINVAL;
+    return consistent_max_coef(m, fanout, rho, fac, n_levels, max_work, out);
 }
 
 /* How a query uses one boundary segment S = [first, end] it overlaps in
@@ -624,39 +732,59 @@ static int leaf_in_cover(const pds_cover_run *runs, int n, uint64_t x)
 }
 
 /* Raw tree: the cover's nodes with weight 1, the boundary leaves with their
- * fractions (added to their weight when a leaf is itself in the cover). */
+ * fractions (added to their weight when a leaf is itself in the cover).
+ * With per-level weights (lw != NULL) a node of level l counts rho[l] w^2
+ * in sumsq and fac[l] |w| in maxabs. */
+typedef struct {
+    const double *rho, *fac;   /* NULL: every level 1 */
+} level_weights;
+
+static double lw_rho(const level_weights *lw, uint32_t l)
+{
+    return lw->rho ? lw->rho[l] : 1.0;
+}
+
+static double lw_fac(const level_weights *lw, uint32_t l)
+{
+    return lw->fac ? lw->fac[l] : 1.0;
+}
+
 static void raw_weights(uint64_t m, uint32_t f, uint32_t levels,
-                        const interval_plan *p, int corner, double *sumsq,
-                        double *maxabs)
+                        const level_weights *lw, const interval_plan *p,
+                        int corner, double *sumsq, double *maxabs)
 {
     pds_cover_run runs[2 * PDS_TREE_MAX_LEVELS];
     int n = 0;
-    uint64_t nc = 0, ones;
-    double fb[2], s = 0.0, mx = 0.0;
+    double fb[2], s = 0.0, sn = 0.0, mx = 0.0;
     uint64_t leaf[2];
     if (p->wa < p->wb)
         n = cover_runs(m, f, levels, p->wa, p->wb, runs);
-    for (int r = 0; r < n; r++)
-        nc += runs[r].end - runs[r].first;
-    ones = nc;
     fb[0] = corner_frac(p->ul, corner & 1);
     fb[1] = p->kr == p->kl ? 0.0 : corner_frac(p->ur, corner & 2);
     leaf[0] = p->kl;
     leaf[1] = p->kr;
+    for (int r = 0; r < n; r++) {
+        uint64_t cnt = runs[r].end - runs[r].first;
+        uint32_t l = runs[r].level;
+        for (int b = 0; b < 2; b++)      /* a boundary leaf in the cover: below */
+            if (l == 0 && fb[b] != 0.0 && runs[r].first <= leaf[b] && leaf[b] < runs[r].end)
+                cnt--;
+        sn += (double)cnt * lw_rho(lw, l);
+        if (cnt > 0 && lw_fac(lw, l) > mx)
+            mx = lw_fac(lw, l);
+    }
     for (int b = 0; b < 2; b++) {
         double w = fb[b];
         if (w == 0.0)
             continue;
-        if (leaf_in_cover(runs, n, leaf[b])) {
-            ones--;
+        if (leaf_in_cover(runs, n, leaf[b]))
             w += 1.0;
-        }
-        s += w * w;
-        w = w < 0.0 ? -w : w;
+        s += w * w * lw_rho(lw, 0);
+        w = (w < 0.0 ? -w : w) * lw_fac(lw, 0);
         mx = w > mx ? w : mx;
     }
-    *sumsq = s + (double)ones;
-    *maxabs = ones > 0 && mx < 1.0 ? 1.0 : mx;
+    *sumsq = s + sn;
+    *maxabs = mx;
 }
 
 /* ---- consistent tree.  The least-squares estimate is the posterior mean
@@ -684,9 +812,16 @@ typedef struct {
     uint32_t f, levels;
     uint64_t span[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
     double v_full[PDS_TREE_MAX_LEVELS], v_last[PDS_TREE_MAX_LEVELS];
+    /* own[l] = fac[l] / rho[l]: |raw weight| * fac per unit |cov| at level l;
+     * mf_full/mf_last: its max over a complete (last) node's subtree, the
+     * covariances of a subtree on which c is constant shrinking by the
+     * factors g = var_child / S_parent from the node down */
+    double own[PDS_TREE_MAX_LEVELS];
+    double mf_full[PDS_TREE_MAX_LEVELS], mf_last[PDS_TREE_MAX_LEVELS];
 } smooth_shape;
 
-static void smooth_init(smooth_shape *sh, uint64_t m, uint32_t f, uint32_t levels)
+static void smooth_init(smooth_shape *sh, uint64_t m, uint32_t f, uint32_t levels,
+                        const level_weights *lw)
 {
     uint64_t start[PDS_TREE_MAX_LEVELS];
     sh->m = m;
@@ -694,15 +829,25 @@ static void smooth_init(smooth_shape *sh, uint64_t m, uint32_t f, uint32_t level
     sh->levels = levels;
     tree_layout(m, f, levels, start, sh->width);
     sh->span[0] = 1;
-    sh->v_full[0] = sh->v_last[0] = 1.0;
+    sh->v_full[0] = sh->v_last[0] = lw_rho(lw, 0);
+    sh->own[0] = sh->mf_full[0] = sh->mf_last[0] = lw_fac(lw, 0) / lw_rho(lw, 0);
     for (uint32_t l = 1; l < levels; l++) {
         /* f^l <= f^(levels-1) < m: no overflow */
         uint64_t last_children = sh->width[l - 1] - (sh->width[l] - 1) * f;
+        double r = lw_rho(lw, l);
         double s_full = (double)f * sh->v_full[l - 1];
         double s_last = (double)(last_children - 1) * sh->v_full[l - 1] + sh->v_last[l - 1];
+        double own = lw_fac(lw, l) / r, below;
         sh->span[l] = sh->span[l - 1] * f;
-        sh->v_full[l] = s_full / (s_full + 1.0);
-        sh->v_last[l] = s_last / (s_last + 1.0);
+        sh->v_full[l] = s_full * r / (s_full + r);
+        sh->v_last[l] = s_last * r / (s_last + r);
+        sh->own[l] = own;
+        below = sh->mf_full[l - 1] / (double)f;
+        sh->mf_full[l] = below > own ? below : own;
+        below = sh->v_last[l - 1] / s_last * sh->mf_last[l - 1];
+        if (last_children > 1 && sh->v_full[l - 1] / s_last * sh->mf_full[l - 1] > below)
+            below = sh->v_full[l - 1] / s_last * sh->mf_full[l - 1];
+        sh->mf_last[l] = below > own ? below : own;
     }
 }
 
@@ -721,6 +866,8 @@ typedef struct {
     uint64_t n, first;
     double alpha, var, r;
     int part;
+    double mf;     /* max |weight| * fac per unit |cov| over the piece's nodes and,
+                    * uncut, their subtrees (a cut node's subtree is visited) */
 } smooth_piece;
 
 static int find_part(const smooth_part *pt, uint64_t u)
@@ -766,16 +913,17 @@ static int smooth_pieces(const smooth_shape *sh, const prefix_combo *c,
             continue;
         if (s > cur)
             out[np++] = (smooth_piece){s - cur, cur, combo_at(c, cur * span),
-                                       sh->v_full[l], 0.0, -1};
+                                       sh->v_full[l], 0.0, -1, sh->mf_full[l]};
         if (s == c1)
             break;
         {
             int k = find_part(pt, s);
             smooth_piece one = {1, s, 0.0, s == lastn ? sh->v_last[l] : sh->v_full[l],
-                                0.0, k};
+                                0.0, k, s == lastn ? sh->mf_last[l] : sh->mf_full[l]};
             if (k >= 0) {
                 one.alpha = pt->alpha[k];
                 one.r = pt->r[k];
+                one.mf = sh->own[l];
             } else {
                 one.alpha = combo_at(c, s * span);
             }
@@ -827,7 +975,7 @@ static void consistent_weights(const smooth_shape *sh, const prefix_combo *c,
     /* the top level: independent nodes */
     np = smooth_pieces(sh, c, &part[top], top, 0, sh->width[top], pc);
     for (int k = 0; k < np; k++) {
-        double cov = pc[k].alpha * pc[k].var, a = cov < 0.0 ? -cov : cov;
+        double cov = pc[k].alpha * pc[k].var, a = (cov < 0.0 ? -cov : cov) * pc[k].mf;
         var += (double)pc[k].n * pc[k].alpha * cov + pc[k].r;
         mx = a > mx ? a : mx;
         if (pc[k].part >= 0)
@@ -845,7 +993,7 @@ static void consistent_weights(const smooth_shape *sh, const prefix_combo *c,
             for (int k = 0; k < np; k++) {
                 double cov = pc[k].var / s * part[l].cov[i]
                              + pc[k].var * (pc[k].alpha - part[l].alpha[i]);
-                double a = cov < 0.0 ? -cov : cov;
+                double a = (cov < 0.0 ? -cov : cov) * pc[k].mf;
                 mx = a > mx ? a : mx;
                 if (pc[k].part >= 0)
                     part[l - 1].cov[pc[k].part] = cov;
@@ -929,6 +1077,7 @@ static void kary_weights(uint32_t k, const prefix_combo *c, double *sumsq,
 enum { NOISE_RAW = 0, NOISE_CONSISTENT = 1, NOISE_KARY = 2 };
 
 static pds_status interval_noise(int kind, uint64_t m, uint32_t fanout,
+                                 const level_weights *lw, uint32_t n_levels,
                                  const uint64_t *ends, const uint64_t *lo,
                                  const uint64_t *hi, const uint64_t *seg_lo,
                                  const uint64_t *seg_hi, size_t count,
@@ -951,8 +1100,10 @@ static pds_status interval_noise(int kind, uint64_t m, uint32_t fanout,
         st = pds_tree_shape(m, fanout, &levels, &total);
         if (st != PDS_OK)
             return st;
+        if (!levels_ok(lw->rho, n_levels, levels) || !levels_ok(lw->fac, n_levels, levels))
+            return PDS_EINVAL;
         if (kind == NOISE_CONSISTENT)
-            smooth_init(&sh, m, fanout, levels);
+            smooth_init(&sh, m, fanout, levels, lw);
     }
     for (size_t q = 0; q < count; q++) {
         interval_plan p;
@@ -967,7 +1118,7 @@ static pds_status interval_noise(int kind, uint64_t m, uint32_t fanout,
             double *s = &sumsq[4 * q + (corners == 4 ? j : 0)];
             double *mx = &maxabs[4 * q + (corners == 4 ? j : 0)];
             if (kind == NOISE_RAW) {
-                raw_weights(m, fanout, levels, &p, corner, s, mx);
+                raw_weights(m, fanout, levels, lw, &p, corner, s, mx);
                 continue;
             }
             plan_combo(&p, corner, &c);
@@ -991,10 +1142,27 @@ pds_status pds_interval_var_tree(uint64_t m, uint32_t fanout, int consistent,
                                  int estimator, int all_corners, double *sumsq,
                                  double *maxabs)
 {
+    level_weights lw = {NULL, NULL};
     if (consistent != 0 && consistent != 1)
         return PDS_EINVAL;
-    return interval_noise(consistent ? NOISE_CONSISTENT : NOISE_RAW, m, fanout,
+    return interval_noise(consistent ? NOISE_CONSISTENT : NOISE_RAW, m, fanout, &lw, 0,
                           ends, lo, hi, seg_lo, seg_hi, count, estimator,
+                          all_corners, sumsq, maxabs);
+}
+
+pds_status pds_interval_var_tree_levels(uint64_t m, uint32_t fanout, int consistent,
+                                        const double *rho, const double *fac,
+                                        uint32_t n_levels, const uint64_t *ends,
+                                        const uint64_t *lo, const uint64_t *hi,
+                                        const uint64_t *seg_lo, const uint64_t *seg_hi,
+                                        size_t count, int estimator, int all_corners,
+                                        double *sumsq, double *maxabs)
+{
+    level_weights lw = {rho, fac};
+    if ((consistent != 0 && consistent != 1) || rho == NULL || fac == NULL)
+        return PDS_EINVAL;
+    return interval_noise(consistent ? NOISE_CONSISTENT : NOISE_RAW, m, fanout, &lw,
+                          n_levels, ends, lo, hi, seg_lo, seg_hi, count, estimator,
                           all_corners, sumsq, maxabs);
 }
 
@@ -1004,6 +1172,7 @@ pds_status pds_interval_var_kary(uint64_t m, uint32_t k, const uint64_t *ends,
                                  size_t count, int estimator, int all_corners,
                                  double *sumsq, double *maxabs)
 {
-    return interval_noise(NOISE_KARY, m, k, ends, lo, hi, seg_lo, seg_hi, count,
+    level_weights lw = {NULL, NULL};
+    return interval_noise(NOISE_KARY, m, k, &lw, 0, ends, lo, hi, seg_lo, seg_hi, count,
                           estimator, all_corners, sumsq, maxabs);
 }

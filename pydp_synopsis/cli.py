@@ -611,7 +611,8 @@ def cmd_info(args):
     print(f"created:        {info['created']}")
     keys = ("epsilon", "beta", "domain")
     if isinstance(obj, IntervalSynopsis):
-        keys += ("tree", "k" if obj.tree == "kary" else "fanout", "estimator")
+        keys += ("tree",) + (("k",) if obj.tree == "kary" else ("fanout", "level_ratio"))
+        keys += ("estimator",)
     elif isinstance(obj, RectangleSynopsis):
         keys += ("structure",)
     else:

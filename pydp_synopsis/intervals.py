@@ -36,8 +36,9 @@ from .budget import charge, describe
 from .counters import KaryTreeCounter, check_pure_epsilon, state_delta
 from .errorbars import assemble, noise_std
 from .errors import DomainError, FormatError, ParameterError
-from .params import (as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
-                     check_share, check_threshold_factor, exact_epsilon, is_int, split_epsilon)
+from .params import (MAX_SCALE, as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
+                     check_ratio, check_share, check_threshold_factor, exact_epsilon, is_int,
+                     split_epsilon)
 from .aggregates import aggregate, check_counts
 from .partition import Partition, fig1_threshold, partition_of_sorted
 from .privtree import PRIVTREE, TreePartition, privtree_of_sorted, privtree_parameters
@@ -56,6 +57,7 @@ DEFAULT_FANOUT = 16
 DEFAULT_PARTITION = "privtree"
 DEFAULT_ESTIMATOR = "uniform"            # with partition="privtree"
 DEFAULT_SHARE = 0.25
+DEFAULT_LEVEL_RATIO = Fraction(7, 4)     # tree="hierarchical", pure epsilon
 # with partition="dnrr"
 DNRR_ESTIMATOR = "seal_uniform"
 DNRR_SHARE = 0.25
@@ -67,6 +69,7 @@ _TREES = ("binary", "hierarchical", "kary")
 _KIND = "interval-synopsis"
 _FORMAT = 2                # DNRR partitions (release 0.1 wrote 2 as well)
 _FORMAT_PRIVTREE = 3
+_FORMAT_LEVELS = 4         # a tree of unequal level budgets (level_ratio != 1), either partition
 _MAX_FANOUT = 65536
 _MAX_K = 65535
 
@@ -107,6 +110,36 @@ def _check_options(tree, fanout, consistency, estimator, k):
         raise ParameterError(f"k must be an odd integer in [3, {_MAX_K}], got {k!r}")
     fanout = check_int(fanout, "fanout", 2, _MAX_FANOUT)
     return tree, fanout, consistency, estimator, k
+
+
+def _check_level_ratio(level_ratio, tree, delta):
+    """``level_ratio`` as a Fraction: its default, or the one given where it is allowed."""
+    if level_ratio is None:
+        return DEFAULT_LEVEL_RATIO if tree == "hierarchical" and not delta else Fraction(1)
+    ratio = check_ratio(level_ratio, "level_ratio")
+    if ratio != 1 and tree == "kary":
+        raise ParameterError("level_ratio must be 1 with tree='kary' (the counter's levels "
+                             f"share its budget equally), got {level_ratio!r}")
+    if ratio != 1 and delta:
+        raise ParameterError("level_ratio must be 1 with delta > 0 (the l2 calibration needs "
+                             f"equal node scales), got {level_ratio!r}")
+    return ratio
+
+
+def _check_level_scales(ratio, domain, tree, fanout, eps_t):
+    """Refuse, before anything is read or spent, a ratio whose top level's scale could pass
+    the sampler's ``2**48`` on this domain (the levels are known only after the partition:
+    the most a partition of the domain can have is checked)."""
+    if ratio == 1 or tree == "kary":
+        return
+    f = 2 if tree == "binary" else fanout
+    most = min(domain[1] - domain[0] + 1, (1 << 62) - 1)
+    levels = trees.tree_shape(most, f)[0]
+    if levels > 1 and max(trees.level_scales(levels, eps_t, ratio)) > MAX_SCALE:
+        raise ParameterError(
+            f"level_ratio={float(ratio):g} is too large for this domain and epsilon: the top of "
+            f"up to {levels} tree levels would get noise of scale above 2**48 (use a smaller "
+            f"level_ratio, a larger fanout or a larger epsilon)")
 
 
 class IntervalSynopsis:
@@ -164,11 +197,19 @@ class IntervalSynopsis:
        * ``tree="binary"``: DNRR's binary tree; ``tree="hierarchical"``: the
          same with fanout ``f = fanout`` (Hay et al.'s H_b).  Levels
          ``0 .. L-1``, ``L = max(1, ceil(log_f m))``, are released (the root
-         is left out: a minimal cover never needs it), each node with
-         discrete Laplace noise of scale ``L / epsilon_t`` (one item changes
-         exactly ``L`` node counts).  With ``consistency=True`` the released
-         tree is post-processed into its least-squares consistent estimate
-         (Hay et al. 2010), free in privacy.
+         is left out: a minimal cover never needs it).  One item changes
+         one node per level by one; level ``l`` (leaves ``l = 0``) gets
+         ``epsilon_l = epsilon_t r^(L-1-l) / sum_j r^j`` with ``r =
+         level_ratio`` and discrete Laplace noise of scale ``1 /
+         epsilon_l`` ([CPSSY12]_ section 4.1): ``r = 1`` is the equal split
+         of DNRR and Hay et al. (scale ``L / epsilon_t`` everywhere), ``r =
+         2`` (the default of ``tree="hierarchical"``) gives each level twice
+         the budget of the level above, so short ranges, answered mostly by
+         leaves, get less noise, long ones a little more.  With
+         ``consistency=True`` the released tree is post-processed into its
+         least-squares consistent estimate (Hay et al. 2010; each node
+         weighted by the inverse of its variance, [CPSSY12]_ section 5),
+         free in privacy.
        * ``tree="kary"``: the segment counts are fed as a stream to
          :class:`~pydp_synopsis.counters.KaryTreeCounter` (Andersson, Pagh,
          Torkamani, k-ary tree with subtraction, Algorithm 2), which releases
@@ -202,8 +243,8 @@ class IntervalSynopsis:
          ``|bias| <= W + T``.
 
     Defaults: ``partition="privtree"``, ``tree="hierarchical"``,
-    ``fanout=16``, ``consistency=True``, ``estimator="uniform"``,
-    ``partition_share=0.25``;
+    ``fanout=16``, ``level_ratio=2``, ``consistency=True``,
+    ``estimator="uniform"``, ``partition_share=0.25``;
     chosen by measured RMSE against PrivTree, DAWA, OpenDP's tree and the
     hierarchical histograms with ``python benchmarks/bench_accuracy.py
     --only 1d`` (README.md, "Interval synopsis", "Accuracy against the
@@ -238,8 +279,8 @@ class IntervalSynopsis:
         ``delta == 0`` or when the pure scale is the smaller.
     domain : tuple of int
         Inclusive ``(lo, hi)``.
-    tree, fanout, consistency, estimator, k
-        The options used.
+    tree, fanout, consistency, estimator, k, level_ratio
+        The options used (``level_ratio`` a Fraction; 1 for kary).
 
     References
     ----------
@@ -252,10 +293,13 @@ class IntervalSynopsis:
        Differentially Private Histograms", VLDB 2013 (fanout choice).
     .. [APT] Andersson, Pagh, Torkamani, "Improved Counting under Continual
        Observation with Pure Differential Privacy", Algorithm 2.
+    .. [CPSSY12] Cormode, Procopiuc, Srivastava, Shen, Yu, "Differentially
+       Private Spatial Decompositions", ICDE 2012, sections 4.1 and 5
+       (geometric budgets over the levels, weighted least squares).
     """
 
     __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta", "delta",
-                 "pure_epsilon", "_scale",
+                 "pure_epsilon", "_scale", "level_ratio", "_scales", "_weights",
                  "tree", "fanout", "consistency", "estimator", "k", "_released", "_prefix",
                  "_levels", "_ends", "_tau", "_coef", "_columns")
 
@@ -264,7 +308,7 @@ class IntervalSynopsis:
 
     @classmethod
     def _from_release(cls, partition, released, *, epsilon_tree, beta, tree, fanout,
-                      consistency, estimator, k, delta=0):
+                      consistency, estimator, k, delta=0, level_ratio=1):
         """The one constructor (build and load): released numbers and checked options in.
 
         Everything but the arguments is post-processing of the release: the
@@ -284,20 +328,32 @@ class IntervalSynopsis:
         self._coef = None
         self._columns = None                     # set by build/load when described
         self._levels, self._prefix = None, None
+        self.level_ratio = Fraction(level_ratio)
+        self._scales, self._weights = None, None
+        if tree != "kary":
+            self._levels = trees.tree_shape(m, fanout)[0]
+            if self.level_ratio != 1 and self._levels > 1:
+                # unequal levels: the scales and the kernels' per-level factors
+                # (each as the sampler takes it: rounded up if its parts are huge)
+                self._scales = [Fraction(*trees.scale_parts(b)) for b in
+                                trees.level_scales(self._levels, epsilon_tree, self.level_ratio)]
+                self._weights = trees.LevelWeights(self._scales)
         if tree == "kary":
             self._prefix = np.concatenate(([0.0], released.astype(np.float64)))
-        else:
-            self._levels = trees.tree_shape(m, fanout)[0]
-            if consistency:
-                leaf = trees.consistent_leaves(released, m, fanout)
-                self._prefix = np.concatenate(([0.0], np.cumsum(leaf)))
+        elif consistency:
+            leaf = trees.consistent_leaves(released, m, fanout, self._weights)
+            self._prefix = np.concatenate(([0.0], np.cumsum(leaf)))
         # the node scale: S nodes move by one per item (S = L levels, or the
         # kary counter's height h), calibrated to l1 = S (pure) or also to
-        # l2 = sqrt(S) with delta > 0
+        # l2 = sqrt(S) with delta > 0; with unequal levels the largest scale
         sens = self._kary_shape()[2] if tree == "kary" else self._levels
         self.delta = delta
-        self._scale = trees.noise_scale(sens, epsilon_tree, delta)
-        self.pure_epsilon = partition.epsilon + Fraction(sens) / self._scale
+        if self._scales is not None:
+            self._scale = self._weights.scale
+            self.pure_epsilon = partition.epsilon + sum(1 / b for b in self._scales)
+        else:
+            self._scale = trees.noise_scale(sens, epsilon_tree, delta)
+            self.pure_epsilon = partition.epsilon + Fraction(sens) / self._scale
         return self
 
     # ------------------------------------------------------------------ build
@@ -306,7 +362,7 @@ class IntervalSynopsis:
               fanout=DEFAULT_FANOUT, consistency=True, estimator=None,
               partition_share=None, threshold_factor=None, k=19, budget=None,
               counts=None, shards=None, delta=0, columns=None, scale=None,
-              resolution=None, dropna=False, partition=None):
+              resolution=None, dropna=False, partition=None, level_ratio=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -333,6 +389,15 @@ class IntervalSynopsis:
         consistency : bool
             Least-squares post-processing of the binary/hierarchical tree
             (ignored for kary).
+        level_ratio : float or Fraction, optional
+            How the tree's budget falls from the leaves upward: each level
+            gets ``level_ratio`` times the budget of the level above (class
+            doc, step 2), in ``[1, 64]``.  Default 2 for
+            ``tree="hierarchical"`` with ``delta = 0``, else 1 (the equal
+            split of DNRR and Hay et al., the only one allowed with
+            ``tree="kary"`` or ``delta > 0``).  Larger ratios favour short
+            ranges, 1 the longest (README, "Accuracy against the published
+            peers").
         estimator : {"cover", "uniform", "seal", "seal_uniform"}, optional
             Default ``"uniform"`` (PrivTree; ``"cover"`` is the other one
             allowed there), ``"seal_uniform"`` (DNRR).
@@ -439,6 +504,7 @@ class IntervalSynopsis:
         share = check_share(partition_share, "partition_share")
         eps = exact_epsilon(epsilon)
         dlt = check_delta_or_zero(delta)
+        ratio = _check_level_ratio(level_ratio, tree, dlt)
         beta = check_beta(beta)
         eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
                                                   "epsilon * (1 - partition_share)"))
@@ -450,6 +516,7 @@ class IntervalSynopsis:
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         else:
             privtree_parameters(eps_p)                                         # the same check
+        _check_level_scales(ratio, domain, tree, fanout, eps_t)
         n_shards = check_shards(shards, [domain])
         rng = resolve_rng(rng)
         what = describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t,
@@ -463,7 +530,7 @@ class IntervalSynopsis:
                                                   n_shards)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
-                                    estimator=estimator, k=k, dlt=dlt)
+                                    estimator=estimator, k=k, dlt=dlt, ratio=ratio)
             syn._columns = described
             return syn
         offsets = as_offsets(values, domain, "values")
@@ -490,23 +557,27 @@ class IntervalSynopsis:
                 raise AssertionError("partition weights do not add up to the number of values")
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
                                 consistency=consistency, estimator=estimator, k=k,
-                                dlt=dlt)
+                                dlt=dlt, ratio=ratio)
         syn._columns = described
         return syn
 
     @classmethod
     def _release_tree(cls, part, counts, eps_t, rng, *, beta, tree, fanout, consistency,
-                      estimator, k, dlt):
+                      estimator, k, dlt, ratio=1):
         """The tree over the released partition's true segment ``counts`` (DNRR section 3.2)."""
         if tree == "kary":
             counter = KaryTreeCounter(horizon=len(part), epsilon=eps_t, k=k, rng=rng, delta=dlt)
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)
         else:
             fanout = 2 if tree == "binary" else fanout
-            released = trees.noisy_tree(counts, fanout, eps_t, rng, dlt)
+            levels = trees.tree_shape(len(part), fanout)[0]
+            scales = None
+            if ratio != 1 and levels > 1:
+                scales = trees.level_scales(levels, eps_t, ratio)
+            released = trees.noisy_tree(counts, fanout, eps_t, rng, dlt, scales=scales)
         return cls._from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
                                  fanout=fanout, consistency=consistency and tree != "kary",
-                                 estimator=estimator, k=k, delta=dlt)
+                                 estimator=estimator, k=k, delta=dlt, level_ratio=ratio)
 
     def __repr__(self):
         # public facts and released sizes only (never the number of values)
@@ -525,9 +596,20 @@ class IntervalSynopsis:
     def noise_scale(self):
         """The discrete Laplace scale of every released node (a Fraction): ``S /
         epsilon_tree`` (``S`` = the levels ``L``, or the kary height ``h``), or its
-        l2 calibration ``min(S / epsilon_tree, lambda)`` with ``delta > 0``.
-        ``pure_epsilon == epsilon_partition + S / noise_scale``."""
+        l2 calibration ``min(S / epsilon_tree, lambda)`` with ``delta > 0``;
+        ``pure_epsilon == epsilon_partition + S / noise_scale``.  With unequal
+        levels (``level_ratio != 1``) the largest scale, the top level's
+        (:attr:`noise_scales` has them all)."""
         return self._scale
+
+    @property
+    def noise_scales(self):
+        """The discrete Laplace scale of each released level, leaves first (a tuple of
+        Fractions; kary: its one scale).  ``pure_epsilon == epsilon_partition + sum(1 /
+        b)`` for unequal levels (:func:`~pydp_synopsis.trees.level_scales`)."""
+        if self._scales is not None:
+            return tuple(self._scales)
+        return (self._scale,) * (1 if self.tree == "kary" else self._levels)
 
     def __len__(self):
         """Number of segments ``m`` of the partition."""
@@ -708,13 +790,19 @@ class IntervalSynopsis:
             return 2 * laplace_sum_tail(terms, b, -math.log(delta / (2 * m)))
         f, L = self.fanout, self._levels
         b = float(self._scale)
-        cover = trees.cover_terms(L, f)
+        w = self._weights
+        # unequal levels (w): a node of level l is a term of weight fac_l <= 1 at
+        # the largest scale (trees.LevelWeights), so the counts of terms become
+        # sums of fac_l^2 over the nodes of a cover
+        cover = trees.cover_terms(L, f, None if w is None else w.fac ** 2)
+        leaf = 1.0 if w is None else float(w.fac[0]) ** 2
         if not self.consistency:
             if self.estimator == "uniform":
                 # inner cover plus fractions of the two boundary leaves: the noise
                 # is affine in the two fractions, so its sup over a (k, r) pair is
                 # at one of 4 corners, each a sum of <= cover + 2 distinct nodes
-                return laplace_sum_tail(cover + 2, b, -math.log(delta / (2 * 4 * ranges)))
+                return laplace_sum_tail(cover + 2 * leaf, b,
+                                        -math.log(delta / (2 * 4 * ranges)))
             # cover, seal, seal_uniform: one range of whole segments (the
             # clipped interior terms of seal_uniform are bounded in the bias)
             return laplace_sum_tail(cover, b, -math.log(delta / (2 * ranges)))
@@ -727,13 +815,19 @@ class IntervalSynopsis:
         # trees.coefficient_bound (the exact max coefficient, or sqrt(V) when too
         # costly: then the bound is s times a one-term tail).  Corners of
         # "uniform" are ranges too.
+        # Unequal levels: sum (fac a)^2 <= kappa sum rho a^2 <= kappa * (the largest
+        # sum of rho over a cover: the least-squares estimate's variance is at most
+        # the raw cover's), and s bounds fac |a| (trees.coefficient_bound).
         if self._coef is None:
-            self._coef = trees.coefficient_bound(m, f)
+            self._coef = trees.coefficient_bound(m, f, weights=w)
         s = self._coef
+        if w is not None:
+            cover = w.kappa * trees.cover_terms(L, f, w.rho)
         direct = s * laplace_sum_tail(cover / s**2, b, -math.log(delta / (2 * ranges)))
         # or via prefixes: |P(x) - P(y)| <= 2 max_p |P(p)| (prefix coefficients
         # are G(p) - G(0), also bounded by s)
-        pre = trees.prefix_terms(L, f)
+        pre = (trees.prefix_terms(L, f) if w is None
+               else w.kappa * trees.prefix_terms(L, f, w.rho))
         s_p = min(s, math.sqrt(pre))
         via_prefix = 2 * s_p * laplace_sum_tail(pre / s_p**2, b, -math.log(delta / (2 * m)))
         return min(direct, via_prefix)
@@ -856,13 +950,14 @@ class IntervalSynopsis:
         return self._scale
 
     def _noise_weights(self, lo_o, hi_o, corners=True):
-        """Per query and clip corner, ``sum w^2`` and ``max |w|`` of the noise weights."""
+        """Per query and clip corner, ``sum w^2`` and ``max |w|`` of the noise weights
+        (unequal levels: ``sum rho w^2`` and ``max fac |w|``, :class:`trees.LevelWeights`)."""
         if self.tree == "kary":
             return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, kary=self.k,
                                         corners=corners, lookup=self.partition.lookup)
         return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, fanout=self.fanout,
                                     consistent=self.consistency, corners=corners,
-                                    lookup=self.partition.lookup)
+                                    lookup=self.partition.lookup, weights=self._weights)
 
     def _boundaries(self, lo_o, hi_o):
         """Per query: is the left (or only) boundary segment cut, is the right one,
@@ -1001,13 +1096,16 @@ class IntervalSynopsis:
         answer = self._answers(lo_o, hi_o)
         sumsq, maxabs = self._noise_weights(lo_o, hi_o)
         b = self._noise_scale()
+        # unequal levels: the tail of sum (fac w) Z' at the largest scale, whose
+        # sum of squares is at most kappa * sumsq (trees.LevelWeights)
+        tail_sq = sumsq if self._weights is None else sumsq * self._weights.kappa
         if self.estimator == "seal_uniform":
             left, right = self._boundaries(lo_o, hi_o)[:2]
             log_inv = np.log(2.0 * 2.0 ** (left.astype(np.float64) + right) / delta)
-            noise = np.max([laplace_weighted_tail(sumsq[:, j:j + 1], maxabs[:, j:j + 1], [b],
+            noise = np.max([laplace_weighted_tail(tail_sq[:, j:j + 1], maxabs[:, j:j + 1], [b],
                                                   log_inv) for j in range(4)], axis=0)
         else:
-            noise = laplace_weighted_tail(sumsq[:, 3:], maxabs[:, 3:], [b],
+            noise = laplace_weighted_tail(tail_sq[:, 3:], maxabs[:, 3:], [b],
                                           math.log(2.0 / delta))
         return assemble(answer, noise_std(sumsq[:, 3:], [b]), noise,
                         self._query_bias(lo_o, hi_o, multiplicity), shape, nonnegative)
@@ -1025,8 +1123,10 @@ class IntervalSynopsis:
     def _to_record(self):
         eps = lambda f: [f.numerator, f.denominator]  # noqa: E731
         tree_part = isinstance(self.partition, TreePartition)
+        levels = self.level_ratio != 1
         meta = {
-            "format": _FORMAT_PRIVTREE if tree_part else _FORMAT,
+            "format": (_FORMAT_LEVELS if levels else _FORMAT_PRIVTREE if tree_part
+                       else _FORMAT),
             "domain": [int(self.domain[0]), int(self.domain[1])],
             "epsilon_partition": eps(self.epsilon_partition),
             "epsilon_tree": eps(self.epsilon_tree),
@@ -1043,6 +1143,11 @@ class IntervalSynopsis:
         if tree_part:
             meta["partition"] = PRIVTREE
             meta["shards"] = self.partition.shards
+        elif levels:
+            meta["partition"] = "dnrr"
+        if levels:
+            # format 4: a reader that knows no level ratio refuses the file
+            meta["level_ratio"] = [self.level_ratio.numerator, self.level_ratio.denominator]
         if self._columns is not None:
             meta["columns"] = columns_to_record(self._columns)
         arrays = {"end_offsets": self._ends, "released": self._released}
@@ -1066,19 +1171,39 @@ def _load(meta, arrays):
     """
     try:
         fmt = meta.get("format")
-        if fmt not in (_FORMAT, _FORMAT_PRIVTREE):
+        if fmt not in (_FORMAT, _FORMAT_PRIVTREE, _FORMAT_LEVELS):
             raise FormatError(f"unknown interval-synopsis format {fmt!r}")
-        if fmt == _FORMAT_PRIVTREE and (meta.get("partition") != PRIVTREE
-                                        or meta["threshold_factor"] != PRIVTREE):
-            raise FormatError("interval synopsis record: format 3 holds a PrivTree partition")
+        ratio = Fraction(1)
+        if fmt == _FORMAT_LEVELS:
+            if meta.get("partition") not in (PRIVTREE, "dnrr"):
+                raise FormatError("interval synopsis record: format 4 names its partition "
+                                  "('privtree' or 'dnrr')")
+            num, den = meta["level_ratio"]
+            if not (is_int(num) and is_int(den) and den > 0):
+                raise FormatError("interval synopsis record: level_ratio must be two integers")
+            ratio = check_ratio(Fraction(int(num), int(den)), "level_ratio")
+            if ratio == 1:
+                raise FormatError("interval synopsis record: format 4 has a level_ratio != 1")
+            privtree = meta["partition"] == PRIVTREE
+        else:
+            privtree = fmt == _FORMAT_PRIVTREE
+        if privtree and (meta.get("partition") != PRIVTREE
+                         or meta["threshold_factor"] != PRIVTREE):
+            raise FormatError("interval synopsis record: a PrivTree partition is marked "
+                              "'privtree' with its threshold factor")
+        if not privtree and meta["threshold_factor"] == PRIVTREE:
+            raise FormatError("interval synopsis record: threshold_factor 'privtree' marks a "
+                              "PrivTree partition, but the record holds a DNRR one")
         tree, fanout, consistency, estimator, k = _check_options(
             meta["tree"], meta["fanout"], meta["consistency"], meta["estimator"], meta["k"])
+        if ratio != 1 and tree == "kary":
+            raise FormatError("interval synopsis record: a kary tree has level_ratio 1")
         if tree == "binary" and fanout != 2:
             raise FormatError("interval synopsis record: a binary tree has fanout 2")
         beta = check_beta(meta["beta"])
         ends = np.asarray(arrays["end_offsets"], dtype=np.uint64)
         eps_p = Fraction(*meta["epsilon_partition"])
-        if fmt == _FORMAT_PRIVTREE:
+        if privtree:
             if estimator not in _PRIVTREE_ESTIMATORS:
                 raise FormatError("interval synopsis record: a PrivTree partition needs the "
                                   "uniform or cover estimator")
@@ -1094,9 +1219,12 @@ def _load(meta, arrays):
         if released.shape != (want,):
             raise FormatError("interval synopsis record: released array has the wrong length")
         delta = state_delta(meta)   # absent (release 0.1): 0
+        if ratio != 1 and delta:
+            raise FormatError("interval synopsis record: level_ratio != 1 needs delta = 0")
         syn = IntervalSynopsis._from_release(part, released, epsilon_tree=eps_t, beta=beta,
                                              tree=tree, fanout=fanout, consistency=consistency,
-                                             estimator=estimator, k=k, delta=delta)
+                                             estimator=estimator, k=k, delta=delta,
+                                             level_ratio=ratio)
         check_pure_epsilon(meta, syn.pure_epsilon, delta)
         syn._columns = columns_from_record(meta, [part.domain])
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:

@@ -58,6 +58,7 @@ __all__ = [
     "scale_parts",
     "check_beta",
     "check_share",
+    "check_ratio",
     "split_epsilon",
     "check_threshold_factor",
     "check_positions",
@@ -342,6 +343,28 @@ def check_share(value, name, allow_none=False):
     if share is None or not 0 < share < 1:
         raise ParameterError(f"{name} must be in the open interval (0, 1), got {value!r}")
     return share
+
+
+def check_ratio(value, name, lo=1, hi=64):
+    """A real ratio as an exact Fraction in ``[lo, hi]`` (floats by their shortest decimal).
+
+    Examples
+    --------
+    >>> check_ratio(1.5, "level_ratio")
+    Fraction(3, 2)
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        raise TypeError(f"{name} must be a real number, not {type(value).__name__}")
+    if isinstance(value, (float, np.floating)):
+        ratio = Fraction(repr(float(value))) if math.isfinite(value) else None
+    elif isinstance(value, decimal.Decimal):
+        ratio = Fraction(value) if value.is_finite() else None
+    else:
+        ratio = Fraction(value)
+    if ratio is None or not lo <= ratio <= hi or ratio.denominator > 1000:
+        raise ParameterError(f"{name} must be in [{lo}, {hi}] (a decimal of at most 3 places), "
+                             f"got {value!r}")
+    return ratio
 
 
 def split_epsilon(epsilon, share, names=("epsilon * share", "epsilon * (1 - share)")):

@@ -22,8 +22,13 @@ References
    section 4 (the least-squares consistent tree, ``H_b``).
 .. [QYL13] W. Qardaji, W. Yang, N. Li, "Understanding Hierarchical Methods
    for Differentially Private Histograms", VLDB 2013 (the choice of fanout).
+.. [CPSSY12] G. Cormode, C. Procopiuc, D. Srivastava, E. Shen, T. Yu,
+   "Differentially Private Spatial Decompositions", ICDE 2012, section 4.1
+   (a geometric split of the budget over the levels, more to the leaves)
+   and section 5 (least squares with unequal node variances).
 """
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -32,9 +37,9 @@ from .accounting import unit_shift_scale
 from .aggregates import SegmentIndex
 from .params import scale_parts
 
-__all__ = ["ESTIMATORS", "MAX_COEF_WORK", "tree_shape", "noise_scale", "noisy_tree",
-           "consistent_leaves", "coefficient_bound", "cover_terms", "prefix_terms",
-           "interval_answers", "interval_noise"]
+__all__ = ["ESTIMATORS", "MAX_COEF_WORK", "tree_shape", "noise_scale", "level_scales",
+           "LevelWeights", "noisy_tree", "consistent_leaves", "coefficient_bound", "cover_terms",
+           "prefix_terms", "interval_answers", "interval_noise"]
 
 #: The boundary estimators of :func:`interval_answers`; the index is the kernel's code.
 ESTIMATORS = ("cover", "uniform", "seal", "seal_uniform")
@@ -95,7 +100,86 @@ def noise_scale(levels, epsilon, delta=0):
     return unit_shift_scale(levels, epsilon, delta)
 
 
-def noisy_tree(counts, fanout, epsilon, rng, delta=0):
+def level_scales(levels, epsilon, ratio):
+    """The discrete Laplace scale of each level when the budget falls geometrically upward.
+
+    Level ``l`` (leaves ``l = 0``) gets ``epsilon_l = epsilon r^(L-1-l) /
+    sum_j r^j`` (``r = ratio``): each level ``r`` times the budget of the
+    level above it, the leaves the most, and ``sum_l epsilon_l =
+    epsilon`` exactly.  One item changes one node per level by one, so
+    scales ``1 / epsilon_l`` make the tree epsilon-DP ([CPSSY12]_ section
+    4.1).  ``ratio = 1`` is the equal split, every scale ``L / epsilon``
+    (:func:`noise_scale`).
+
+    Parameters
+    ----------
+    levels : int
+        ``L >= 1``.
+    epsilon : Fraction
+        The tree's budget (exact, checked by the caller).
+    ratio : Fraction
+        ``r >= 1`` (checked by the caller).
+
+    Returns
+    -------
+    list of Fraction
+        ``L`` scales, leaves first (non-decreasing).
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> [str(b) for b in level_scales(3, Fraction(1), Fraction(2))]
+    ['7/4', '7/2', '7']
+    """
+    weights = [Fraction(ratio) ** (levels - 1 - l) for l in range(levels)]
+    total = sum(weights)
+    return [total / (epsilon * w) for w in weights]
+
+
+class LevelWeights:
+    """The per-level factors the noise kernels take for a tree of unequal node scales.
+
+    For scales ``b_l`` (:func:`level_scales`) with largest ``B``:
+    ``rho[l] = Var(b_l) / Var(B)`` (the node variances of the least-squares
+    estimate, in units of one ``B``-noise's variance) and ``fac[l] = b_l /
+    B <= 1``.  An answer ``sum_v w_v Z_v`` then has variance ``Var(B) sum_v
+    rho_v w_v^2`` (what :func:`interval_noise` returns as ``sumsq``), and its
+    moment generating function is at most that of ``sum_v (fac_v w_v)
+    Z'_v`` with ``Z'`` i.i.d. of scale ``B``: for the discrete Laplace,
+    ``log E exp(x Z_b)`` at fixed ``u = b x`` grows with ``b`` (``1 / M =
+    1 - sinh^2(u s) / sinh^2(s)`` with ``s = 1 / (2 b)``, and ``sinh(u s) /
+    sinh(s)`` falls as ``s`` grows for ``u < 1``).  So the tail bounds take
+    ``sum (fac w)^2 <= kappa * sumsq`` (``kappa = max_l fac_l^2 / rho_l``)
+    and ``max |fac w|`` at scale ``B``.
+
+    Attributes
+    ----------
+    rho, fac : numpy.ndarray of float64
+        One entry per level, leaves first.
+    kappa : float
+        ``max_l fac_l^2 / rho_l`` (about 1), rounded up.
+    scale : Fraction
+        ``B``, the largest scale.
+    """
+
+    __slots__ = ("rho", "fac", "kappa", "scale")
+
+    def __init__(self, scales):
+        big = max(scales)
+        self.scale = big
+        # Var(b) = 2 q / (1 - q)^2, q = exp(-1/b), in the log domain: tiny scales
+        # (epsilon in the millions) underflow the variances but not their ratios;
+        # rho is kept >= 1e-100 (the kernels need positive variances whose
+        # products stay normal)
+        log_var = [math.log(2.0) - float(1 / b) - 2.0 * math.log(-math.expm1(-float(1 / b)))
+                   for b in scales]
+        top = log_var[scales.index(big)]
+        self.rho = np.maximum(np.exp(np.array(log_var) - top), 1e-100)
+        self.fac = np.array([float(b / big) for b in scales])
+        self.kappa = float(np.exp(np.max(2 * np.log(self.fac) - np.log(self.rho)))) * (1 + 1e-12)
+
+
+def noisy_tree(counts, fanout, epsilon, rng, delta=0, scales=None):
     """Release the tree over segment counts: every node's count plus discrete Laplace noise.
 
     Parameters
@@ -110,6 +194,8 @@ def noisy_tree(counts, fanout, epsilon, rng, delta=0):
         The generator; one draw per node, leaves first, level by level.
     delta : Fraction
         0 (pure) or in (0, 1): the node scale is :func:`noise_scale` ``(L, epsilon, delta)``.
+    scales : list of Fraction, optional
+        One scale per level (:func:`level_scales`, pure only) instead.
 
     Returns
     -------
@@ -120,58 +206,84 @@ def noisy_tree(counts, fanout, epsilon, rng, delta=0):
     -----
     epsilon-DP: one item changes exactly ``L`` released counts by one, and
     each gets noise of scale :func:`noise_scale` ``(L, epsilon)``
-    (DNRR section 3.2).  O(#nodes).
+    (DNRR section 3.2), or level ``l``'s node noise of scale ``b_l`` with
+    ``sum_l 1 / b_l = epsilon``.  O(#nodes).
     """
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     m = counts.size
     levels, n_nodes = tree_shape(m, fanout)
-    t, s = scale_parts(noise_scale(levels, epsilon, delta))
     nodes = np.empty(n_nodes, dtype=np.int64)
+    if scales is not None:
+        parts = [scale_parts(b) for b in scales]
+        t = ffi.new("uint64_t[]", [a for a, _ in parts])
+        s = ffi.new("uint64_t[]", [b for _, b in parts])
+        with rng.native() as p:
+            check(lib.pds_tree_build_levels(p, i64(counts), m, fanout, t, s, levels,
+                                            i64(nodes), n_nodes), "noisy tree")
+        return nodes
+    t, s = scale_parts(noise_scale(levels, epsilon, delta))
     with rng.native() as p:
         check(lib.pds_tree_build(p, i64(counts), m, fanout, t, s, i64(nodes), n_nodes),
               "noisy tree")
     return nodes
 
 
-def consistent_leaves(nodes, m, fanout):
+def consistent_leaves(nodes, m, fanout, weights=None):
     """Hay et al.'s least-squares leaf estimates implied by every released node (float64[m]).
 
     Post-processing: free in privacy.  Exact generalised least squares,
-    including the ragged right edge of each level.  O(#nodes).
+    including the ragged right edge of each level; with ``weights`` (a
+    :class:`LevelWeights`) each level's nodes weighted by the inverse of
+    their variance ([CPSSY12]_ section 5).  O(#nodes).
     """
     leaf = np.empty(m, dtype=np.float64)
-    check(lib.pds_tree_consistent_leaves(i64(nodes), m, fanout, f64(leaf)), "consistency")
+    if weights is None:
+        check(lib.pds_tree_consistent_leaves(i64(nodes), m, fanout, f64(leaf)), "consistency")
+    else:
+        check(lib.pds_tree_consistent_leaves_levels(i64(nodes), m, fanout, f64(weights.rho),
+                                                    weights.rho.size, f64(leaf)), "consistency")
     return leaf
 
 
-def cover_terms(levels, fanout):
+def cover_terms(levels, fanout, per_level=None):
     """Most nodes in a minimal cover of a segment range.
 
     ``< f`` at each end of every level below the top, ``2 (f - 1)`` in all,
-    and the ``<= f`` nodes of the top level.
+    and the ``<= f`` nodes of the top level.  With ``per_level`` (one
+    number per level, leaves first), the largest sum of those numbers over
+    the nodes of a cover.
 
     Examples
     --------
     >>> cover_terms(3, 2)
     6
+    >>> cover_terms(3, 2, [1.0, 1.0, 1.0])
+    6.0
     """
-    return 2 * (fanout - 1) * (levels - 1) + fanout
+    if per_level is None:
+        return 2 * (fanout - 1) * (levels - 1) + fanout
+    w = [float(x) for x in per_level]
+    return 2 * (fanout - 1) * sum(w[:levels - 1]) + fanout * w[levels - 1]
 
 
-def prefix_terms(levels, fanout):
+def prefix_terms(levels, fanout, per_level=None):
     """Most nodes in a minimal cover of a prefix ``[0, j)``.
 
-    ``f - 1`` per level below the top, ``f`` on the top level.
+    ``f - 1`` per level below the top, ``f`` on the top level (with
+    ``per_level``: the largest sum of its numbers, as :func:`cover_terms`).
 
     Examples
     --------
     >>> prefix_terms(3, 2)
     4
     """
-    return (fanout - 1) * (levels - 1) + fanout
+    if per_level is None:
+        return (fanout - 1) * (levels - 1) + fanout
+    w = [float(x) for x in per_level]
+    return (fanout - 1) * sum(w[:levels - 1]) + fanout * w[levels - 1]
 
 
-def coefficient_bound(m, fanout, max_work=None):
+def coefficient_bound(m, fanout, max_work=None, weights=None):
     """``s >= |a_v|`` for the consistent estimate ``sum_v a_v x_v`` of any segment range.
 
     Parameters
@@ -181,6 +293,10 @@ def coefficient_bound(m, fanout, max_work=None):
     max_work : int, optional
         Node updates allowed for the exact value (default
         :data:`MAX_COEF_WORK`, read at call time).
+    weights : LevelWeights, optional
+        Unequal node scales: the bound is then on ``fac_v |a_v|`` for the
+        estimate weighted by ``rho`` (:class:`LevelWeights`), its fallback
+        ``sqrt(kappa * sum of rho over the largest cover)``.
 
     Returns
     -------
@@ -200,10 +316,16 @@ def coefficient_bound(m, fanout, max_work=None):
     >>> round(coefficient_bound(13, 2), 2)
     0.61
     """
-    fallback = math.sqrt(cover_terms(tree_shape(m, fanout)[0], fanout))
+    levels = tree_shape(m, fanout)[0]
     out = ffi.new("double *")
     work = MAX_COEF_WORK if max_work is None else max_work
-    st = lib.pds_tree_consistent_max_coef(m, fanout, work, out)
+    if weights is None:
+        fallback = math.sqrt(cover_terms(levels, fanout))
+        st = lib.pds_tree_consistent_max_coef(m, fanout, work, out)
+    else:
+        fallback = math.sqrt(weights.kappa * cover_terms(levels, fanout, weights.rho))
+        st = lib.pds_tree_consistent_max_coef_levels(m, fanout, f64(weights.rho),
+                                                     f64(weights.fac), levels, work, out)
     if st == lib.PDS_ERANGE:
         return fallback
     check(st, "consistent tree coefficients")
@@ -265,7 +387,7 @@ def interval_answers(ends, lo, hi, estimator, tau, *, nodes=None, fanout=2, pref
 
 
 def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=None,
-                   corners=True, lookup=None):
+                   corners=True, lookup=None, weights=None):
     """The exact weights of the released noise in the answers of :func:`interval_answers`.
 
     An answer's noise is ``sum_v w_v Z_v`` over the independent noise terms
@@ -291,6 +413,10 @@ def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=
         columns), which is all the std needs.
     lookup : SegmentIndex, optional
         As for :func:`interval_answers`.
+    weights : LevelWeights, optional
+        A tree of unequal node scales: ``sumsq`` is then ``sum_v rho_v
+        w_v^2`` (the variance in units of the largest scale's) and
+        ``maxabs`` is ``max_v fac_v |w_v|`` (:class:`LevelWeights`).
 
     Returns
     -------
@@ -317,6 +443,10 @@ def interval_noise(ends, lo, hi, estimator, *, fanout=2, consistent=False, kary=
             ESTIMATORS.index(estimator), int(bool(corners)), f64(sumsq), f64(maxabs))
     if kary is not None:
         check(lib.pds_interval_var_kary(ends.size, kary, *args), "interval noise")
+    elif weights is not None:
+        check(lib.pds_interval_var_tree_levels(ends.size, fanout, int(bool(consistent)),
+                                               f64(weights.rho), f64(weights.fac),
+                                               weights.rho.size, *args), "interval noise")
     else:
         check(lib.pds_interval_var_tree(ends.size, fanout, int(bool(consistent)), *args),
               "interval noise")

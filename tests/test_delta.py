@@ -168,8 +168,9 @@ def _releases(delta_kw):
     p = np.random.default_rng(12).integers(0, 2**20, (2000, 3))
     out = []
     for tree in ("binary", "hierarchical", "kary"):
+        # level_ratio 1: delta > 0 needs the equal split (the pure default is 7/4)
         s = ps.IntervalSynopsis.build(v, domain=(0, 2**32 - 1), epsilon=0.7, tree=tree,
-                                      rng=ps.Rng(seed=1), **delta_kw)
+                                      rng=ps.Rng(seed=1), level_ratio=1, **delta_kw)
         out.append(s._to_record()[2]["released"].tolist())
     for extra in ({"config": "dnrr"}, {"structure": "multitree"}):
         s = ps.RectangleSynopsis.build(p, domain=[(0, 2**20 - 1)] * 3, epsilon=1,

@@ -916,9 +916,21 @@ def test_synopsis_std_uses_the_release_noise_scale(kw, interval_synopsis):
                                         s.estimator, kary=s.k)
         scale = ps.KaryTreeCounter(horizon=len(s), epsilon=s.epsilon_tree, k=s.k).noise_scale
     else:
+        levels = trees.tree_shape(len(s), s.fanout)[0]
+        if s.tree == "hierarchical":
+            # the default level_ratio 7/4: level l's scale b_l, the variance in units of
+            # the largest scale's (trees.LevelWeights)
+            assert s.level_ratio == Fraction(7, 4)
+            scales = trees.level_scales(levels, s.epsilon_tree, Fraction(7, 4))
+            weights, scale = trees.LevelWeights(scales), max(scales)
+            np.testing.assert_allclose(
+                weights.rho, [ps.discrete_laplace_variance(b) / ps.discrete_laplace_variance(scale)
+                              for b in scales], rtol=1e-12)
+        else:
+            weights, scale = None, trees.noise_scale(levels, s.epsilon_tree)
         sumsq, _ = trees.interval_noise(ends, lo.astype(np.uint64), hi.astype(np.uint64),
-                                        s.estimator, fanout=s.fanout, consistent=s.consistency)
-        scale = trees.noise_scale(trees.tree_shape(len(s), s.fanout)[0], s.epsilon_tree)
+                                        s.estimator, fanout=s.fanout, consistent=s.consistency,
+                                        weights=weights)
     want = np.sqrt(sumsq[:, 3] * ps.discrete_laplace_variance(scale))
     np.testing.assert_allclose(s.count_many(lo, hi, return_std=True)[1], want, rtol=RTOL)
 

@@ -44,7 +44,8 @@ META_KEYS = {
                           "delta", "pure_epsilon",
                           "columns",   # public column descriptions (units.Column)
                           # the partition method ("privtree") and its public shard count
-                          "partition", "shards"},
+                          "partition", "shards",
+                          "level_ratio"},   # the public split of the tree's budget
     "rectangle-synopsis": {"format", "domain", "beta", "config", "threshold_factor",
                            "epsilon_axis", "structure",
                            # adaptive grid
