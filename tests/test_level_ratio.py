@@ -307,3 +307,56 @@ def test_noise_scales_are_public_and_spend_the_tree_budget():
         else:
             assert len(b) == trees.tree_shape(len(s), s.fanout)[0]
             assert s.epsilon_partition + sum(1 / x for x in b) == s.pure_epsilon == s.epsilon
+
+
+def test_level_kernels_refuse_bad_arguments():
+    from pydp_synopsis._core import f64, ffi, i64, lib, u64
+
+    m, f = 40, 4
+    levels, n = trees.tree_shape(m, f)
+    counts = np.ones(m, dtype=np.int64)
+    nodes = np.zeros(n, dtype=np.int64)
+    ok_t = ffi.new("uint64_t[]", [1] * levels)
+    ok_s = ffi.new("uint64_t[]", [2] * levels)
+    rng = ps.Rng(seed=16)
+    with rng.native() as p:
+        assert lib.pds_tree_build_levels(p, i64(counts), m, f, ok_t, ok_s, levels, i64(nodes),
+                                         n) == lib.PDS_OK
+        for t, s, nl, nn in [(ffi.NULL, ok_s, levels, n), (ok_t, ffi.NULL, levels, n),
+                             (ok_t, ok_s, levels - 1, n), (ok_t, ok_s, levels, n - 1),
+                             (ffi.new("uint64_t[]", [0] * levels), ok_s, levels, n),
+                             (ffi.new("uint64_t[]", [1 << 62] * levels), ok_s, levels, n)]:
+            assert lib.pds_tree_build_levels(p, i64(counts), m, f, t, s, nl, i64(nodes),
+                                             nn) == lib.PDS_EINVAL
+        bad = counts.copy()
+        bad[3] = -1
+        assert lib.pds_tree_build_levels(p, i64(bad), m, f, ok_t, ok_s, levels, i64(nodes),
+                                         n) == lib.PDS_EINVAL
+    leaf = np.zeros(m)
+    out = ffi.new("double *")
+    ends = (np.arange(m, dtype=np.uint64) + 1) * 3 - 1
+    lo = hi = np.zeros(1, dtype=np.uint64)
+    sumsq, maxabs = np.zeros(4), np.zeros(4)
+    good = np.ones(levels)
+    for rho, nl in [(np.zeros(levels), levels), (np.full(levels, np.nan), levels),
+                    (np.full(levels, -1.0), levels), (good, levels + 1), (np.full(levels, np.inf), levels)]:
+        assert lib.pds_tree_consistent_leaves_levels(i64(nodes), m, f, f64(rho), nl,
+                                                     f64(leaf)) == lib.PDS_EINVAL
+        assert lib.pds_tree_consistent_max_coef_levels(m, f, f64(rho), f64(good), nl, 10**8,
+                                                       out) == lib.PDS_EINVAL
+        assert lib.pds_tree_consistent_max_coef_levels(m, f, f64(good), f64(rho), nl, 10**8,
+                                                       out) == lib.PDS_EINVAL
+        for consistent in (0, 1):
+            assert lib.pds_interval_var_tree_levels(
+                m, f, consistent, f64(rho), f64(good), nl, u64(ends), u64(lo), u64(hi), u64(lo),
+                u64(lo), 1, 0, 0, f64(sumsq), f64(maxabs)) == lib.PDS_EINVAL
+    assert lib.pds_tree_consistent_leaves_levels(i64(nodes), m, f, ffi.NULL, levels,
+                                                 f64(leaf)) == lib.PDS_EINVAL
+    assert lib.pds_tree_consistent_max_coef_levels(m, f, ffi.NULL, f64(good), levels, 10**8,
+                                                   out) == lib.PDS_EINVAL
+    assert lib.pds_interval_var_tree_levels(m, f, 2, f64(good), f64(good), levels, u64(ends),
+                                            u64(lo), u64(hi), u64(lo), u64(lo), 1, 0, 0,
+                                            f64(sumsq), f64(maxabs)) == lib.PDS_EINVAL
+    assert lib.pds_interval_var_tree_levels(m, f, 1, f64(good), f64(good), levels, u64(ends),
+                                            u64(lo), u64(hi), u64(lo), u64(lo), 1, 0, 0,
+                                            f64(sumsq), f64(maxabs)) == lib.PDS_OK
