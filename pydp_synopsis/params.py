@@ -317,6 +317,19 @@ def check_beta(beta, name="beta"):
     return float(exact)
 
 
+def _decimal_fraction(value, name, also=""):
+    """A real number as the exact Fraction it stands for: a float by its shortest
+    decimal form (``0.1`` is 1/10), ints, Fractions and Decimals exactly; None when
+    not finite.  TypeError (naming ``name``) for anything else."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        raise TypeError(f"{name} must be a real number{also}, not {type(value).__name__}")
+    if isinstance(value, (float, np.floating)):
+        return Fraction(repr(float(value))) if math.isfinite(value) else None
+    if isinstance(value, decimal.Decimal):
+        return Fraction(value) if value.is_finite() else None
+    return Fraction(value)
+
+
 def check_share(value, name, allow_none=False):
     """A budget share as an exact Fraction in the open interval ``(0, 1)``.
 
@@ -331,15 +344,7 @@ def check_share(value, name, allow_none=False):
     """
     if value is None and allow_none:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, decimal.Decimal)):
-        raise TypeError(f"{name} must be a real number{' or None' if allow_none else ''}, "
-                        f"not {type(value).__name__}")
-    if isinstance(value, (float, np.floating)):
-        share = Fraction(repr(float(value))) if math.isfinite(value) else None
-    elif isinstance(value, decimal.Decimal):
-        share = Fraction(value) if value.is_finite() else None
-    else:
-        share = Fraction(value)
+    share = _decimal_fraction(value, name, " or None" if allow_none else "")
     if share is None or not 0 < share < 1:
         raise ParameterError(f"{name} must be in the open interval (0, 1), got {value!r}")
     return share
@@ -353,14 +358,7 @@ def check_ratio(value, name, lo=1, hi=64):
     >>> check_ratio(1.5, "level_ratio")
     Fraction(3, 2)
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, decimal.Decimal)):
-        raise TypeError(f"{name} must be a real number, not {type(value).__name__}")
-    if isinstance(value, (float, np.floating)):
-        ratio = Fraction(repr(float(value))) if math.isfinite(value) else None
-    elif isinstance(value, decimal.Decimal):
-        ratio = Fraction(value) if value.is_finite() else None
-    else:
-        ratio = Fraction(value)
+    ratio = _decimal_fraction(value, name)
     if ratio is None or not lo <= ratio <= hi or ratio.denominator > 1000:
         raise ParameterError(f"{name} must be in [{lo}, {hi}] (a decimal of at most 3 places), "
                              f"got {value!r}")
