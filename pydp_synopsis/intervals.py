@@ -137,9 +137,9 @@ def _check_level_scales(ratio, domain, tree, fanout, eps_t):
     levels = trees.tree_shape(most, f)[0]
     if levels > 1 and max(trees.level_scales(levels, eps_t, ratio)) > MAX_SCALE:
         raise ParameterError(
-            f"level_ratio={float(ratio):g} is too large for this domain and epsilon: the top of "
-            f"up to {levels} tree levels would get noise of scale above 2**48 (use a smaller "
-            f"level_ratio, a larger fanout or a larger epsilon)")
+            f"level_ratio={float(ratio):g} is too large for this domain and epsilon: with up "
+            f"to {levels} tree levels the upper levels would get noise of scale above 2**48 "
+            f"(use a smaller level_ratio, a larger fanout or a larger epsilon)")
 
 
 class IntervalSynopsis:
@@ -198,14 +198,15 @@ class IntervalSynopsis:
          same with fanout ``f = fanout`` (Hay et al.'s H_b).  Levels
          ``0 .. L-1``, ``L = max(1, ceil(log_f m))``, are released (the root
          is left out: a minimal cover never needs it).  One item changes
-         one node per level by one; level ``l`` (leaves ``l = 0``) gets
-         ``epsilon_l = epsilon_t r^(L-1-l) / sum_j r^j`` with ``r =
-         level_ratio`` and discrete Laplace noise of scale ``1 /
-         epsilon_l`` ([CPSSY12]_ section 4.1): ``r = 1`` is the equal split
-         of DNRR and Hay et al. (scale ``L / epsilon_t`` everywhere), ``r =
-         2`` (the default of ``tree="hierarchical"``) gives each level twice
-         the budget of the level above, so short ranges, answered mostly by
-         leaves, get less noise, long ones a little more.  With
+         one node per level by one; the leaves get ``epsilon_0 = epsilon_t
+         r / (r + L - 1)`` and every other level ``epsilon_t / (r + L -
+         1)``, ``r = level_ratio``, each node discrete Laplace noise of
+         scale ``1 / epsilon_l`` ([CPSSY12]_ section 4.1: any split over
+         the levels).  ``r = 1`` is the equal split of DNRR and Hay et al.
+         (scale ``L / epsilon_t`` everywhere); ``r = 7/4`` (the default of
+         ``tree="hierarchical"``) gives the leaves, which answer short
+         ranges, 7/4 of the others' budget, so short ranges get less
+         noise and long ones, which use every level, a little more.  With
          ``consistency=True`` the released tree is post-processed into its
          least-squares consistent estimate (Hay et al. 2010; each node
          weighted by the inverse of its variance, [CPSSY12]_ section 5),
@@ -243,7 +244,7 @@ class IntervalSynopsis:
          ``|bias| <= W + T``.
 
     Defaults: ``partition="privtree"``, ``tree="hierarchical"``,
-    ``fanout=16``, ``level_ratio=2``, ``consistency=True``,
+    ``fanout=16``, ``level_ratio=7/4``, ``consistency=True``,
     ``estimator="uniform"``, ``partition_share=0.25``;
     chosen by measured RMSE against PrivTree, DAWA, OpenDP's tree and the
     hierarchical histograms with ``python benchmarks/bench_accuracy.py
@@ -295,7 +296,7 @@ class IntervalSynopsis:
        Observation with Pure Differential Privacy", Algorithm 2.
     .. [CPSSY12] Cormode, Procopiuc, Srivastava, Shen, Yu, "Differentially
        Private Spatial Decompositions", ICDE 2012, sections 4.1 and 5
-       (geometric budgets over the levels, weighted least squares).
+       (unequal budgets over the levels, weighted least squares).
     """
 
     __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta", "delta",
@@ -390,11 +391,10 @@ class IntervalSynopsis:
             Least-squares post-processing of the binary/hierarchical tree
             (ignored for kary).
         level_ratio : float or Fraction, optional
-            How the tree's budget falls from the leaves upward: each level
-            gets ``level_ratio`` times the budget of the level above (class
-            doc, step 2), in ``[1, 64]``.  Default 2 for
-            ``tree="hierarchical"`` with ``delta = 0``, else 1 (the equal
-            split of DNRR and Hay et al., the only one allowed with
+            The leaves get ``level_ratio`` times the budget of every other
+            level of the tree (class doc, step 2), in ``[1, 64]``.  Default
+            7/4 for ``tree="hierarchical"`` with ``delta = 0``, else 1 (the
+            equal split of DNRR and Hay et al., the only one allowed with
             ``tree="kary"`` or ``delta > 0``).  Larger ratios favour short
             ranges, 1 the longest (README, "Accuracy against the published
             peers").
@@ -598,7 +598,7 @@ class IntervalSynopsis:
         epsilon_tree`` (``S`` = the levels ``L``, or the kary height ``h``), or its
         l2 calibration ``min(S / epsilon_tree, lambda)`` with ``delta > 0``;
         ``pure_epsilon == epsilon_partition + S / noise_scale``.  With unequal
-        levels (``level_ratio != 1``) the largest scale, the top level's
+        levels (``level_ratio != 1``) the largest scale, the upper levels'
         (:attr:`noise_scales` has them all)."""
         return self._scale
 

@@ -24,8 +24,8 @@ References
    for Differentially Private Histograms", VLDB 2013 (the choice of fanout).
 .. [CPSSY12] G. Cormode, C. Procopiuc, D. Srivastava, E. Shen, T. Yu,
    "Differentially Private Spatial Decompositions", ICDE 2012, section 4.1
-   (a geometric split of the budget over the levels, more to the leaves)
-   and section 5 (least squares with unequal node variances).
+   (unequal splits of the budget over the levels) and section 5 (least
+   squares with unequal node variances).
 """
 import math
 from fractions import Fraction
@@ -101,15 +101,18 @@ def noise_scale(levels, epsilon, delta=0):
 
 
 def level_scales(levels, epsilon, ratio):
-    """The discrete Laplace scale of each level when the budget falls geometrically upward.
+    """The discrete Laplace scale of each level when the leaves get ``ratio`` times the budget
+    of every other level.
 
-    Level ``l`` (leaves ``l = 0``) gets ``epsilon_l = epsilon r^(L-1-l) /
-    sum_j r^j`` (``r = ratio``): each level ``r`` times the budget of the
-    level above it, the leaves the most, and ``sum_l epsilon_l =
-    epsilon`` exactly.  One item changes one node per level by one, so
-    scales ``1 / epsilon_l`` make the tree epsilon-DP ([CPSSY12]_ section
-    4.1).  ``ratio = 1`` is the equal split, every scale ``L / epsilon``
-    (:func:`noise_scale`).
+    Level ``l`` (leaves ``l = 0``) gets ``epsilon_l = epsilon w_l / (r + L -
+    1)`` with ``w_0 = r = ratio`` and ``w_l = 1`` above, so ``sum_l
+    epsilon_l = epsilon`` exactly.  One item changes one node per level by
+    one, so scales ``1 / epsilon_l`` make the tree epsilon-DP ([CPSSY12]_
+    section 4.1: any split of the budget over the levels).  Short ranges are
+    answered mostly by leaves, long ones by every level about equally (a
+    cover takes up to ``2 (f - 1)`` nodes of each level below the top), so
+    only the leaves get more.  ``ratio = 1`` is the equal split, every scale
+    ``L / epsilon`` (:func:`noise_scale`).
 
     Parameters
     ----------
@@ -123,17 +126,17 @@ def level_scales(levels, epsilon, ratio):
     Returns
     -------
     list of Fraction
-        ``L`` scales, leaves first (non-decreasing).
+        ``L`` scales, leaves first.
 
     Examples
     --------
     >>> from fractions import Fraction
     >>> [str(b) for b in level_scales(3, Fraction(1), Fraction(2))]
-    ['7/4', '7/2', '7']
+    ['2', '4', '4']
     """
-    weights = [Fraction(ratio) ** (levels - 1 - l) for l in range(levels)]
-    total = sum(weights)
-    return [total / (epsilon * w) for w in weights]
+    ratio = Fraction(ratio)
+    total = ratio + (levels - 1)
+    return [total / (epsilon * (ratio if l == 0 else 1)) for l in range(levels)]
 
 
 class LevelWeights:

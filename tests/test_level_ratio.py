@@ -86,8 +86,8 @@ def test_level_scales_spend_exactly_epsilon(levels, ratio):
     eps = Fraction(3, 7)
     scales = trees.level_scales(levels, eps, Fraction(ratio))
     assert sum(1 / b for b in scales) == eps
-    assert scales == sorted(scales)                       # the leaves get the most
-    assert all(b2 / b1 == ratio for b1, b2 in zip(scales, scales[1:]))
+    assert all(b == scales[-1] for b in scales[1:])       # the upper levels share equally
+    assert scales[-1] / scales[0] == (ratio if levels > 1 else 1)   # leaves: ratio times that
     if ratio == 1:
         assert scales == [trees.noise_scale(levels, eps)] * levels
 
@@ -251,12 +251,13 @@ def test_neighbouring_trees_lose_exactly_epsilon_tree():
     ({"level_ratio": True}, TypeError, "level_ratio"),
     ({"level_ratio": 2, "tree": "kary"}, ParameterError, "kary"),
     ({"level_ratio": 2, "delta": 1e-6}, ParameterError, "delta"),
-    ({"level_ratio": 64, "tree": "binary", "domain": (0, 2**64 - 1)}, ParameterError,
-     "too large for this domain"),
+    ({"level_ratio": 64, "tree": "binary", "domain": (0, 2**64 - 1), "epsilon": 1e-13,
+      "partition_share": 0.5}, ParameterError, "too large for this domain"),
 ])
 def test_bad_level_ratio_is_refused_before_anything_is_spent(kw, exc, word):
     budget = ps.Budget(10)
-    args = {"domain": (0, 1000), "epsilon": 1.0, **kw}
+    args = {"domain": (0, 1000), "epsilon": 1.0}
+    args.update(kw)
     with pytest.raises(exc, match=word):
         ps.IntervalSynopsis.build([1, 2, 3], budget=budget, **args)
     assert budget.spent == 0
