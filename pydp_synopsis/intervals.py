@@ -127,7 +127,7 @@ def _check_level_ratio(level_ratio, tree, delta):
 
 
 def _check_level_scales(ratio, domain, tree, fanout, eps_t):
-    """Refuse, before anything is read or spent, a ratio whose top level's scale could pass
+    """Refuse, before anything is read or spent, a ratio whose upper levels' scale could pass
     the sampler's ``2**48`` on this domain (the levels are known only after the partition:
     the most a partition of the domain can have is checked)."""
     if ratio == 1 or tree == "kary":
