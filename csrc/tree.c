@@ -71,17 +71,22 @@ pds_status pds_tree_shape(uint64_t m, uint32_t fanout, uint32_t *levels,
     return PDS_OK;
 }
 
-/* The true node counts, level by level, leaves first (nodes[0..total)). */
-static pds_status tree_counts(const int64_t *counts, uint64_t m, uint32_t fanout,
-                              uint32_t levels, int64_t *nodes)
+/* Shared by pds_tree_build and pds_tree_build_levels: level l's nodes get
+ * noise of scale t[l]/s[l] (t[0] = 0: no noise anywhere). */
+static pds_status tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
+                             uint32_t fanout, uint32_t levels, uint64_t *t,
+                             uint64_t *s, int64_t *nodes)
 {
     uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
+    int st;
     tree_layout(m, fanout, levels, start, width);
     for (uint64_t u = 0; u < m; u++) {
         if (counts[u] < 0)
             return PDS_EINVAL;
         nodes[u] = counts[u];
     }
+    /* True counts first, from the level below; noise is added afterwards so
+     * that every node's noise is independent of every other node's. */
     for (uint32_t l = 1; l < levels; l++) {
         const int64_t *below = nodes + start[l - 1];
         int64_t *here = nodes + start[l];
@@ -96,23 +101,8 @@ static pds_status tree_counts(const int64_t *counts, uint64_t m, uint32_t fanout
             here[u] = c;
         }
     }
-    return PDS_OK;
-}
-
-/* Shared by pds_tree_build and pds_tree_build_levels: level l's nodes get
- * noise of scale t[l]/s[l] (t[0] = 0: no noise anywhere). */
-static pds_status tree_build(pds_rng *rng, const int64_t *counts, uint64_t m,
-                             uint32_t fanout, uint32_t levels, uint64_t *t,
-                             uint64_t *s, int64_t *nodes)
-{
-    uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
-    int st;
-    tree_layout(m, fanout, levels, start, width);
-    /* True counts first, from the level below; noise is added afterwards so
-     * that every node's noise is independent of every other node's. */
-    st = tree_counts(counts, m, fanout, levels, nodes);
-    if (st != PDS_OK || t[0] == 0)
-        return st;
+    if (t[0] == 0)
+        return PDS_OK;
     st = pds_rng_check_fork(rng);
     if (st != PDS_OK)
         return st;
@@ -272,6 +262,39 @@ pds_status pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout
     return PDS_OK;
 }
 
+/* Per-level factors of a tree of unequal node scales: rho[l] the variance of
+ * level l's nodes, fac[l] its scale over the largest (NULL: every level 1;
+ * n = the number of entries the caller passed). */
+typedef struct {
+    const double *rho, *fac;
+    uint32_t n;
+} level_weights;
+
+static const level_weights UNIT_LEVELS = {NULL, NULL, 0};
+
+static double lw_rho(const level_weights *lw, uint32_t l)
+{
+    return lw->rho ? lw->rho[l] : 1.0;
+}
+
+static double lw_fac(const level_weights *lw, uint32_t l)
+{
+    return lw->fac ? lw->fac[l] : 1.0;
+}
+
+/* Every given array has one entry per level, finite and > 0? */
+static int levels_ok(const level_weights *lw, uint32_t levels)
+{
+    const double *w[2] = {lw->rho, lw->fac};
+    if ((w[0] || w[1]) && lw->n != levels)
+        return 0;
+    for (int i = 0; i < 2; i++)
+        for (uint32_t l = 0; w[i] && l < levels; l++)
+            if (!(w[i][l] > 0.0) || w[i][l] > 1e300)
+                return 0;
+    return 1;
+}
+
 /* Least squares with the released nodes of level l of variance rho[l]
  * (rho NULL: all 1, Hay et al.'s equal-variance case) and no observation
  * of the (unreleased) root.  Bottom-up, z[v] is the best estimate of node v
@@ -287,17 +310,17 @@ pds_status pds_tree_cover_sums(const int64_t *nodes, uint64_t m, uint32_t fanout
  * subtree can be smoothed alone (its root level then has one node). */
 static void consistent_pass(const double *y, uint64_t m, uint32_t f,
                             uint32_t levels, const uint64_t *start,
-                            const uint64_t *width, const double *rho,
+                            const uint64_t *width, const level_weights *lw,
                             double *z, double *var)
 {
-    double r0 = rho ? rho[0] : 1.0;
+    double r0 = lw_rho(lw, 0);
     for (uint64_t u = 0; u < m; u++) {
         z[u] = y[u];
         var[u] = r0;
     }
     for (uint32_t l = 1; l < levels; l++) {
         uint64_t b = start[l - 1], h = start[l];
-        double r = rho ? rho[l] : 1.0;
+        double r = lw_rho(lw, l);
         for (uint64_t u = 0; u < width[l]; u++) {
             uint64_t c0 = u * f, c1 = c0 + f;
             double sz = 0.0, sv = 0.0;
@@ -332,21 +355,8 @@ static void consistent_pass(const double *y, uint64_t m, uint32_t f,
     }
 }
 
-/* rho[0..levels) finite and > 0 (NULL allowed: unit variances)? */
-static int levels_ok(const double *w, uint32_t n_levels, uint32_t levels)
-{
-    if (w == NULL)
-        return 1;
-    if (n_levels != levels)
-        return 0;
-    for (uint32_t l = 0; l < levels; l++)
-        if (!(w[l] > 0.0) || w[l] > 1e300)
-            return 0;
-    return 1;
-}
-
 static pds_status consistent_leaves(const int64_t *nodes, uint64_t m, uint32_t fanout,
-                                    const double *rho, uint32_t n_levels, double *leaf)
+                                    const level_weights *lw, double *leaf)
 {
     uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS];
     uint32_t levels;
@@ -359,7 +369,7 @@ static pds_status consistent_leaves(const int64_t *nodes, uint64_t m, uint32_t f
     st = pds_tree_shape(m, fanout, &levels, &total);
     if (st != PDS_OK)
         return st;
-    if (!levels_ok(rho, n_levels, levels))
+    if (!levels_ok(lw, levels))
         return PDS_EINVAL;
     tree_layout(m, fanout, levels, start, width);
     z = malloc(3 * total * sizeof *z);
@@ -369,7 +379,7 @@ static pds_status consistent_leaves(const int64_t *nodes, uint64_t m, uint32_t f
     y = var + total;
     for (uint64_t v = 0; v < total; v++)
         y[v] = (double)nodes[v];
-    consistent_pass(y, m, fanout, levels, start, width, rho, z, var);
+    consistent_pass(y, m, fanout, levels, start, width, lw, z, var);
     for (uint64_t u = 0; u < m; u++)
         leaf[u] = z[u];
     free(z);
@@ -379,23 +389,24 @@ static pds_status consistent_leaves(const int64_t *nodes, uint64_t m, uint32_t f
 pds_status pds_tree_consistent_leaves(const int64_t *nodes, uint64_t m,
                                       uint32_t fanout, double *leaf)
 {
-    return consistent_leaves(nodes, m, fanout, NULL, 0, leaf);
+    return consistent_leaves(nodes, m, fanout, &UNIT_LEVELS, leaf);
 }
 
 pds_status pds_tree_consistent_leaves_levels(const int64_t *nodes, uint64_t m,
                                              uint32_t fanout, const double *rho,
                                              uint32_t n_levels, double *leaf)
 {
+    level_weights lw = {rho, NULL, n_levels};
     if (rho == NULL)
         return PDS_EINVAL;
-    return consistent_leaves(nodes, m, fanout, rho, n_levels, leaf);
+    return consistent_leaves(nodes, m, fanout, &lw, leaf);
 }
 
 /* max over the nodes v of one subtree of fac[level of v] * (max_p G(p) -
  * min_p G(p)), G the prefix sums of the leaf response to a unit
- * observation at v (rho, fac NULL: unit variances, factor 1). */
+ * observation at v. */
 static int subtree_max_coef(uint64_t ms, uint32_t f, uint32_t levels,
-                            const double *rho, const double *fac, double *best)
+                            const level_weights *lw, double *best)
 {
     uint64_t start[PDS_TREE_MAX_LEVELS], width[PDS_TREE_MAX_LEVELS], total;
     double *y, *z, *var;
@@ -410,14 +421,14 @@ static int subtree_max_coef(uint64_t ms, uint32_t f, uint32_t levels,
         for (uint64_t v = start[l]; v < start[l] + width[l]; v++) {
             double g = 0.0, hi = 0.0, lo = 0.0, c;
             y[v] = 1.0;
-            consistent_pass(y, ms, f, levels, start, width, rho, z, var);
+            consistent_pass(y, ms, f, levels, start, width, lw, z, var);
             y[v] = 0.0;
             for (uint64_t u = 0; u < ms; u++) {
                 g += z[u];
                 hi = g > hi ? g : hi;
                 lo = g < lo ? g : lo;
             }
-            c = (hi - lo) * (fac ? fac[l] : 1.0);
+            c = (hi - lo) * lw_fac(lw, l);
             if (c > *best)
                 *best = c;
         }
@@ -425,9 +436,9 @@ static int subtree_max_coef(uint64_t ms, uint32_t f, uint32_t levels,
     return PDS_OK;
 }
 
-static pds_status consistent_max_coef(uint64_t m, uint32_t fanout, const double *rho,
-                                      const double *fac, uint32_t n_levels,
-                                      uint64_t max_work, double *out)
+static pds_status consistent_max_coef(uint64_t m, uint32_t fanout,
+                                      const level_weights *lw, uint64_t max_work,
+                                      double *out)
 {
     uint32_t levels;
     uint64_t total, span = 1, first, last, sub_nodes;
@@ -438,7 +449,7 @@ static pds_status consistent_max_coef(uint64_t m, uint32_t fanout, const double 
     st = pds_tree_shape(m, fanout, &levels, &total);
     if (st != PDS_OK)
         return st;
-    if (!levels_ok(rho, n_levels, levels) || !levels_ok(fac, n_levels, levels))
+    if (!levels_ok(lw, levels))
         return PDS_EINVAL;
     /* Top-level nodes have no common parent, so a unit observation moves
      * only the estimates of its own top-level subtree: every subtree but the
@@ -452,9 +463,9 @@ static pds_status consistent_max_coef(uint64_t m, uint32_t fanout, const double 
         sub_nodes += w;
     if (sub_nodes > max_work / sub_nodes / 2)
         return PDS_ERANGE;
-    st = subtree_max_coef(first, fanout, levels, rho, fac, &best);
+    st = subtree_max_coef(first, fanout, levels, lw, &best);
     if (st == PDS_OK && last != first)
-        st = subtree_max_coef(last, fanout, levels, rho, fac, &best);
+        st = subtree_max_coef(last, fanout, levels, lw, &best);
     if (st != PDS_OK)
         return st;
     *out = best;
@@ -464,7 +475,7 @@ static pds_status consistent_max_coef(uint64_t m, uint32_t fanout, const double 
 pds_status pds_tree_consistent_max_coef(uint64_t m, uint32_t fanout,
                                         uint64_t max_work, double *out)
 {
-    return consistent_max_coef(m, fanout, NULL, NULL, 0, max_work, out);
+    return consistent_max_coef(m, fanout, &UNIT_LEVELS, max_work, out);
 }
 
 pds_status pds_tree_consistent_max_coef_levels(uint64_t m, uint32_t fanout,
@@ -472,9 +483,10 @@ pds_status pds_tree_consistent_max_coef_levels(uint64_t m, uint32_t fanout,
                                                uint32_t n_levels, uint64_t max_work,
                                                double *out)
 {
+    level_weights lw = {rho, fac, n_levels};
     if (rho == NULL || fac == NULL)
         return PDS_EINVAL;
-    return consistent_max_coef(m, fanout, rho, fac, n_levels, max_work, out);
+    return consistent_max_coef(m, fanout, &lw, max_work, out);
 }
 
 /* How a query uses one boundary segment S = [first, end] it overlaps in
@@ -733,22 +745,7 @@ static int leaf_in_cover(const pds_cover_run *runs, int n, uint64_t x)
 
 /* Raw tree: the cover's nodes with weight 1, the boundary leaves with their
  * fractions (added to their weight when a leaf is itself in the cover).
- * With per-level weights (lw != NULL) a node of level l counts rho[l] w^2
- * in sumsq and fac[l] |w| in maxabs. */
-typedef struct {
-    const double *rho, *fac;   /* NULL: every level 1 */
-} level_weights;
-
-static double lw_rho(const level_weights *lw, uint32_t l)
-{
-    return lw->rho ? lw->rho[l] : 1.0;
-}
-
-static double lw_fac(const level_weights *lw, uint32_t l)
-{
-    return lw->fac ? lw->fac[l] : 1.0;
-}
-
+ * A node of level l counts rho[l] w^2 in sumsq and fac[l] |w| in maxabs. */
 static void raw_weights(uint64_t m, uint32_t f, uint32_t levels,
                         const level_weights *lw, const interval_plan *p,
                         int corner, double *sumsq, double *maxabs)
@@ -778,7 +775,7 @@ static void raw_weights(uint64_t m, uint32_t f, uint32_t levels,
         if (w == 0.0)
             continue;
         if (leaf_in_cover(runs, n, leaf[b]))
-            w += 1.0;
+            w += 1.0;     /* its fraction may be negative: 1 + frac can be 0 */
         s += w * w * lw_rho(lw, 0);
         w = (w < 0.0 ? -w : w) * lw_fac(lw, 0);
         mx = w > mx ? w : mx;
@@ -1077,7 +1074,7 @@ static void kary_weights(uint32_t k, const prefix_combo *c, double *sumsq,
 enum { NOISE_RAW = 0, NOISE_CONSISTENT = 1, NOISE_KARY = 2 };
 
 static pds_status interval_noise(int kind, uint64_t m, uint32_t fanout,
-                                 const level_weights *lw, uint32_t n_levels,
+                                 const level_weights *lw,
                                  const uint64_t *ends, const uint64_t *lo,
                                  const uint64_t *hi, const uint64_t *seg_lo,
                                  const uint64_t *seg_hi, size_t count,
@@ -1100,7 +1097,7 @@ static pds_status interval_noise(int kind, uint64_t m, uint32_t fanout,
         st = pds_tree_shape(m, fanout, &levels, &total);
         if (st != PDS_OK)
             return st;
-        if (!levels_ok(lw->rho, n_levels, levels) || !levels_ok(lw->fac, n_levels, levels))
+        if (!levels_ok(lw, levels))
             return PDS_EINVAL;
         if (kind == NOISE_CONSISTENT)
             smooth_init(&sh, m, fanout, levels, lw);
@@ -1142,10 +1139,9 @@ pds_status pds_interval_var_tree(uint64_t m, uint32_t fanout, int consistent,
                                  int estimator, int all_corners, double *sumsq,
                                  double *maxabs)
 {
-    level_weights lw = {NULL, NULL};
     if (consistent != 0 && consistent != 1)
         return PDS_EINVAL;
-    return interval_noise(consistent ? NOISE_CONSISTENT : NOISE_RAW, m, fanout, &lw, 0,
+    return interval_noise(consistent ? NOISE_CONSISTENT : NOISE_RAW, m, fanout, &UNIT_LEVELS,
                           ends, lo, hi, seg_lo, seg_hi, count, estimator,
                           all_corners, sumsq, maxabs);
 }
@@ -1158,11 +1154,11 @@ pds_status pds_interval_var_tree_levels(uint64_t m, uint32_t fanout, int consist
                                         size_t count, int estimator, int all_corners,
                                         double *sumsq, double *maxabs)
 {
-    level_weights lw = {rho, fac};
+    level_weights lw = {rho, fac, n_levels};
     if ((consistent != 0 && consistent != 1) || rho == NULL || fac == NULL)
         return PDS_EINVAL;
     return interval_noise(consistent ? NOISE_CONSISTENT : NOISE_RAW, m, fanout, &lw,
-                          n_levels, ends, lo, hi, seg_lo, seg_hi, count, estimator,
+                          ends, lo, hi, seg_lo, seg_hi, count, estimator,
                           all_corners, sumsq, maxabs);
 }
 
@@ -1172,7 +1168,6 @@ pds_status pds_interval_var_kary(uint64_t m, uint32_t k, const uint64_t *ends,
                                  size_t count, int estimator, int all_corners,
                                  double *sumsq, double *maxabs)
 {
-    level_weights lw = {NULL, NULL};
-    return interval_noise(NOISE_KARY, m, k, &lw, 0, ends, lo, hi, seg_lo, seg_hi, count,
+    return interval_noise(NOISE_KARY, m, k, &UNIT_LEVELS, ends, lo, hi, seg_lo, seg_hi, count,
                           estimator, all_corners, sumsq, maxabs);
 }

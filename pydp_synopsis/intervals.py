@@ -126,6 +126,14 @@ def _check_level_ratio(level_ratio, tree, delta):
     return ratio
 
 
+def _tree_scales(levels, eps_t, ratio):
+    """The node scale of each level as the sampler takes them (rounded up if their parts are
+    huge), or None for the equal split (``ratio == 1``, or one level: nothing to split)."""
+    if ratio == 1 or levels <= 1:
+        return None
+    return [Fraction(*trees.scale_parts(b)) for b in trees.level_scales(levels, eps_t, ratio)]
+
+
 def _check_level_scales(ratio, domain, tree, fanout, eps_t):
     """Refuse, before anything is read or spent, a ratio whose upper levels' scale could pass
     the sampler's ``2**48`` on this domain (the levels are known only after the partition:
@@ -333,11 +341,9 @@ class IntervalSynopsis:
         self._scales, self._weights = None, None
         if tree != "kary":
             self._levels = trees.tree_shape(m, fanout)[0]
-            if self.level_ratio != 1 and self._levels > 1:
-                # unequal levels: the scales and the kernels' per-level factors
-                # (each as the sampler takes it: rounded up if its parts are huge)
-                self._scales = [Fraction(*trees.scale_parts(b)) for b in
-                                trees.level_scales(self._levels, epsilon_tree, self.level_ratio)]
+            # unequal levels: the scales released with and the kernels' per-level factors
+            self._scales = _tree_scales(self._levels, epsilon_tree, self.level_ratio)
+            if self._scales is not None:
                 self._weights = trees.LevelWeights(self._scales)
         if tree == "kary":
             self._prefix = np.concatenate(([0.0], released.astype(np.float64)))
@@ -570,10 +576,7 @@ class IntervalSynopsis:
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)
         else:
             fanout = 2 if tree == "binary" else fanout
-            levels = trees.tree_shape(len(part), fanout)[0]
-            scales = None
-            if ratio != 1 and levels > 1:
-                scales = trees.level_scales(levels, eps_t, ratio)
+            scales = _tree_scales(trees.tree_shape(len(part), fanout)[0], eps_t, ratio)
             released = trees.noisy_tree(counts, fanout, eps_t, rng, dlt, scales=scales)
         return cls._from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
                                  fanout=fanout, consistency=consistency and tree != "kary",
