@@ -59,7 +59,6 @@ Usage::
 Seeds make runs reproducible (benchmarks only).  Nothing is asserted.
 """
 import argparse
-import ast
 import json
 import math
 import os
@@ -244,19 +243,6 @@ def peer_rmse(peer, dims, values, domain, eps, lo, hi, truth, reps, cache_obj, b
     return float(np.sqrt(np.mean(mse)))
 
 
-def parse_opts(text):
-    opts = {}
-    if not text:
-        return opts
-    for item in text.split(","):
-        k, _, v = item.partition("=")
-        try:
-            opts[k.strip()] = ast.literal_eval(v.strip())
-        except (ValueError, SyntaxError):
-            opts[k.strip()] = v.strip()
-    return opts
-
-
 # ---------------------------------------------------------------- main
 
 def _fmt(x):
@@ -268,7 +254,7 @@ def run(args):
     subsample = args.subsample or (100_000 if args.quick else None)
     reps = args.reps or (1 if args.quick else 3)
     q = args.queries or (300 if args.quick else 1000)
-    opts = parse_opts(args.ours)
+    opts = workloads.parse_options(args.ours)
     cache = {}
     if args.peers_cache and os.path.exists(args.peers_cache):
         with open(args.peers_cache) as fh:

@@ -4,7 +4,7 @@ For every data set and epsilon: RMSE and max |error| over random rectangles
 (uniform over the domain and data-centred, 50/50), build time, peak RSS
 growth during the build and node/cell count, for
 
-* ``ours``  -- ``RectangleSynopsis`` with the default options,
+* ``ours``  -- ``RectangleSynopsis`` with the default options (or ``--ours``'),
 * ``dnrr``  -- ``config="dnrr"`` (DNRR section 3.3 as written),
 * ``UG``, ``AG`` -- Qardaji, Yang & Li, ICDE 2013 (benchmarks/peers_rectangles.py),
 * ``flat``  -- one noisy count per cell of an equal-width grid (64 per axis in
@@ -16,6 +16,11 @@ Usage::
     python benchmarks/bench_rectangles.py            # default: a few minutes
     python benchmarks/bench_rectangles.py --quick    # smoke run
     python benchmarks/bench_rectangles.py --full     # adds n = 10^6 synthetic and flights 10^6
+    python benchmarks/bench_rectangles.py --only "clustered 3-D" --ours coarse_share=0.5 --reps 6
+
+``--reps R`` builds ours R times per row (seeds 11, 12, ...) and pools the
+errors of all builds (one build moves a row by up to +-20%); the peers are
+built once.  ``--ours key=value,...`` passes build options to ours.
 
 Seeds make runs reproducible (benchmarks only).  Nothing is asserted.
 """
@@ -34,7 +39,7 @@ sys.path.insert(0, str(HERE.parent))
 import pydp_synopsis.rectangles as rect  # noqa: E402
 from peers_rectangles import AdaptiveGrid, FlatHistogram, UniformGrid  # noqa: E402
 from pydp_synopsis import Rng  # noqa: E402
-from workloads import data_dir, random_rectangles, rectangle_counts  # noqa: E402
+from workloads import data_dir, parse_options, random_rectangles, rectangle_counts  # noqa: E402
 
 DATA = data_dir()
 
@@ -74,22 +79,37 @@ def datasets(size):
         pts = centres[lab] + gen.normal(0, 1, (n, 2)) * widths[lab]
         pts = np.clip(pts, 0, 2**32 - 1).astype(np.int64)
         out.append((f"clustered 2-D n={n:.0e}", pts, [(0, 2**32 - 1)] * 2))
+    for n in sizes[1:]:
+        # the same in 3-D (its own generator: the 2-D sets above stay as they were)
+        g3 = np.random.default_rng(5 + n)
+        centres = g3.uniform(2**28, 2**32 - 2**28, (20, 3))
+        widths = g3.uniform(2**20, 2**26, (20, 1))
+        lab = g3.integers(0, 20, n)
+        pts = centres[lab] + g3.normal(0, 1, (n, 3)) * widths[lab]
+        pts = np.clip(pts, 0, 2**32 - 1).astype(np.int64)
+        out.append((f"clustered 3-D n={n:.0e}", pts, [(0, 2**32 - 1)] * 3))
     return out
 
 
-def _measure(name, fn, answer, lo, hi, true):
-    base = _rss_mib()
-    t0 = time.perf_counter()
-    obj = fn()
-    build = time.perf_counter() - t0
-    rss = max(_rss_mib(), base) - base
-    est = answer(obj, lo, hi)
-    err = est - true
-    size = obj.num_nodes if hasattr(obj, "num_nodes") else obj.num_cells
-    return name, float(np.sqrt(np.mean(err ** 2))), float(np.abs(err).max()), build, rss, size
+def _measure(name, fn, answer, lo, hi, true, reps=1):
+    """RMSE and max |error| pooled over ``reps`` builds; build seconds, RSS growth
+    and size of the first."""
+    sq, mx = 0.0, 0.0
+    for r in range(reps):
+        base = _rss_mib()
+        t0 = time.perf_counter()
+        obj = fn(r)
+        if r == 0:
+            build = time.perf_counter() - t0
+            rss = max(_rss_mib(), base) - base
+            size = obj.num_nodes if hasattr(obj, "num_nodes") else obj.num_cells
+        err = answer(obj, lo, hi) - true
+        sq += float(np.sum(err ** 2))
+        mx = max(mx, float(np.abs(err).max()))
+    return name, float(np.sqrt(sq / (reps * true.size))), mx, build, rss, size
 
 
-def run(size, queries, only=None, tune=False):
+def run(size, queries, only=None, tune=False, ours_opts=None, reps=1):
     print(f"# {queries} rectangles per row (half uniform, half data-centred); RSS = growth in MiB")
     for label, pts, dom in datasets(size):
         if only and only not in label:
@@ -104,23 +124,28 @@ def run(size, queries, only=None, tune=False):
             rng = Rng(seed=11)
             ours = lambda o, a, b: o.count_many(a, b)  # noqa: E731
             peer = lambda o, a, b: o.answer(a, b)      # noqa: E731
+            # build r of ours: the first from the row's generator (as before --reps),
+            # the others from seeds 12, 13, ...
+            mine = lambda r: rng if r == 0 else Rng(seed=11 + r)  # noqa: E731
             methods = [
-                ("ours", lambda: rect.RectangleSynopsis.build(pts, domain=dom, epsilon=eps, rng=rng),
-                 ours),
-                ("dnrr", lambda: rect.RectangleSynopsis.build(pts, domain=dom, epsilon=eps,
-                                                              config="dnrr", rng=rng), ours),
-                ("UG", lambda: UniformGrid(pts, dom, eps, seed=3), peer),
-                ("AG", lambda: AdaptiveGrid(pts, dom, eps, seed=4), peer),
-                ("flat", lambda: FlatHistogram(pts, dom, eps, 64 if c == 2 else 16, seed=5), peer),
+                ("ours", lambda r: rect.RectangleSynopsis.build(pts, domain=dom, epsilon=eps,
+                                                                rng=mine(r), **(ours_opts or {})),
+                 ours, reps),
+                ("dnrr", lambda r: rect.RectangleSynopsis.build(pts, domain=dom, epsilon=eps,
+                                                                config="dnrr", rng=rng), ours, 1),
+                ("UG", lambda r: UniformGrid(pts, dom, eps, seed=3), peer, 1),
+                ("AG", lambda r: AdaptiveGrid(pts, dom, eps, seed=4), peer, 1),
+                ("flat", lambda r: FlatHistogram(pts, dom, eps, 64 if c == 2 else 16, seed=5),
+                 peer, 1),
             ]
             if tune:
                 methods = [(f"k={k} f={f} p={p}",
-                            (lambda k=k, f=f, p=p: rect.RectangleSynopsis.build(
-                                pts, domain=dom, epsilon=eps, rng=rng, fanout=k, final_share=f,
-                                prune=p)), ours)
+                            (lambda r, k=k, f=f, p=p: rect.RectangleSynopsis.build(
+                                pts, domain=dom, epsilon=eps, rng=mine(r), fanout=k,
+                                final_share=f, prune=p)), ours, reps)
                            for k in (4, 8, 16) for f in (0.5, 0.9) for p in (2.0, 3.0, 4.0)]
-                methods.append(("AG", lambda: AdaptiveGrid(pts, dom, eps, seed=4), peer))
-            rows = [_measure(nm, fn, ans, lo, hi, true) for nm, fn, ans in methods]
+                methods.append(("AG", lambda r: AdaptiveGrid(pts, dom, eps, seed=4), peer, 1))
+            rows = [_measure(nm, fn, ans, lo, hi, true, k) for nm, fn, ans, k in methods]
             ag = next(r[1] for r in rows if r[0] == "AG")
             print(f"\n## {label}, n={len(pts)}, eps={eps}")
             print(f"{'method':<16}{'RMSE':>10}{'max err':>11}{'build s':>9}{'RSS MiB':>9}"
@@ -130,7 +155,7 @@ def run(size, queries, only=None, tune=False):
             sys.stdout.flush()
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true")
@@ -138,10 +163,17 @@ def main():
     ap.add_argument("--queries", type=int, default=None)
     ap.add_argument("--only", default=None, help="substring of the data set label")
     ap.add_argument("--tune", action="store_true", help="sweep fanout/final_share/prune instead")
-    a = ap.parse_args()
+    ap.add_argument("--ours", default="", help="build options for ours: key=value,...")
+    ap.add_argument("--reps", type=int, default=1, help="builds of ours per row (errors pooled)")
+    a = ap.parse_args(argv)
+    if a.reps < 1:
+        ap.error(f"--reps must be >= 1, got {a.reps}")
     size = "quick" if a.quick else "full" if a.full else "default"
     q = a.queries or (2000 if a.quick else 10_000)
-    run(size, q, a.only, a.tune)
+    opts = parse_options(a.ours)
+    if opts or a.reps > 1:
+        print(f"# ours: {a.reps} build(s) per row, errors pooled" + (f", options {opts}" if opts else ""))
+    run(size, q, a.only, a.tune, opts, a.reps)
     print(f"\npeak RSS of the whole run: {_peak_mib():.0f} MiB")
 
 

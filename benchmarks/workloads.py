@@ -6,6 +6,7 @@
   two random data points).
 * :func:`interval_counts`: exact counts by sort + searchsorted.
 * :func:`data_dir`: where the shared real data sets are.
+* :func:`parse_options`: a benchmark's ``--ours key=value,...`` build options.
 * :class:`RectangleCounter` / :func:`rectangle_counts`: exact c-D counts by a
   slab decomposition (points sorted by the first axis and cut into slabs;
   a slab fully inside a query's first-axis range is counted recursively on
@@ -18,6 +19,8 @@ Seeds are for reproducible benchmarks.
 """
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 
 __all__ = [
@@ -27,6 +30,7 @@ __all__ = [
     "RectangleCounter",
     "rectangle_counts",
     "data_dir",
+    "parse_options",
 ]
 
 
@@ -43,6 +47,19 @@ def data_dir():
         return Path(env)
     beside = Path(__file__).resolve().parents[2] / "shared" / "data"
     return beside if beside.exists() else Path("/work/shared/data")
+
+
+def parse_options(text):
+    """``"k=v,k2=v2"`` as a dict of build keywords: each value a Python literal
+    (``0.5``, ``None``, ``True``) where it parses as one, else the string."""
+    opts = {}
+    for item in filter(None, (text or "").split(",")):
+        k, _, v = item.partition("=")
+        try:
+            opts[k.strip()] = ast.literal_eval(v.strip())
+        except (ValueError, SyntaxError):
+            opts[k.strip()] = v.strip()
+    return opts
 
 
 def _uniform_values(rng, q, lo, hi):
