@@ -219,7 +219,7 @@ DNRR = MultiTreeOptions(
 #: The adaptive grid on two axes (README, "Adaptive defaults and why").
 ADAPTIVE_2D = GridOptions(partition_share=0.25, threshold_factor=0.7, coarse_share=0.4)
 #: The adaptive grid on three or more axes.
-ADAPTIVE = GridOptions(partition_share=0.25, threshold_factor=1.0, coarse_share=0.5)
+ADAPTIVE = GridOptions(partition_share=0.25, threshold_factor=1.0, coarse_share=0.6)
 
 
 def resolve(config, structure, dims, tuning):
