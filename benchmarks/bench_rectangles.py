@@ -34,7 +34,11 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+if __name__ == "__main__":
+    # run as a script from a checkout: its package first.  Not when a test imports this
+    # module: the suite's dask workers inherit sys.path, and a clean checkout's source
+    # tree has no compiled core (they must import the installed package).
+    sys.path.insert(1, str(HERE.parent))
 
 import pydp_synopsis.rectangles as rect  # noqa: E402
 from peers_rectangles import AdaptiveGrid, FlatHistogram, UniformGrid  # noqa: E402
