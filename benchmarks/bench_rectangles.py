@@ -60,6 +60,15 @@ def _peak_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _clustered(gen, n, c):
+    """n points in 20 Gaussian clusters of random widths over [0, 2^32)^c (int64)."""
+    centres = gen.uniform(2**28, 2**32 - 2**28, (20, c))
+    widths = gen.uniform(2**20, 2**26, (20, 1))
+    lab = gen.integers(0, 20, n)
+    pts = centres[lab] + gen.normal(0, 1, (n, c)) * widths[lab]
+    return np.clip(pts, 0, 2**32 - 1).astype(np.int64)
+
+
 def datasets(size):
     zc = np.load(DATA / "zipcodes.npz")
     zip_pts = np.stack([zc["latitude_e6"], zc["longitude_e6"]], 1).astype(np.int64)
@@ -76,22 +85,11 @@ def datasets(size):
                 [(0, 2**20 - 1), (0, 2**13 - 1), (0, 2**13 - 1)]))
     sizes = {"quick": [10**4, 10**5], "default": [10**4, 10**5], "full": [10**4, 10**5, 10**6]}[size]
     for n in sizes:
-        # clustered: 20 Gaussian clusters of random widths over [0, 2^32)^2
-        centres = gen.uniform(2**28, 2**32 - 2**28, (20, 2))
-        widths = gen.uniform(2**20, 2**26, (20, 1))
-        lab = gen.integers(0, 20, n)
-        pts = centres[lab] + gen.normal(0, 1, (n, 2)) * widths[lab]
-        pts = np.clip(pts, 0, 2**32 - 1).astype(np.int64)
-        out.append((f"clustered 2-D n={n:.0e}", pts, [(0, 2**32 - 1)] * 2))
+        out.append((f"clustered 2-D n={n:.0e}", _clustered(gen, n, 2), [(0, 2**32 - 1)] * 2))
     for n in sizes[1:]:
-        # the same in 3-D (its own generator: the 2-D sets above stay as they were)
-        g3 = np.random.default_rng(5 + n)
-        centres = g3.uniform(2**28, 2**32 - 2**28, (20, 3))
-        widths = g3.uniform(2**20, 2**26, (20, 1))
-        lab = g3.integers(0, 20, n)
-        pts = centres[lab] + g3.normal(0, 1, (n, 3)) * widths[lab]
-        pts = np.clip(pts, 0, 2**32 - 1).astype(np.int64)
-        out.append((f"clustered 3-D n={n:.0e}", pts, [(0, 2**32 - 1)] * 3))
+        # the same in 3-D, from its own generator (the 2-D sets above stay as they were)
+        out.append((f"clustered 3-D n={n:.0e}", _clustered(np.random.default_rng(5 + n), n, 3),
+                    [(0, 2**32 - 1)] * 3))
     return out
 
 
