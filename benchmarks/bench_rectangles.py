@@ -13,7 +13,7 @@ growth during the build and node/cell count, for
 The last column is each method's RMSE divided by AG's (AG is the target).
 Usage::
 
-    python benchmarks/bench_rectangles.py            # default: a few minutes
+    python benchmarks/bench_rectangles.py            # default: about 10 s (measured 9 s)
     python benchmarks/bench_rectangles.py --quick    # smoke run
     python benchmarks/bench_rectangles.py --full     # adds n = 10^6 synthetic and flights 10^6
     python benchmarks/bench_rectangles.py --only "clustered 3-D" --ours coarse_share=0.5 --reps 6
