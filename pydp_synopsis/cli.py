@@ -633,6 +633,8 @@ def cmd_info(args):
     elif isinstance(obj, RectangleSynopsis):
         print(f"nodes:          {obj.num_nodes:,}")
         print(f"segments/axis:  {', '.join(str(len(p)) for p in obj.partitions)}")
+        if obj.seal_shares is not None:       # released shares (post-processing)
+            print(f"seal shares:    {', '.join(f'{r:.3f}' for r in obj.seal_shares)}")
     return 0
 
 

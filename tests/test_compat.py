@@ -34,6 +34,10 @@ COUNTERS = [k for k in EXPECTED if k.startswith("counter_")]
 #           with level_ratio 7/4 (more to the leaves; issue #15), so the node scales differ.
 #   rect_default_3d  0.2: the adaptive grid on 3 or more axes gives its coarse level
 #           coarse_share 0.6 of the tree's budget (was 0.5; issue #15), so the scales differ.
+#   rect_default_2d, rect_default_3d  0.3: the adaptive grid releases c seal counts
+#           (seal_share 1/32 of the tree's budget, drawn between its two levels; issue
+#           #15), so the levels' scales and draws differ.  With seal_share=0 the build
+#           is release 0.2's exactly: rect_default_*_seal0 pin that.
 CHANGED = json.loads((HERE / "seeded-0.2.json").read_text())
 GOLDEN = {**EXPECTED["golden_seeded"], **CHANGED}
 
@@ -70,9 +74,11 @@ def _interval(kind):
 
 def _rectangle(kind):
     p = np.random.default_rng(12).integers(-10**6, 10**6, (3000, 3))
-    c = 3 if kind.endswith("3d") else 2
+    c = 3 if "_3d" in kind else 2
     extra = {"rect_multitree_2d": {"structure": "multitree"},
              "rect_dnrr_2d": {"config": "dnrr"}}.get(kind, {})
+    if kind.endswith("_seal0"):
+        extra["seal_share"] = 0
     syn = ps.RectangleSynopsis.build(p[:, :c], domain=[(-10**6, 10**6)] * c, epsilon=1.0,
                                      rng=ps.Rng(seed=31337), **extra)
     lo = np.array([[-10**6] * 3, [-5 * 10**5, 0, -10**5], [0, 0, 0]])[:, :c]

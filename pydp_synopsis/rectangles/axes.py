@@ -136,21 +136,87 @@ class Cells:
         Returns a fresh iterator of ``(segments, weights)`` chunks.
     """
 
-    __slots__ = ("_chunks", "single")
+    __slots__ = ("_chunks", "single", "_seals")
 
-    def __init__(self, chunks, single=None):
+    def __init__(self, chunks, single=None, seals=None):
         self._chunks = chunks
         #: the one chunk of an in-memory build, else None
         self.single = single
+        self._seals = seals
 
     @classmethod
-    def of(cls, segments, weights=None):
-        """The cells of points held in memory: one chunk."""
+    def of(cls, segments, weights=None, seals=None):
+        """The cells of points held in memory: one chunk (``seals``: their
+        :meth:`seal_counts`, if known)."""
         one = (segments, weights)
-        return cls(lambda: iter([one]), single=one)
+        return cls(lambda: iter([one]), single=one,
+                   seals=None if seals is None else (lambda: seals.copy()))
+
+    @classmethod
+    def sealed(cls, refined, ends):
+        """Cells read over the *refined* partitions (:func:`refine_ends`), mapped back to
+        the released segments ``ends``; every complete pass also counts, per axis, the
+        points on a segment's end (:meth:`seal_counts`).  No extra pass over the data."""
+        maps = [refine_ends(e)[1:] for e in ends]
+        done = []
+
+        def chunks():
+            acc = np.zeros(len(maps), dtype=np.int64)
+            for seg, weights in refined:
+                seg = np.asarray(seg)
+                out = np.empty_like(seg)
+                for a, (orig, seal) in enumerate(maps):
+                    col = seg[:, a]
+                    out[:, a] = orig[col]
+                    hit = seal[col]
+                    acc[a] += int(np.count_nonzero(hit)) if weights is None else \
+                        int(np.asarray(weights)[hit].sum())
+                yield out, weights
+            done[:] = [acc]
+
+        def seals():
+            if not done:
+                raise RuntimeError("seal counts are known after a complete pass over the cells")
+            return done[0].copy()
+
+        return cls(chunks, seals=seals)
+
+    def seal_counts(self):
+        """Per axis, the number of points whose coordinate is a segment's end (int64,
+        true counts: only the adaptive grid reads them, and adds noise)."""
+        if self._seals is None:
+            raise RuntimeError("these cells carry no seal counts")
+        return self._seals()
 
     def __iter__(self):
         return iter(self._chunks())
+
+
+def refine_ends(ends):
+    """Every segment of width >= 2 split into its span less its end, and its end.
+
+    Returns
+    -------
+    refined : numpy.ndarray of uint64
+        The refined partition's segment ends (at most ``2 m``).
+    orig : numpy.ndarray of uint32
+        Per refined segment, the released segment holding it.
+    seal : numpy.ndarray of bool
+        Per refined segment, whether it is a released segment's end.
+
+    Raises
+    ------
+    ParameterError
+        The refined partition has more than ``2**32 - 1`` segments.
+    """
+    ends = np.asarray(ends, dtype=np.uint64)
+    starts = np.concatenate((np.zeros(1, dtype=np.uint64), ends[:-1] + np.uint64(1)))
+    refined = np.sort(np.concatenate((ends, ends[ends > starts] - np.uint64(1))))
+    if refined.size > np.iinfo(np.uint32).max:
+        raise ParameterError("the seal counts need at most 2**32 - 1 refined segments per "
+                             "axis; pass seal_share=0 or a smaller epsilon")
+    orig = np.searchsorted(ends, refined, side="left").astype(np.uint32)
+    return refined, orig, refined == ends[orig]
 
 
 class Corners(NamedTuple):
@@ -302,6 +368,15 @@ class Axes:
             parts.append(part)
             n_hat = max(n_hat, float(len(part)) * part.threshold)
         return cls(parts, beta), n_hat
+
+    def seal_counts(self, offsets, segments, weights=None):
+        """Per axis, how many of the points lie on their segment's end (int64, true
+        counts: the adaptive grid adds the noise).  O(n c)."""
+        out = np.zeros(self.dims, dtype=np.int64)
+        for a, ends in enumerate(self.ends):
+            hit = ends[segments[:, a]] == offsets[:, a]
+            out[a] = np.count_nonzero(hit) if weights is None else int(weights[hit].sum())
+        return out
 
     # ------------------------------------------------------------------ reading
     @property

@@ -13,7 +13,26 @@ partitions.  Privacy (pure epsilon-DP by sequential composition):
   segments, its shape chosen from that cell's *released* noisy count
   (post-processing of level 1, so public), again a partition of the domain:
   scale ``1 / epsilon_fine``, ``epsilon_fine = epsilon_tree -
-  epsilon_coarse``.
+  epsilon_seal - epsilon_coarse``;
+* the seal counts (``seal_share > 0``, drawn between the two levels): per
+  axis a, ``S_a``, the number of points whose coordinate is the end of its
+  released partition segment.  Given the partitions (released first), one
+  point changes each ``S_a`` by at most 1, so the vector has L1 sensitivity
+  ``c``: discrete Laplace of scale ``c / epsilon_seal`` on each,
+  ``epsilon_seal = seal_share * epsilon_tree`` (``coarse_share`` splits the
+  rest).
+
+Why seal counts.  Fig. 1 of DNRR seals a segment at the position whose items
+lift its noisy count over the threshold, so a heavy value always *ends* its
+segment (Theorem 2.1's proof).  Spread uniformly, the segment's estimate
+puts ``1/span`` of that value's mass at its end; a box whose edge lies on
+it loses almost all of it (flight distances: every value is heavy).  The
+estimator therefore models each segment as ``rho_a`` of its estimate on its
+end and ``1 - rho_a`` spread over its span, with ``rho_a = clip(S_a / N, 0,
+0.95)`` and ``N`` the released total (post-processing).  A cut segment's
+weight stays strictly between 0 and 1 and a whole one's is 1, so every bias
+and noise bound below holds as before.  With ``seal_share = 0`` every
+``rho_a`` is 0: release 0.2's uniform spread.
 
 A fine grid is DNRR's successor structure restricted to the nodes a noisy
 count marks as dense (Remark 3.4's pruning read the other way).  Sizes are
@@ -26,8 +45,11 @@ README.md, section "Rectangle synopsis".
 References
 ----------
 .. [DNRR] Dwork, Naor, Reingold, Rothblum, "Pure Differential Privacy for
-   Rectangle Queries via Private Partitions", ASIACRYPT 2015, section 3.3,
+   Rectangle Queries via Private Partitions", ASIACRYPT 2015, section 2
+   (Fig. 1, Theorem 2.1's proof: where a segment seals), section 3.3,
    Remark 3.4.
+.. [DMNS] Dwork, McSherry, Nissim, Smith, "Calibrating Noise to Sensitivity
+   in Private Data Analysis", TCC 2006 (the seal counts' L1 sensitivity c).
 .. [AG] Qardaji, Yang, Li, "Differentially Private Grids for Geospatial
    Data", ICDE 2013, section IV (adaptive grids, constrained inference).
 """
@@ -79,6 +101,20 @@ def _fine_shape(v, width, eps_fine, dims):
     m2 = np.ceil((dense * float(eps_fine) / _KAPPA_FINE) ** (2.0 / (dims + 2)))
     m2 = np.minimum(m2, np.floor((_FINE_PER_COUNT * dense + 1.0) ** (1.0 / dims) * (1 + 1e-12)))
     return np.minimum(np.maximum(m2, 1).astype(np.int64)[:, None], width)
+
+
+#: The largest seal share used: a cut segment keeps a part of its span's weight, so
+#: a partial segment's weight stays strictly between 0 and 1 (what the bias bounds read).
+_MAX_SEAL_SHARE = 0.95
+
+
+def _seal_shares(seal_counts, total, dims):
+    """Per axis ``rho_a = clip(S_a / N, 0, 0.95)`` from the released seal counts
+    ``S_a`` and the released total ``N`` (the sum of the consistent estimates):
+    post-processing.  Zeros without seal counts (release 0.2's uniform spread)."""
+    if seal_counts is None or total <= 0:
+        return (0.0,) * dims
+    return tuple(min(max(float(s) / total, 0.0), _MAX_SEAL_SHARE) for s in seal_counts)
 
 
 #: Layouts of at least this many fine cells compute their axes in threads.
@@ -149,6 +185,10 @@ class AdaptiveGrid:
         The released noisy counts, one per coarse / fine cell.
     epsilon_coarse, epsilon_fine : Fraction
     coarse_share : float
+    seal_counts : numpy.ndarray of int64, optional
+        The c released seal counts (None: none, every segment spread uniformly).
+    epsilon_seal : Fraction
+        Their privacy loss (0 without them).
 
     Notes
     -----
@@ -157,14 +197,16 @@ class AdaptiveGrid:
     ``v' = lam v + (1 - lam) S`` of its count ``v`` and the sum ``S`` of its
     fine counts, ``lam = M b2^2 / (b1^2 + M b2^2)``, then every fine count
     moves by ``(v' - S) / M`` so the levels agree.  A fine cell's estimate is
-    spread uniformly over its partition cells, each partition cell uniformly
-    over its span.  Queries read inclusive prefix sums of the coarse cells'
+    spread uniformly over its partition cells; on axis a a partition segment
+    holds ``seal_shares[a]`` of its part on its end and the rest uniformly
+    over its span (module doc).  Queries read inclusive prefix sums of the coarse cells'
     totals and, per coarse cell, of its own fine grid.  O(cells).
     """
 
     __slots__ = ("axes", "layout", "coarse_counts", "fine_counts", "epsilon_coarse",
-                 "epsilon_fine", "coarse_share", "scales", "estimates", "_lam", "_coarse_prefix",
-                 "_fine_prefix", "_noise_prefix")
+                 "epsilon_fine", "coarse_share", "seal_counts", "epsilon_seal", "seal_shares",
+                 "scales", "estimates", "_lam", "_coarse_prefix", "_fine_prefix",
+                 "_noise_prefix")
 
     structure = "adaptive"
     #: Partial partition segments count by the fraction of their span inside a query.
@@ -173,8 +215,9 @@ class AdaptiveGrid:
     sensitivity = (1, 1)
 
     def __init__(self, axes, layout, coarse_counts, fine_counts, epsilon_coarse, epsilon_fine,
-                 coarse_share):
+                 coarse_share, seal_counts=None, epsilon_seal=Fraction(0)):
         self.axes, self.layout = axes, layout
+        self.seal_counts, self.epsilon_seal = seal_counts, epsilon_seal
         self.coarse_counts, self.fine_counts = coarse_counts, fine_counts
         self.epsilon_coarse, self.epsilon_fine = epsilon_coarse, epsilon_fine
         self.coarse_share = coarse_share
@@ -193,19 +236,36 @@ class AdaptiveGrid:
             np.cumsum(coarse, axis=a, out=coarse)
         self._coarse_prefix = np.ascontiguousarray(coarse.ravel())
         self._noise_prefix = None
+        self.seal_shares = _seal_shares(seal_counts, float(self.estimates.sum()), axes.dims)
 
     # ------------------------------------------------------------------ build
     @staticmethod
     def split_budget(eps_tree, options, dims):
-        """``(epsilon_coarse, epsilon_fine)``, checked before any noise is drawn."""
-        return split_epsilon(eps_tree, options.coarse_share,
-                             ("epsilon_tree * coarse_share", "epsilon_tree * (1 - coarse_share)"))
+        """``(epsilon_coarse, epsilon_fine, epsilon_seal)``, checked before any noise is drawn.
+
+        ``epsilon_seal = seal_share * epsilon_tree`` (0 without seal counts);
+        the rest is split by ``coarse_share``.  The three never sum above
+        ``epsilon_tree`` (each part rounded down).
+        """
+        if options.seal_share:
+            eps_seal, rest = split_epsilon(eps_tree, options.seal_share,
+                                           ("epsilon_tree * seal_share",
+                                            "epsilon_tree * (1 - seal_share)"))
+            exact_scale(Fraction(dims) / eps_seal, "c / (epsilon_tree * seal_share)")
+        else:
+            eps_seal, rest = Fraction(0), eps_tree
+        coarse, fine = split_epsilon(rest, options.coarse_share,
+                                     ("epsilon_tree * coarse_share",
+                                      "epsilon_tree * (1 - coarse_share)"))
+        return coarse, fine, eps_seal
 
     @staticmethod
     def check_noise(eps_tree, split):
         """Refuse, before any charge, budgets whose noise scales the sampler cannot
-        take (the grid's scales ``1/epsilon_coarse``, ``1/epsilon_fine`` are public)."""
-        for part, name in zip(split, ("epsilon_tree * coarse_share", "epsilon_tree * (1 - coarse_share)")):
+        take (the grid's scales ``1/epsilon_coarse``, ``1/epsilon_fine`` are public;
+        the seal counts' scale is checked by :meth:`split_budget`)."""
+        for part, name in zip(split[:2], ("epsilon_tree * coarse_share",
+                                          "epsilon_tree * (1 - coarse_share)")):
             exact_scale(1 / part, f"1 / ({name})")
 
     @classmethod
@@ -223,7 +283,7 @@ class AdaptiveGrid:
         O(chunk + cells).
         """
         c, sizes = axes.dims, axes.sizes
-        eps_coarse, eps_fine = split
+        eps_coarse, eps_fine, eps_seal = split
         # level-1 runs per axis: AG's rule m1 ~ sqrt(N eps / 10) / 4 in 2-D, applied to
         # n_hat and measured for c = 3; at most about n_hat coarse cells (binds only for
         # eps_tree > 160 in 2-D, > 10 otherwise): memory stays O(n) for any epsilon
@@ -232,9 +292,13 @@ class AdaptiveGrid:
         merge = tuple(max(1, math.ceil(m / max(t1, 1.0))) for m in sizes)
         shape, width = coarse_geometry(sizes, merge)
         v = _noisy_histogram(cells, sizes, merge, width.shape[0], eps_coarse, rng)
+        seals = None
+        if eps_seal:      # counted by the pass above; noise drawn between the two levels
+            seals = cells.seal_counts() + discrete_laplace(Fraction(c) / eps_seal, c, rng=rng)
         layout = Layout(merge, shape, width, _fine_shape(v, width, eps_fine, c))
         u = _noisy_histogram(cells, sizes, merge, layout.owner.size, eps_fine, rng, layout)
-        return cls(axes, layout, v, u, eps_coarse, eps_fine, float(options.coarse_share))
+        return cls(axes, layout, v, u, eps_coarse, eps_fine, float(options.coarse_share),
+                   seals, eps_seal)
 
     # ---------------------------------------------------------------- reading
     @property
@@ -289,6 +353,11 @@ class AdaptiveGrid:
             fk = np.where(same, (hi_a - lo_a).astype(np.float64) + 1.0,
                           (ends[co.k] - lo_a).astype(np.float64) + 1.0) / co.k_span
             fr = np.where(same, 0.0, ((hi_a - co.r_first).astype(np.float64) + 1.0) / co.r_span)
+            rho = self.seal_shares[a]
+            if rho:     # the seal model: rho of a segment at its end, the rest spread evenly
+                ek = ends[co.k]
+                fk = rho * ((hi_a >= ek) | ~same) + (1.0 - rho) * fk
+                fr = np.where(same, 0.0, rho * (hi_a == ends[co.r]) + (1.0 - rho) * fr)
             ks[:, a], rs[:, a] = co.k, co.r
             fks[:, a], frs[:, a] = np.minimum(fk, 1.0), np.minimum(fr, 1.0)
         return ks, rs, fks, frs
@@ -442,8 +511,12 @@ class AdaptiveGrid:
                 "epsilon_fine": list(self.epsilon_fine.as_integer_ratio()),
                 "coarse_share": self.coarse_share,
                 "merge": list(self.merge)}
-        return meta, {"coarse": self.coarse_counts, "fine": self.fine_counts,
-                      "fine_shape": self.layout.fine_shape}
+        arrays = {"coarse": self.coarse_counts, "fine": self.fine_counts,
+                  "fine_shape": self.layout.fine_shape}
+        if self.seal_counts is not None:
+            meta["epsilon_seal"] = list(self.epsilon_seal.as_integer_ratio())
+            arrays["seals"] = np.ascontiguousarray(self.seal_counts, dtype=np.int64)
+        return meta, arrays
 
     @classmethod
     def from_record(cls, meta, arrays, axes):
@@ -477,7 +550,17 @@ class AdaptiveGrid:
         alpha = meta["coarse_share"]
         if type(alpha) not in (int, float) or not 0 < alpha < 1:
             raise FormatError("rectangle synopsis record has an invalid coarse_share")
-        return cls(axes, Layout(merge, shape, width, m2), v, u, eps1, eps2, float(alpha))
+        seals, eps_seal = None, Fraction(0)
+        if ("epsilon_seal" in meta) != ("seals" in arrays):
+            raise FormatError("rectangle synopsis record: seal counts without their epsilon "
+                              "or the reverse")
+        if "seals" in arrays:
+            eps_seal = Fraction(*meta["epsilon_seal"])
+            seals = np.ascontiguousarray(arrays["seals"], dtype=np.int64)
+            if eps_seal <= 0 or seals.shape != (c,):
+                raise FormatError("rectangle synopsis record has invalid seal counts")
+        return cls(axes, Layout(merge, shape, width, m2), v, u, eps1, eps2, float(alpha),
+                   seals, eps_seal)
 
 
 def _noisy_histogram(cells, sizes, merge, size, epsilon, rng, layout=None):

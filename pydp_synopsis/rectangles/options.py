@@ -71,7 +71,7 @@ ESTIMATORS = ("cover", "uniform")
 #: Keywords only the multi-tree has: giving one selects it under ``structure="auto"``.
 MULTITREE_KEYWORDS = ("fanout", "estimator", "final_share", "prune", "threshold", "merge")
 #: Keywords only the adaptive grid has.
-GRID_KEYWORDS = ("coarse_share",)
+GRID_KEYWORDS = ("coarse_share", "seal_share")
 #: Keywords both structures accept (``max_nodes`` caps the multi-tree only).
 SHARED_KEYWORDS = ("partition_share", "threshold_factor", "max_nodes")
 #: Keywords for which ``None`` is a value, not "use the profile's".
@@ -193,18 +193,32 @@ class MultiTreeOptions(PartitionOptions):
 class GridOptions(PartitionOptions):
     """Tuning of the adaptive two-level grid (Qardaji-Yang-Li's AG on partition cells).
 
-    ``coarse_share`` is the keyword of ``RectangleSynopsis.build`` (documented
-    there), beyond :class:`PartitionOptions`'.
+    ``coarse_share`` and ``seal_share`` are the keywords of
+    ``RectangleSynopsis.build`` (documented there), beyond
+    :class:`PartitionOptions`'.
     """
 
     coarse_share: object
+    seal_share: object
 
     structure = "adaptive"
 
     def checked(self, dims):
         """A copy with the shares as exact Fractions and the factor a float."""
         coarse_share = check_share(self.coarse_share, "coarse_share")
-        return dataclasses.replace(self, coarse_share=coarse_share, **self._checked_partition())
+        return dataclasses.replace(self, coarse_share=coarse_share,
+                                   seal_share=_check_seal_share(self.seal_share),
+                                   **self._checked_partition())
+
+
+def _check_seal_share(value):
+    """0 (no seal counts: release 0.2's uniform spread) or a share in (0, 1/2]."""
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and value == 0:
+        return Fraction(0)
+    share = check_share(value, "seal_share")
+    if share > Fraction(1, 2):
+        raise ParameterError(f"seal_share must be 0 or in (0, 0.5], got {value!r}")
+    return share
 
 
 #: The multi-tree's measured defaults (README, "Rectangle synopsis").
@@ -217,9 +231,11 @@ DNRR = MultiTreeOptions(
     partition_share=0.5, threshold_factor=3.0, fanout=2, estimator="cover",
     final_share=None, prune="dnrr", threshold=None, merge=1, max_nodes=50_000_000)
 #: The adaptive grid on two axes (README, "Adaptive defaults and why").
-ADAPTIVE_2D = GridOptions(partition_share=0.25, threshold_factor=0.7, coarse_share=0.4)
+ADAPTIVE_2D = GridOptions(partition_share=0.25, threshold_factor=0.7, coarse_share=0.4,
+                          seal_share=Fraction(1, 32))
 #: The adaptive grid on three or more axes.
-ADAPTIVE = GridOptions(partition_share=0.25, threshold_factor=1.0, coarse_share=0.6)
+ADAPTIVE = GridOptions(partition_share=0.25, threshold_factor=1.0, coarse_share=0.6,
+                       seal_share=Fraction(1, 32))
 
 
 def resolve(config, structure, dims, tuning):
@@ -268,8 +284,9 @@ def resolve(config, structure, dims, tuning):
                else f"the multi-tree option {tree_keywords[0]}")
         raise ParameterError(f"structure='adaptive' cannot be combined with {why}")
     if structure == "multitree":
-        if "coarse_share" in given:
-            raise ParameterError("coarse_share is an option of structure='adaptive' only")
+        for name in GRID_KEYWORDS:
+            if name in given:
+                raise ParameterError(f"{name} is an option of structure='adaptive' only")
         profile = DNRR if config == "dnrr" else DEFAULT_MULTITREE
         return dataclasses.replace(profile, **given).checked(dims)
     max_nodes = given.pop("max_nodes", None)

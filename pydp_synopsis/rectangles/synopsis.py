@@ -25,7 +25,8 @@ from ..partition import fig1_threshold
 from ..rng import resolve_rng
 from ..shards import check_shards
 from . import options
-from .axes import Axes, Cells, as_int_array, check_corners, check_domains, check_points
+from .axes import (Axes, Cells, as_int_array, check_corners, check_domains, check_points,
+                   refine_ends)
 from .grid import AdaptiveGrid
 from .multitree import MAX_POINTS, MultiTree
 from ..units import Column, columns_from_record, columns_to_record, convert_corners, prepare_build
@@ -34,6 +35,9 @@ __all__ = ["RectangleSynopsis", "ErrorTerms"]
 
 _KIND = "rectangle-synopsis"
 _FORMAT = 1
+#: An adaptive grid with seal counts (release 0.3): readers of format 1 refuse it
+#: rather than answer without the seal model.
+_FORMAT_SEALS = 2
 _CONFIGS = ("default", "dnrr")
 _STRUCTURES = ("auto", "adaptive", "multitree")
 _MECHANISMS = {"multitree": MultiTree, "adaptive": AdaptiveGrid}
@@ -112,6 +116,12 @@ class RectangleSynopsis:
         Multi-tree only (None for the grid); see :meth:`build`.
     coarse_share : float
         Grid only (None for the multi-tree).
+    epsilon_seal : Fraction
+        Privacy loss of the grid's c seal counts (0 without them, and for the
+        multi-tree); :attr:`epsilon` includes it.
+    seal_shares : tuple of float
+        Grid: per axis, the share of a cut partition segment's estimate put on
+        its end (zeros without seal counts; None for the multi-tree).
 
     References
     ----------
@@ -215,7 +225,17 @@ class RectangleSynopsis:
             Partition threshold ``factor (ln D + ln(1/beta)) / epsilon_axis``
             (3: DNRR's Fig. 1).
         coarse_share : float in (0, 1)
-            Adaptive grid: share of ``epsilon_tree`` for the coarse level.
+            Adaptive grid: share of ``epsilon_tree`` for the coarse level
+            (after the seal counts' share).
+        seal_share : 0 or float in (0, 0.5]
+            Adaptive grid: share of ``epsilon_tree`` for the c seal counts
+            (default 1/32): per axis, how many points lie on a partition
+            segment's end, with discrete Laplace noise of scale ``c /
+            epsilon_seal``.  A cut segment then counts its end with weight
+            ``rho_a`` (the released share of axis a's points on segment
+            ends, at most 0.95) and its span uniformly with ``1 - rho_a``;
+            0 spreads every segment uniformly (release 0.2).  See
+            :attr:`seal_shares`.
         fanout : int or sequence of c ints
             Multi-tree: fanout per axis, in ``[2, 2**24]``.
         estimator : {"uniform", "cover"}
@@ -326,13 +346,19 @@ class RectangleSynopsis:
                 charge(budget, c * eps_axis + eps_tree, what, dlt)
                 axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
                                                   opts.threshold_factor, rng, n_shards)
-                built = mechanism.build(axes, prepared.cells(axes.ends), n_hat, eps_tree, split,
-                                        opts, rng, **extra)
+                if getattr(opts, "seal_share", 0):      # cells over the refined partitions
+                    cells = Cells.sealed(prepared.cells(tuple(refine_ends(e)[0]
+                                                              for e in axes.ends)), axes.ends)
+                else:
+                    cells = prepared.cells(axes.ends)
+                built = mechanism.build(axes, cells, n_hat, eps_tree, split, opts, rng, **extra)
             return cls._from_parts(axes, built, config)._described(described)
         charge(budget, c * eps_axis + eps_tree, what, dlt)
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
                                          opts.threshold_factor, rng, counts=weights)
-        return cls._from_parts(axes, mechanism.build(axes, Cells.of(segs, weights), n_hat,
+        seals = (axes.seal_counts(offsets, segs, weights) if getattr(opts, "seal_share", 0)
+                 else None)
+        return cls._from_parts(axes, mechanism.build(axes, Cells.of(segs, weights, seals), n_hat,
                                                      eps_tree, split, opts, rng, **extra),
                                config)._described(described)
 
@@ -427,9 +453,32 @@ class RectangleSynopsis:
         return self._mechanism.epsilon_levels[1]
 
     @property
+    def epsilon_seal(self):
+        """Privacy loss of the seal counts (adaptive grid; 0 without them and for the
+        multi-tree)."""
+        return getattr(self._mechanism, "epsilon_seal", Fraction(0))
+
+    @property
+    def seal_shares(self):
+        """Per axis, the share ``rho_a`` of a cut partition segment's estimate put on its
+        end (adaptive grid; zeros without seal counts, None for the multi-tree).
+
+        DNRR's Fig. 1 seals a segment at the position whose items lift its noisy
+        count over the threshold, so a heavy value always ends a segment
+        (Theorem 2.1's proof).  ``rho_a`` is the released count of points lying
+        on axis a's segment ends over the released total, clipped to ``[0,
+        0.95]``: post-processing.  Weights stay in ``[0, 1]`` and a cut segment's
+        weight strictly between, so :meth:`error_bound` and the per-query bias
+        bounds hold unchanged.
+        """
+        return getattr(self._mechanism, "seal_shares", None)
+
+    @property
     def epsilon(self):
-        """Total privacy loss: partitions plus both levels (at most the epsilon asked)."""
-        return self.epsilon_partition + self.epsilon_intermediate + self.epsilon_final
+        """Total privacy loss: partitions, both levels and the seal counts (at most the
+        epsilon asked)."""
+        return (self.epsilon_partition + self.epsilon_intermediate + self.epsilon_final
+                + self.epsilon_seal)
 
     @property
     def delta(self):
@@ -765,7 +814,8 @@ class RectangleSynopsis:
         """``(kind, meta, arrays, mode)`` for :mod:`pydp_synopsis.persist`."""
         axes_meta, arrays = self._axes.record()
         meta, structure_arrays = self._mechanism.record()
-        meta.update(axes_meta, format=_FORMAT, beta=self.beta, config=self.config,
+        meta.update(axes_meta, format=_FORMAT_SEALS if "seals" in structure_arrays else _FORMAT,
+                    beta=self.beta, config=self.config,
                     threshold_factor=self.threshold_factor,
                     delta=list(self.delta.as_integer_ratio()),
                     pure_epsilon=list(self.pure_epsilon.as_integer_ratio()))
@@ -778,8 +828,10 @@ class RectangleSynopsis:
     def _from_record(cls, meta, arrays):
         """Rebuild a saved synopsis from its released numbers (no data, no code)."""
         try:
-            if meta.get("format") != _FORMAT:
+            if meta.get("format") not in (_FORMAT, _FORMAT_SEALS):
                 raise FormatError(f"unknown rectangle-synopsis format {meta.get('format')!r}")
+            if (meta["format"] == _FORMAT_SEALS) != ("seals" in arrays):
+                raise FormatError("rectangle synopsis record: seal counts do not match its format")
             beta, config = float(meta["beta"]), meta["config"]
             if not 0 < beta < 1 or config not in _CONFIGS:
                 raise FormatError("rectangle synopsis record has an invalid beta or config")

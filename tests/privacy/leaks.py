@@ -50,6 +50,7 @@ META_KEYS = {
                            "epsilon_axis", "structure",
                            # adaptive grid
                            "epsilon_coarse", "epsilon_fine", "coarse_share", "merge",
+                           "epsilon_seal",
                            # multi-tree
                            "epsilon_intermediate", "epsilon_final", "scales", "thresholds",
                            "fanout", "estimator", "final_share", "prune",
@@ -71,7 +72,7 @@ META_KEYS = {
 ARRAY_KEYS = {
     "interval-synopsis": {"end_offsets", "released"},
     "rectangle-synopsis": {f"ends_{a}" for a in range(8)} | {"coarse", "fine", "fine_shape",
-                                                              "count", "child", "succ"},
+                                                              "seals", "count", "child", "succ"},
     "binary-tree-counter": {"digits", "slots", "pool"},
     "kary-tree-counter": {"digits", "slots", "pool"},
     "sparse-stream-counter": {"digits", "slots", "ends", "pool"},

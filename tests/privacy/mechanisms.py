@@ -337,7 +337,9 @@ def _level_sums(syn):
     """Sums of the released counts of the two levels (coarse/fine cells; first/last axis)."""
     if syn.structure == "adaptive":
         coarse, fine = syn.grid_cells()
-        return [coarse["count"].sum(), fine["count"].sum()]
+        seals = syn._mechanism.seal_counts
+        return [coarse["count"].sum(), fine["count"].sum()] + (
+            [] if seals is None else seals.tolist())
     nodes = syn.tree_nodes()
     first, last = nodes["axis"] == 0, nodes["axis"] == syn.dims - 1
     return [nodes["count"][first].sum(), nodes["count"][last & (nodes["level"] == 0)].sum()]
@@ -351,7 +353,9 @@ def _rect_features(syn, params):
 
 _SQ = [(0, 7), (0, 7)]
 for name, extra, tight in (
-        # a tiny coarse share: the fine cell carries 0.99 of epsilon_tree
+        # a tiny coarse share: the fine cell carries 0.99 of what the seal counts leave
+        # (the default 1/32 of epsilon_tree; [3, 3] is no seal, [7, 7] below is one on
+        # both axes)
         ("adaptive", {"coarse_share": 0.01}, ([], [[3, 3]])),
         ("multitree", {"structure": "multitree"}, ([], [[3, 3]])),
         # DNRR prunes below ln(N/beta) scales: a heavy cell survives on both sides
@@ -369,6 +373,11 @@ for name, extra, tight in (
         params=base,
         pairs=(
             Pair("tight: one noisy cell", *tight, {CI, TIGHT}),
+            # the default seal counts' scale (2 / (epsilon_tree / 32)) makes identical
+            # releases rare: the leak check gives all four counts a scale near 1.6
+            *((Pair("leaks: four counts at scale 1.6", *tight, {"leaks"},
+                    params={"seal_share": 0.5, "coarse_share": 0.5}),)
+              if name == "adaptive" else ()),
             Pair("empty vs one point", [], [[3, 3]], params={"coarse_share": 0.4}
                  if name == "adaptive" else {}),
             Pair("corner: domain start", [], [[0, 0]]),

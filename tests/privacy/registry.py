@@ -33,7 +33,8 @@ class Pair:
         tier); ``"tight"``: a known tight pair -- the audit must show a privacy
         loss of at least ``TIGHT_FRACTION * epsilon``, so the test cannot go
         blind; ``"mutants"``: the pair the mutant detectors use (default: the
-        first tight pair).
+        first tight pair); ``"leaks"``: the pair the leak check uses (default:
+        the mutant pair).
     params : dict
         Keyword arguments for ``run`` overriding the mechanism's ``params``.
     samples : float
@@ -142,6 +143,12 @@ class Mechanism:
         if not marked:
             raise AssertionError(f"{self.name} registers no tight pair")
         return marked[0]
+
+    def leak_pair(self):
+        """The pair the leak check looks for colliding releases on: the first pair tagged
+        ``"leaks"`` (one whose releases collide often), else :meth:`mutant_pair`."""
+        marked = self.tagged("leaks")
+        return marked[0] if marked else self.mutant_pair()
 
 
 #: name -> Mechanism, in registration order.
