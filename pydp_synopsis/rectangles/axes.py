@@ -155,12 +155,13 @@ class Cells:
     @classmethod
     def sealed(cls, refined, ends):
         """Cells read over the *refined* partitions (:func:`refine_ends`), mapped back to
-        the released segments ``ends``; every complete pass also counts, per axis, the
-        points on a segment's end (:meth:`seal_counts`).  No extra pass over the data."""
+        the released segments ``ends``; the first complete pass also counts, per axis,
+        the points on a segment's end (:meth:`seal_counts`).  No extra pass over the data."""
         maps = [refine_ends(e)[1:] for e in ends]
         done = []
 
         def chunks():
+            count = not done            # the seal counts are read in the first full pass
             acc = np.zeros(len(maps), dtype=np.int64)
             for seg, weights in refined:
                 seg = np.asarray(seg)
@@ -168,11 +169,13 @@ class Cells:
                 for a, (orig, seal) in enumerate(maps):
                     col = seg[:, a]
                     out[:, a] = orig[col]
-                    hit = seal[col]
-                    acc[a] += int(np.count_nonzero(hit)) if weights is None else \
-                        int(np.asarray(weights)[hit].sum())
+                    if count:
+                        hit = seal[col]
+                        acc[a] += int(np.count_nonzero(hit)) if weights is None else \
+                            int(np.asarray(weights)[hit].sum())
                 yield out, weights
-            done[:] = [acc]
+            if count:
+                done[:] = [acc]
 
         def seals():
             if not done:
