@@ -12,10 +12,11 @@ import pydp_synopsis.persist as persist
 from pydp_synopsis._core import check, ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.intervals import IntervalSynopsis
-from pydp_synopsis import Rng
+from pydp_synopsis import Budget, Rng
 from pydp_synopsis.rectangles import RectangleSynopsis as RS
 from pydp_synopsis.rectangles import options
 from stattests import ALPHA, assert_binomial_at_most, assert_dp_ratio
+from test_partition import _dlap_pmf
 
 # numpy's generator only makes test data; every release draws from Rng
 DATA = np.random.default_rng(20240601)
@@ -804,11 +805,6 @@ def test_seal_model_removes_most_of_the_heavy_value_bias():
     assert rmse[Fraction(1, 32)] < 0.4 * rmse[0], rmse      # measured: 152 vs 23
 
 
-def _dlap_probs(scale, k):
-    a = math.exp(-1.0 / float(scale))
-    return (1 - a) / (1 + a) * a ** np.abs(np.arange(-k, k + 1))
-
-
 def test_seal_noise_is_discrete_laplace_of_scale_c_over_epsilon_seal():
     """One value per axis: every point is a seal, so released minus true is the noise
     alone; its law is DLap(c / epsilon_seal) on each axis (chi-square, alpha 1e-6)."""
@@ -821,7 +817,7 @@ def test_seal_noise_is_discrete_laplace_of_scale_c_over_epsilon_seal():
                             for _ in range(3000)])
     scale = 2 / (Fraction(99, 100) / 2)
     k = 40
-    probs = _dlap_probs(scale, k)
+    _, probs = _dlap_pmf(float(scale), k)
     counts = np.bincount(np.clip(noise, -k - 1, k + 1) + k + 1, minlength=2 * k + 3)
     tail = counts[0] + counts[-1]
     assert_gof(np.append(counts[1:-1], tail), probs, alpha=ALPHA)
@@ -847,7 +843,7 @@ def test_seal_counts_privacy_ratio_neighbouring_databases():
 
 @pytest.mark.parametrize("bad", [-0.1, 0.6, 1, 1.5, float("nan"), float("inf")])
 def test_seal_share_out_of_range_is_refused_before_any_charge(bad):
-    budget = ps_budget()
+    budget = Budget(10)
     with pytest.raises(ParameterError, match=r"seal_share must be .*\(0, 0\.5\]|seal_share must be in"):
         RS.build(np.zeros((3, 2), np.int64), domain=[(0, 9)] * 2, epsilon=1, seal_share=bad,
                  budget=budget, rng=Rng(seed=1))
@@ -864,12 +860,6 @@ def test_seal_share_of_the_wrong_type(bad):
     with pytest.raises((TypeError, ParameterError), match="seal_share"):
         RS.build(np.zeros((3, 2), np.int64), domain=[(0, 9)] * 2, epsilon=1, seal_share=bad,
                  rng=Rng(seed=1))
-
-
-def ps_budget():
-    from pydp_synopsis import Budget
-
-    return Budget(10)
 
 
 def test_seal_counts_round_trip_and_format(tmp_path):

@@ -170,9 +170,7 @@ class Cells:
                     col = seg[:, a]
                     out[:, a] = orig[col]
                     if count:
-                        hit = seal[col]
-                        acc[a] += int(np.count_nonzero(hit)) if weights is None else \
-                            int(np.asarray(weights)[hit].sum())
+                        acc[a] += _weighted_hits(seal[col], weights)
                 yield out, weights
             if count:
                 done[:] = [acc]
@@ -193,6 +191,11 @@ class Cells:
 
     def __iter__(self):
         return iter(self._chunks())
+
+
+def _weighted_hits(hit, weights):
+    """How many points the rows marked by ``hit`` stand for (``weights`` None: one each)."""
+    return int(np.count_nonzero(hit)) if weights is None else int(np.asarray(weights)[hit].sum())
 
 
 def refine_ends(ends):
@@ -375,11 +378,8 @@ class Axes:
     def seal_counts(self, offsets, segments, weights=None):
         """Per axis, how many of the points lie on their segment's end (int64, true
         counts: the adaptive grid adds the noise).  O(n c)."""
-        out = np.zeros(self.dims, dtype=np.int64)
-        for a, ends in enumerate(self.ends):
-            hit = ends[segments[:, a]] == offsets[:, a]
-            out[a] = np.count_nonzero(hit) if weights is None else int(weights[hit].sum())
-        return out
+        return np.array([_weighted_hits(ends[segments[:, a]] == offsets[:, a], weights)
+                         for a, ends in enumerate(self.ends)], dtype=np.int64)
 
     # ------------------------------------------------------------------ reading
     @property

@@ -349,13 +349,12 @@ class AdaptiveGrid:
         for a in range(c):
             co = self.axes.corners(a, lo[:, a], hi[:, a])
             lo_a, hi_a, ends = lo[:, a], hi[:, a], self.axes.ends[a]
-            same = co.k == co.r
+            same, ek = co.k == co.r, ends[co.k]
             fk = np.where(same, (hi_a - lo_a).astype(np.float64) + 1.0,
-                          (ends[co.k] - lo_a).astype(np.float64) + 1.0) / co.k_span
+                          (ek - lo_a).astype(np.float64) + 1.0) / co.k_span
             fr = np.where(same, 0.0, ((hi_a - co.r_first).astype(np.float64) + 1.0) / co.r_span)
             rho = self.seal_shares[a]
             if rho:     # the seal model: rho of a segment at its end, the rest spread evenly
-                ek = ends[co.k]
                 fk = rho * ((hi_a >= ek) | ~same) + (1.0 - rho) * fk
                 fr = np.where(same, 0.0, rho * (hi_a == ends[co.r]) + (1.0 - rho) * fr)
             ks[:, a], rs[:, a] = co.k, co.r
