@@ -16,7 +16,7 @@ import bench_accuracy  # noqa: E402
 def test_accuracy_table_on_a_tiny_subsample(capsys, tmp_path):
     cache = tmp_path / "peers.json"
     argv = ["--subsample", "3000", "--reps", "1", "--queries", "60", "--peer-buckets", "1024",
-            "--peers-cache", str(cache)]
+            "--peers-cache", str(cache), "--bias-reps", "2"]
     summary = bench_accuracy.main(argv)
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines()
@@ -31,6 +31,9 @@ def test_accuracy_table_on_a_tiny_subsample(capsys, tmp_path):
         assert all(c != "nan" for c in cells), line
     assert set(summary) == {(d, k) for d in (1, 2, 3) for k in ("data", "small", "uniform")}
     assert "geomean ratio" in out and "heavy-value endpoints" in out
+    # the bias line: its own builds and a finite +-2 SE across them
+    bias = [line for line in out.splitlines() if "|mean error| / RMSE of ours" in line]
+    assert bias and all(", 2 builds)" in b and "+- nan" not in b for b in bias), bias
     assert cache.exists()
     # the second run reads the peers from the cache and gives the same peer columns
     bench_accuracy.main(argv + ["--only", "1d", "--ours", "fanout=8"])
