@@ -635,6 +635,8 @@ def cmd_info(args):
         print(f"segments/axis:  {', '.join(str(len(p)) for p in obj.partitions)}")
         if obj.seal_shares is not None:       # released shares (post-processing)
             print(f"seal shares:    {', '.join(f'{r:.3f}' for r in obj.seal_shares)}")
+        if obj.fine_constant is not None:     # a public rule of released counts
+            print(f"fine constant:  {obj.fine_constant:g}")
     return 0
 
 

@@ -71,7 +71,7 @@ ESTIMATORS = ("cover", "uniform")
 #: Keywords only the multi-tree has: giving one selects it under ``structure="auto"``.
 MULTITREE_KEYWORDS = ("fanout", "estimator", "final_share", "prune", "threshold", "merge")
 #: Keywords only the adaptive grid has.
-GRID_KEYWORDS = ("coarse_share", "seal_share")
+GRID_KEYWORDS = ("coarse_share", "seal_share", "fine_constant")
 #: Keywords both structures accept (``max_nodes`` caps the multi-tree only).
 SHARED_KEYWORDS = ("partition_share", "threshold_factor", "max_nodes")
 #: Keywords for which ``None`` is a value, not "use the profile's".
@@ -193,21 +193,24 @@ class MultiTreeOptions(PartitionOptions):
 class GridOptions(PartitionOptions):
     """Tuning of the adaptive two-level grid (Qardaji-Yang-Li's AG on partition cells).
 
-    ``coarse_share`` and ``seal_share`` are the keywords of
-    ``RectangleSynopsis.build`` (documented there), beyond
+    ``coarse_share``, ``seal_share`` and ``fine_constant`` are the keywords
+    of ``RectangleSynopsis.build`` (documented there), beyond
     :class:`PartitionOptions`'.
     """
 
     coarse_share: object
     seal_share: object
+    fine_constant: object
 
     structure = "adaptive"
 
     def checked(self, dims):
-        """A copy with the shares as exact Fractions and the factor a float."""
+        """A copy with the shares as exact Fractions, the factor and the fine
+        constant floats (or ``"auto"``)."""
         coarse_share = check_share(self.coarse_share, "coarse_share")
         return dataclasses.replace(self, coarse_share=coarse_share,
                                    seal_share=_check_seal_share(self.seal_share),
+                                   fine_constant=_check_fine_constant(self.fine_constant),
                                    **self._checked_partition())
 
 
@@ -221,6 +224,27 @@ def _check_seal_share(value):
     return share
 
 
+#: The range of AG's fine-grid constant (its c2 = 5; smaller: finer fine grids).
+FINE_CONSTANT_RANGE = (0.25, 100.0)
+
+
+def _check_fine_constant(value):
+    """``"auto"`` or a finite real in :data:`FINE_CONSTANT_RANGE`."""
+    if isinstance(value, str):
+        if value == "auto":
+            return value
+        raise TypeError(f"fine_constant must be a real number or 'auto', not {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"fine_constant must be a real number or 'auto', not "
+                        f"{type(value).__name__}")
+    value = float(value)
+    lo, hi = FINE_CONSTANT_RANGE
+    if not lo <= value <= hi:                   # also NaN and the infinities
+        raise ParameterError(f"fine_constant must be 'auto' or in [{lo:g}, {hi:g}], "
+                             f"got {value!r}")
+    return float(value)
+
+
 #: The multi-tree's measured defaults (README, "Rectangle synopsis").
 DEFAULT_MULTITREE = MultiTreeOptions(
     partition_share=0.1, threshold_factor=1.0, fanout=1024, estimator="uniform",
@@ -232,10 +256,10 @@ DNRR = MultiTreeOptions(
     final_share=None, prune="dnrr", threshold=None, merge=1, max_nodes=50_000_000)
 #: The adaptive grid on two axes (README, "Adaptive defaults and why").
 ADAPTIVE_2D = GridOptions(partition_share=0.25, threshold_factor=0.7, coarse_share=0.4,
-                          seal_share=Fraction(1, 32))
-#: The adaptive grid on three or more axes.
+                          seal_share=Fraction(1, 32), fine_constant="auto")
+#: The adaptive grid on three or more axes (AG's fine constant: finer grids measured worse).
 ADAPTIVE = GridOptions(partition_share=0.25, threshold_factor=1.0, coarse_share=0.6,
-                       seal_share=Fraction(1, 32))
+                       seal_share=Fraction(1, 32), fine_constant=5.0)
 
 
 def resolve(config, structure, dims, tuning):

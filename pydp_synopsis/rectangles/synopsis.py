@@ -116,6 +116,9 @@ class RectangleSynopsis:
         Multi-tree only (None for the grid); see :meth:`build`.
     coarse_share : float
         Grid only (None for the multi-tree).
+    fine_constant : float
+        Grid: the fine grids' constant this build used (None for the
+        multi-tree and for files written before it was recorded).
     epsilon_seal : Fraction
         Privacy loss of the grid's c seal counts (0 without them, and for the
         multi-tree); :attr:`epsilon` includes it.
@@ -236,6 +239,14 @@ class RectangleSynopsis:
             ends, at most 0.95) and its span uniformly with ``1 - rho_a``;
             0 spreads every segment uniformly (release 0.2).  See
             :attr:`seal_shares`.
+        fine_constant : "auto" or float in [0.25, 100]
+            Adaptive grid: the constant ``kappa_2`` of the fine grids' size,
+            ``ceil((v epsilon_fine / kappa_2)^(2/(c+2)))`` runs per axis in a
+            coarse cell of noisy count ``v`` (AG's is 5; smaller: finer).
+            "auto" (the 2-D default): 5, or down to 2 when the released seal
+            counts say that 20-50% or more of the points lie on segment ends
+            on some axis (heavy values: the mass sits on lines).  5 for
+            ``c >= 3``.  See :attr:`fine_constant`.
         fanout : int or sequence of c ints
             Multi-tree: fanout per axis, in ``[2, 2**24]``.
         estimator : {"uniform", "cover"}
@@ -548,6 +559,9 @@ class RectangleSynopsis:
         MultiTree, "unpruned_nodes", "Nodes of the unpruned multi-tree, the N of prune='dnrr'.")
     coarse_share = _structure_attribute(
         AdaptiveGrid, "coarse_share", "Share of epsilon_tree of the coarse cells (adaptive grid).")
+    fine_constant = _structure_attribute(
+        AdaptiveGrid, "fine_constant", "The fine grids' constant kappa_2 this build used "
+        "(adaptive grid; AG's is 5; None for files of release 0.2).")
 
     def tree_nodes(self):
         """The multi-tree's released nodes, one row per node in preorder.

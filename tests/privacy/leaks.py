@@ -51,6 +51,8 @@ META_KEYS = {
                            # adaptive grid
                            "epsilon_coarse", "epsilon_fine", "coarse_share", "merge",
                            "epsilon_seal",
+                           # a function of released counts (seal and coarse counts)
+                           "fine_constant",
                            # multi-tree
                            "epsilon_intermediate", "epsilon_final", "scales", "thresholds",
                            "fanout", "estimator", "final_share", "prune",
