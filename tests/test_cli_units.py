@@ -55,6 +55,8 @@ def test_scale_is_recorded_and_queries_need_not_repeat_it(places, tmp_path):
     info = run("info", out).stdout
     assert "column latitude:" in info and "-90.00000 .. 90.00000" in info
     assert "seal shares:" in info          # the adaptive grid's released shares
+    assert f"fine constant:  {syn.fine_constant:g}\n" in info      # ZIP codes: AG's 5
+    assert syn.fine_constant == 5.0
     queries = tmp_path / "q.csv"
     queries.write_text("lo_0,lo_1,hi_0,hi_1\n40,-75,41,-73\n30.5,-100,35.25,-90\n")
     proc = run("query", out, "--queries", queries)

@@ -96,8 +96,11 @@ def _coarse_index(seg, merge, shape):
 #: ``fine_constant="auto"``: AG's 5, lowered to 2 when both (a) on some axis at least
 #: 50% of the points lie on their segment's end (ramp from 20%) and (b) the top 10% of
 #: the coarse cells hold at most 35% of the released mass (ramp to 50%).  Measured on
-#: eight real 2-D data sets (README, "Rectangle synopsis").
+#: the real 2-D data sets here (README, "Rectangle synopsis").
 _AUTO_FINE = (_KAPPA_FINE, 2.0)
+#: The seal counts enter less this many noise scales (a one-sided discrete Laplace tail
+#: of about e^-6 / 2 = 0.12% per axis), so noise alone rarely moves the rule on small data.
+_AUTO_SEAL_MARGIN = 6
 _AUTO_SEAL = (0.2, 0.5)
 _AUTO_TOP = (0.5, 0.35)
 
@@ -107,16 +110,17 @@ def _ramp(x, at0, at1):
     return min(max((x - at0) / (at1 - at0), 0.0), 1.0)
 
 
-def fine_constant_of(option, seal_counts, coarse_counts):
+def fine_constant_of(option, seal_counts, coarse_counts, seal_scale=0):
     """The fine grids' constant kappa_2 of one build (post-processing).
 
     ``option`` is a number (returned as a float) or ``"auto"``, which reads
     two released quantities:
 
-    * ``rho = max_a S_a / N``, the largest share of the points that lie on
-      their segment's end (seal counts ``S_a``, ``N`` the sum of the coarse
-      counts): heavy values end their segments (module doc), so a large
-      ``rho`` says that the mass inside a cell sits on a few lines;
+    * ``rho = max_a (S_a - 6 b) / N``, a cautious share of the points that
+      lie on their segment's end (seal counts ``S_a`` released with noise of
+      scale ``b = seal_scale``, ``N`` the sum of the coarse counts): heavy
+      values end their segments (module doc), so a large ``rho`` says that
+      the mass inside a cell sits on a few lines;
     * ``top``, the share of the (non-negative) coarse mass in the 10% of
       coarse cells that hold the most: a small ``top`` says the mass is
       spread over many coarse cells, each of which AG's rule then gives a
@@ -134,6 +138,8 @@ def fine_constant_of(option, seal_counts, coarse_counts):
     2.0
     >>> fine_constant_of("auto", np.array([30, 2]), np.r_[np.ones(18), 100, 100])
     5.0
+    >>> fine_constant_of("auto", np.array([30, 2]), np.ones(20), seal_scale=5)
+    5.0
     >>> fine_constant_of(3.5, None, None)
     3.5
     """
@@ -143,7 +149,8 @@ def fine_constant_of(option, seal_counts, coarse_counts):
     total = float(mass.sum())
     if seal_counts is None or total <= 0:
         return _AUTO_FINE[0]
-    rho = min(max(float(np.max(seal_counts)) / total, 0.0), 1.0)
+    margin = _AUTO_SEAL_MARGIN * float(seal_scale)
+    rho = min(max((float(np.max(seal_counts)) - margin) / total, 0.0), 1.0)
     k = max(1, mass.size // 10)
     top = float(np.partition(mass, mass.size - k)[mass.size - k:].sum()) / total
     t = _ramp(rho, *_AUTO_SEAL) * _ramp(top, *_AUTO_TOP)
@@ -355,7 +362,8 @@ class AdaptiveGrid:
         if eps_seal:      # counted by the pass above; noise drawn between the two levels
             seals = cells.seal_counts() + discrete_laplace(Fraction(c) / eps_seal, c, rng=rng)
         # the fine shape: a public rule of the released coarse and seal counts
-        kappa = fine_constant_of(options.fine_constant, seals, v)
+        kappa = fine_constant_of(options.fine_constant, seals, v,
+                                 Fraction(c) / eps_seal if eps_seal else 0)
         layout = Layout(merge, shape, width, _fine_shape(v, width, eps_fine, c, kappa))
         u = _noisy_histogram(cells, sizes, merge, layout.owner.size, eps_fine, rng, layout)
         return cls(axes, layout, v, u, eps_coarse, eps_fine, float(options.coarse_share),
