@@ -16,7 +16,8 @@ boxes, small boxes (0.1-1% of the points) and uniform boxes.  Each cell:
 RMSE with "auto" / RMSE with 5 = ratio, pooled over ``--reps`` builds (the
 same seeds for both, so the partitions and coarse counts are the same draw).
 ``rho`` and ``top`` are the two released quantities the rule reads (of the
-last build), ``kappa`` the constant it chose.
+last build; ``rho`` with the seal counts less 6 noise scales), ``kappa`` the
+constant it chose.
 
 Usage::
 
@@ -63,13 +64,16 @@ def pairs(rows, seed=3):
 
 
 def released_rule_inputs(syn):
-    """``(rho, top)`` of one build, from its released counts (what the rule reads)."""
+    """``(rho, top)`` of one build as the rule reads them from the released counts: the
+    largest seal count less 6 noise scales over the coarse total, and the top 10%
+    coarse cells' share of the coarse mass."""
     g = syn._mechanism
     mass = np.maximum(g.coarse_counts.astype(np.float64), 0.0)
     total = mass.sum()
     k = max(1, mass.size // 10)
     top = float(np.sort(mass)[::-1][:k].sum() / total) if total > 0 else float("nan")
-    rho = float(np.max(g.seal_counts) / total) if total > 0 else float("nan")
+    margin = 6 * float(syn.dims / syn.epsilon_seal)
+    rho = float((np.max(g.seal_counts) - margin) / total) if total > 0 else float("nan")
     return min(max(rho, 0.0), 1.0), top
 
 
