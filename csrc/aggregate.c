@@ -338,3 +338,27 @@ pds_status pds_grid_cells(uint32_t c, const uint64_t *m, const uint64_t *g,
         return PDS_OK;
     return grid_cells(c, m, g, seg, NULL, n, fine, NULL, cells, n_counts);
 }
+
+pds_status pds_cells_unrefine(uint32_t c, const uint64_t *off, const uint64_t *r,
+                              const uint32_t *orig, const uint8_t *seal,
+                              const uint32_t *seg, const int64_t *weight, uint64_t n,
+                              uint32_t *out, int64_t *acc)
+{
+    if (c == 0 || off == NULL || r == NULL || orig == NULL || seal == NULL
+        || (n > 0 && (seg == NULL || out == NULL)))
+        return PDS_EINVAL;
+    for (uint64_t i = 0; i < n; i++)
+        for (uint32_t a = 0; a < c; a++)
+            if (seg[i * c + a] >= r[a])
+                return PDS_EINVAL;
+    for (uint64_t i = 0; i < n; i++) {
+        for (uint32_t a = 0; a < c; a++) {
+            uint64_t k = off[a] + seg[i * c + a];
+            out[i * c + a] = orig[k];
+            /* sums of weights total below 2^62 (checked upstream): uint64 adds */
+            if (acc != NULL && seal[k])
+                acc[a] = (int64_t)((uint64_t)acc[a] + (weight ? (uint64_t)weight[i] : 1));
+        }
+    }
+    return PDS_OK;
+}

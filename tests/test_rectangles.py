@@ -862,6 +862,72 @@ def test_seal_share_of_the_wrong_type(bad):
                  rng=Rng(seed=1))
 
 
+# ------------------------------------------------------------------ refined partitions
+def test_refine_ends_and_the_unrefine_kernel_match_numpy():
+    """refine_ends splits every segment of width >= 2 into its span less its end and its
+    end; the C pass maps rows read over the refined partitions back to the released
+    segments and counts (weighted) the rows on an end, as numpy does."""
+    from pydp_synopsis.rectangles.axes import refine_ends
+    from pydp_synopsis.rectangles.kernels import Unrefine
+
+    gen = np.random.default_rng(70)
+    ends = [np.unique(np.r_[gen.integers(0, 5000, 300), 4999]).astype(np.uint64),
+            np.arange(0, 64, dtype=np.uint64)]            # axis 1: every segment of width 1
+    offs = np.column_stack([gen.integers(0, 5000, 20000), gen.integers(0, 64, 20000)]
+                           ).astype(np.uint64)
+    offs[::7, 0] = ends[0][gen.integers(0, ends[0].size, offs[::7].shape[0])]     # on ends
+    weights = gen.integers(1, 9, 20000).astype(np.int64)
+    maps = [refine_ends(e) for e in ends]
+    for e, (refined, orig, seal) in zip(ends, maps):
+        starts = np.r_[np.uint64(0), e[:-1] + np.uint64(1)]
+        assert refined.size == e.size + int((e > starts).sum())
+        np.testing.assert_array_equal(refined[seal], e)           # every end kept, once
+        np.testing.assert_array_equal(e[orig] >= refined, True)
+    seg = np.column_stack([np.searchsorted(m[0], offs[:, a]) for a, m in enumerate(maps)])
+    want = np.column_stack([np.searchsorted(e, offs[:, a]) for a, e in enumerate(ends)])
+    hits = [offs[:, a] == e[want[:, a]] for a, e in enumerate(ends)]
+    unrefine = Unrefine([m[1:] for m in maps])
+    for w in (None, weights):
+        acc = np.zeros(2, dtype=np.int64)
+        got = unrefine(seg, w, acc)
+        assert got.dtype == np.uint32
+        np.testing.assert_array_equal(got, want)
+        assert acc.tolist() == [int(h.sum()) if w is None else int(w[h].sum()) for h in hits]
+    assert acc[1] == weights.sum()                          # width 1: every row on an end
+    np.testing.assert_array_equal(unrefine(seg[:0]), want[:0])
+    bad = seg.copy()
+    bad[5, 0] = maps[0][0].size                             # one past the refined segments
+    with pytest.raises(ParameterError, match="refined partition cells"):
+        unrefine(bad)
+    with pytest.raises(ValueError, match=r"segments must be \(n, 2\)"):
+        unrefine(seg[:, :1])
+
+
+def test_sealed_cells_count_the_ends_once_and_read_again():
+    """Cells over refined partitions, in chunks: each pass yields the released segments;
+    the first complete pass counts the rows on an end (as Axes.seal_counts does for an
+    array), later passes do not count again; before a pass the counts are refused."""
+    from pydp_synopsis.rectangles.axes import Axes, Cells, refine_ends
+
+    pts = np.random.default_rng(71).integers(0, 40, (5000, 2)) * 25
+    s = RS.build(pts, domain=[(0, 999)] * 2, epsilon=1, rng=Rng(seed=71))
+    ends = [np.asarray(p.end_offsets, dtype=np.uint64) for p in s.partitions]
+    offs = pts.astype(np.uint64)
+    refined = [refine_ends(e)[0] for e in ends]
+    rseg = np.column_stack([np.searchsorted(r, offs[:, a]) for a, r in enumerate(refined)])
+    chunks = [(rseg[i:i + 777], None) for i in range(0, 5000, 777)]
+    cells = Cells.sealed(chunks, ends)
+    with pytest.raises(RuntimeError, match="after a complete pass"):
+        cells.seal_counts()
+    want = np.column_stack([np.searchsorted(e, offs[:, a]) for a, e in enumerate(ends)])
+    for _ in range(2):
+        got = np.vstack([seg for seg, _ in cells])
+        np.testing.assert_array_equal(got, want)
+    axes = Axes(s.partitions, s.beta)
+    assert cells.seal_counts().tolist() == axes.seal_counts(offs, want).tolist()
+    assert cells.seal_counts()[0] == 5000                   # a lattice: every row on an end
+
+
 # ------------------------------------------------------------------ fine_constant
 @pytest.mark.parametrize("seals,coarse,want", [
     (None, np.ones(20), 5.0),                             # no seal counts: AG's 5

@@ -19,6 +19,7 @@ from ..params import as_offsets, check_domain
 from .._threads import run_parts, sort_u64
 from ..partition import Partition, partition_of_sorted, private_partition
 from ..shards import shard_streams
+from .kernels import Unrefine
 
 __all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "axis_streams", "check_domains", "check_points",
            "check_corners", "Axes", "Corners", "Cells"]
@@ -157,21 +158,15 @@ class Cells:
         """Cells read over the *refined* partitions (:func:`refine_ends`), mapped back to
         the released segments ``ends``; the first complete pass also counts, per axis,
         the points on a segment's end (:meth:`seal_counts`).  No extra pass over the data."""
-        maps = [refine_ends(e)[1:] for e in ends]
+        unrefine = Unrefine([refine_ends(e)[1:] for e in ends])
         done = []
 
         def chunks():
             count = not done            # the seal counts are read in the first full pass
-            acc = np.zeros(len(maps), dtype=np.int64)
+            acc = np.zeros(unrefine.c, dtype=np.int64)
             for seg, weights in refined:
-                seg = np.asarray(seg)
-                out = np.empty_like(seg)
-                for a, (orig, seal) in enumerate(maps):
-                    col = seg[:, a]
-                    out[:, a] = orig[col]
-                    if count:
-                        acc[a] += _weighted_hits(seal[col], weights)
-                yield out, weights
+                # one C pass: released segments, and the rows on an end counted
+                yield unrefine(seg, weights, acc if count else None), weights
             if count:
                 done[:] = [acc]
 

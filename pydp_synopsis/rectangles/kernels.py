@@ -20,6 +20,7 @@ __all__ = [
     "grid_answer",
     "grid_noise",
     "grid_count",
+    "Unrefine",
 ]
 
 
@@ -201,3 +202,41 @@ def grid_count(sizes, merge, seg, weights, counts, fine=None):
     run_parts(count, [(a, b, out) for (a, b), out in zip(ranges, extra)])
     for out in extra[1:]:
         counts += out
+
+
+class Unrefine:
+    """Rows read over refined partitions mapped back to the released segments
+    (``csrc/aggregate.c``, ``pds_cells_unrefine``), with a per-axis count of the
+    rows on a released segment's end.
+
+    Parameters
+    ----------
+    maps : sequence of ``(orig, seal)``
+        Per axis, from :func:`~pydp_synopsis.rectangles.axes.refine_ends`: the
+        released segment of every refined one (uint32) and whether it is an end.
+    """
+
+    def __init__(self, maps):
+        self.c = len(maps)
+        sizes = [len(orig) for orig, _ in maps]
+        self._r = np.array(sizes, dtype=np.uint64)
+        self._off = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.uint64)
+        self._orig = np.ascontiguousarray(np.concatenate([o for o, _ in maps]), dtype=np.uint32)
+        self._seal = np.ascontiguousarray(np.concatenate([e for _, e in maps]), dtype=np.uint8)
+
+    def __call__(self, seg, weights=None, acc=None):
+        """The released segments of ``seg`` ((n, c) refined segments), a new (n, c)
+        uint32 array; with ``acc`` (int64, c entries) also add, per axis, the
+        weight of the rows on an end (``weights`` None: 1 each)."""
+        seg = np.ascontiguousarray(seg, dtype=np.uint32)
+        n = seg.shape[0]
+        if seg.ndim != 2 or seg.shape[1] != self.c:
+            raise ValueError(f"segments must be (n, {self.c}), got {seg.shape}")
+        out = np.empty((n, self.c), dtype=np.uint32)
+        w = None if weights is None else np.ascontiguousarray(weights, dtype=np.int64)
+        check(lib.pds_cells_unrefine(
+            self.c, u64(self._off), u64(self._r), ffi.from_buffer("uint32_t[]", self._orig),
+            ffi.from_buffer("uint8_t[]", self._seal), ffi.from_buffer("uint32_t[]", seg),
+            ffi.NULL if w is None else i64(w), n, ffi.from_buffer("uint32_t[]", out),
+            ffi.NULL if acc is None else i64(acc)), "refined partition cells")
+        return out
