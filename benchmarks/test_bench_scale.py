@@ -32,6 +32,6 @@ def test_every_scale_measurement_runs_on_tiny_inputs(tmp_path):
     out = proc.stdout
     assert "error" not in out, out
     for fragment in ("[floor]", "target <= 1.5x", "target <= 60 s", "flat in n",
-                     "target <= 3x", "build(v, counts=c)"):
+                     "target <= 3x", "build(v, counts=c)", "seal_share=0 [floor of the seal"):
         assert fragment in out, out
     assert os.listdir(tmp_path) == []                      # the generated data is removed

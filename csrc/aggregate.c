@@ -340,25 +340,37 @@ pds_status pds_grid_cells(uint32_t c, const uint64_t *m, const uint64_t *g,
 }
 
 pds_status pds_cells_unrefine(uint32_t c, const uint64_t *off, const uint64_t *r,
-                              const uint32_t *orig, const uint8_t *seal,
-                              const uint32_t *seg, const int64_t *weight, uint64_t n,
-                              uint32_t *out, int64_t *acc)
+                              const uint64_t *map, const uint32_t *seg, const int64_t *weight,
+                              uint64_t n, uint32_t *out, int64_t *acc)
 {
-    if (c == 0 || off == NULL || r == NULL || orig == NULL || seal == NULL
+    if (c == 0 || off == NULL || r == NULL || map == NULL
         || (n > 0 && (seg == NULL || out == NULL)))
         return PDS_EINVAL;
     for (uint64_t i = 0; i < n; i++)
         for (uint32_t a = 0; a < c; a++)
             if (seg[i * c + a] >= r[a])
                 return PDS_EINVAL;
-    for (uint64_t i = 0; i < n; i++) {
-        for (uint32_t a = 0; a < c; a++) {
-            uint64_t k = off[a] + seg[i * c + a];
-            out[i * c + a] = orig[k];
-            /* sums of weights total below 2^62 (checked upstream): uint64 adds */
-            if (acc != NULL && seal[k])
-                acc[a] = (int64_t)((uint64_t)acc[a] + (weight ? (uint64_t)weight[i] : 1));
+    /* Axis by axis (one table at a time stays in cache), rows in batches: the
+     * batch's table entries are prefetched before they are read, so their cache
+     * misses overlap.  An entry is (released segment << 1) | is-an-end. */
+    enum { BATCH = 32 };
+    for (uint32_t a = 0; a < c; a++) {
+        const uint64_t *tab = map + off[a];
+        uint64_t hits = 0;
+        for (uint64_t i0 = 0; i0 < n; i0 += BATCH) {
+            uint32_t nb = n - i0 < BATCH ? (uint32_t)(n - i0) : BATCH;
+            for (uint32_t j = 0; j < nb; j++)
+                __builtin_prefetch(tab + seg[(i0 + j) * c + a]);
+            for (uint32_t j = 0; j < nb; j++) {
+                uint64_t e = tab[seg[(i0 + j) * c + a]];
+                out[(i0 + j) * c + a] = (uint32_t)(e >> 1);
+                /* sums of weights total below 2^62 (checked upstream): uint64 adds */
+                if (e & 1)
+                    hits += weight ? (uint64_t)weight[i0 + j] : 1;
+            }
         }
+        if (acc != NULL)
+            acc[a] = (int64_t)((uint64_t)acc[a] + hits);
     }
     return PDS_OK;
 }

@@ -816,17 +816,16 @@ pds_status pds_grid_count(uint32_t c, const uint64_t *m, const uint64_t *g,
                           const int64_t *fine, int64_t *counts, uint64_t n_counts);
 /* Rows read over refined partitions (rectangles/axes.py, refine_ends: every
  * segment's end split off as its own segment) mapped back to the released
- * segments, and the rows on a segment's end counted.  Axis a's map is
- * orig[off[a] .. off[a] + r[a]) (the released segment of each refined one)
- * with seal[...] 1 where the refined segment is a released segment's end.
- * out[i c + a] = orig[off[a] + seg[i c + a]]; with acc non-NULL, acc[a] also
- * gains weight[i] (NULL: 1) for every row whose refined segment on axis a
- * is an end.  Every segment is checked against r first (PDS_EINVAL, nothing
- * written).  O(n c), one pass. */
+ * segments, and the rows on a segment's end counted.  Axis a's table is
+ * map[off[a] .. off[a] + r[a]), one entry per refined segment: (the released
+ * segment holding it << 1) | 1 if it is a released segment's end.
+ * out[i c + a] = map[off[a] + seg[i c + a]] >> 1; with acc non-NULL, acc[a]
+ * also gains weight[i] (NULL: 1) for every row whose refined segment on axis
+ * a is an end.  Every segment is checked against r first (PDS_EINVAL,
+ * nothing written).  O(n c), one pass per axis. */
 pds_status pds_cells_unrefine(uint32_t c, const uint64_t *off, const uint64_t *r,
-                              const uint32_t *orig, const uint8_t *seal,
-                              const uint32_t *seg, const int64_t *weight, uint64_t n,
-                              uint32_t *out, int64_t *acc);
+                              const uint64_t *map, const uint32_t *seg, const int64_t *weight,
+                              uint64_t n, uint32_t *out, int64_t *acc);
 /* The same cells as pds_grid_count, written to cells[i] (one per row)
  * instead of counted: for count arrays too large for the cache, the caller
  * sorts the cells and adds them in order. */

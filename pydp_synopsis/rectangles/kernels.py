@@ -221,8 +221,10 @@ class Unrefine:
         sizes = [len(orig) for orig, _ in maps]
         self._r = np.array(sizes, dtype=np.uint64)
         self._off = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.uint64)
-        self._orig = np.ascontiguousarray(np.concatenate([o for o, _ in maps]), dtype=np.uint32)
-        self._seal = np.ascontiguousarray(np.concatenate([e for _, e in maps]), dtype=np.uint8)
+        # one entry per refined segment: (released segment << 1) | is-an-end
+        self._map = np.ascontiguousarray(np.concatenate(
+            [(np.asarray(o, dtype=np.uint64) << np.uint64(1)) | np.asarray(e, dtype=np.uint64)
+             for o, e in maps]))
 
     def __call__(self, seg, weights=None, acc=None):
         """The released segments of ``seg`` ((n, c) refined segments), a new (n, c)
@@ -235,8 +237,7 @@ class Unrefine:
         out = np.empty((n, self.c), dtype=np.uint32)
         w = None if weights is None else np.ascontiguousarray(weights, dtype=np.int64)
         check(lib.pds_cells_unrefine(
-            self.c, u64(self._off), u64(self._r), ffi.from_buffer("uint32_t[]", self._orig),
-            ffi.from_buffer("uint8_t[]", self._seal), ffi.from_buffer("uint32_t[]", seg),
+            self.c, u64(self._off), u64(self._r), u64(self._map), ffi.from_buffer("uint32_t[]", seg),
             ffi.NULL if w is None else i64(w), n, ffi.from_buffer("uint32_t[]", out),
             ffi.NULL if acc is None else i64(acc)), "refined partition cells")
         return out
