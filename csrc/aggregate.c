@@ -236,6 +236,17 @@ static inline uint64_t div_small(uint64_t x, uint64_t d)
     return r;
 }
 
+/* 1 when every row's segment on every axis is below that axis's bound:
+ * seg[i c + a] < bound[a] for i < n, a < c (checked before anything is written). */
+static int segments_below(const uint32_t *seg, uint64_t n, uint32_t c, const uint64_t *bound)
+{
+    for (uint64_t i = 0; i < n; i++)
+        for (uint32_t a = 0; a < c; a++)
+            if (seg[i * c + a] >= bound[a])
+                return 0;
+    return 1;
+}
+
 static int grid_cells(uint32_t c, const uint64_t *m, const uint64_t *g,
                       const uint32_t *seg, const int64_t *weight, uint64_t n,
                       const int64_t *fine, int64_t *counts, uint64_t *cells_out,
@@ -254,10 +265,8 @@ static int grid_cells(uint32_t c, const uint64_t *m, const uint64_t *g,
     }
     if (fine == NULL && n_counts != cells)
         return PDS_EINVAL;
-    for (uint64_t i = 0; i < n; i++)
-        for (uint32_t a = 0; a < c; a++)
-            if (seg[i * c + a] >= m[a])
-                return PDS_EINVAL;
+    if (!segments_below(seg, n, c, m))
+        return PDS_EINVAL;
     /* Rows go in batches: first every row's coarse cell, prefetching its
      * fine-grid record, then the fine cells, prefetching their counts, then
      * the increments -- a batch's cache misses overlap instead of queueing
@@ -346,10 +355,8 @@ pds_status pds_cells_unrefine(uint32_t c, const uint64_t *off, const uint64_t *r
     if (c == 0 || off == NULL || r == NULL || map == NULL
         || (n > 0 && (seg == NULL || out == NULL)))
         return PDS_EINVAL;
-    for (uint64_t i = 0; i < n; i++)
-        for (uint32_t a = 0; a < c; a++)
-            if (seg[i * c + a] >= r[a])
-                return PDS_EINVAL;
+    if (!segments_below(seg, n, c, r))
+        return PDS_EINVAL;
     /* Axis by axis (one table at a time stays in cache), rows in batches: the
      * batch's table entries are prefetched before they are read, so their cache
      * misses overlap.  An entry is (released segment << 1) | is-an-end. */
