@@ -41,6 +41,7 @@ if __name__ == "__main__":
 from bench_accuracy import KINDS, make_workloads  # noqa: E402
 from pydp_synopsis import Rng  # noqa: E402
 from pydp_synopsis.rectangles import RectangleSynopsis  # noqa: E402
+from pydp_synopsis.rectangles.grid import fine_rule_inputs  # noqa: E402
 from workloads import data_dir  # noqa: E402
 
 
@@ -64,17 +65,9 @@ def pairs(rows, seed=3):
 
 
 def released_rule_inputs(syn):
-    """``(rho, top)`` of one build as the rule reads them from the released counts: the
-    largest seal count less 6 noise scales over the coarse total, and the top 10%
-    coarse cells' share of the coarse mass."""
+    """``(rho, top)`` of one build, read from its released counts by the rule's own code."""
     g = syn._mechanism
-    mass = np.maximum(g.coarse_counts.astype(np.float64), 0.0)
-    total = mass.sum()
-    k = max(1, mass.size // 10)
-    top = float(np.sort(mass)[::-1][:k].sum() / total) if total > 0 else float("nan")
-    margin = 6 * float(syn.dims / syn.epsilon_seal)
-    rho = float((np.max(g.seal_counts) - margin) / total) if total > 0 else float("nan")
-    return min(max(rho, 0.0), 1.0), top
+    return fine_rule_inputs(g.seal_counts, g.coarse_counts, syn.dims / syn.epsilon_seal)
 
 
 def run(rows, queries, reps, epsilons=(0.1, 1.0)):

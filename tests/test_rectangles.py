@@ -913,10 +913,17 @@ def test_sealed_cells_count_the_ends_once_and_read_again():
     s = RS.build(pts, domain=[(0, 999)] * 2, epsilon=1, rng=Rng(seed=71))
     ends = [np.asarray(p.end_offsets, dtype=np.uint64) for p in s.partitions]
     offs = pts.astype(np.uint64)
-    refined = [refine_ends(e)[0] for e in ends]
-    rseg = np.column_stack([np.searchsorted(r, offs[:, a]) for a, r in enumerate(refined)])
-    chunks = [(rseg[i:i + 777], None) for i in range(0, 5000, 777)]
-    cells = Cells.sealed(chunks, ends)
+    asked = []
+
+    def read(refined):          # a source's cells over the partitions it is given
+        asked.append(refined)
+        rseg = np.column_stack([np.searchsorted(r, offs[:, a]) for a, r in enumerate(refined)])
+        return [(rseg[i:i + 777], None) for i in range(0, 5000, 777)]
+
+    cells = Cells.sealed(read, ends)
+    assert len(asked) == 1
+    for e, r in zip(ends, asked[0]):
+        np.testing.assert_array_equal(r, refine_ends(e)[0])
     with pytest.raises(RuntimeError, match="after a complete pass"):
         cells.seal_counts()
     want = np.column_stack([np.searchsorted(e, offs[:, a]) for a, e in enumerate(ends)])

@@ -154,11 +154,14 @@ class Cells:
                    seals=None if seals is None else (lambda: seals.copy()))
 
     @classmethod
-    def sealed(cls, refined, ends):
-        """Cells read over the *refined* partitions (:func:`refine_ends`), mapped back to
-        the released segments ``ends``; the first complete pass also counts, per axis,
-        the points on a segment's end (:meth:`seal_counts`).  No extra pass over the data."""
-        unrefine = Unrefine([refine_ends(e)[1:] for e in ends])
+    def sealed(cls, read, ends):
+        """Cells read over the *refined* partitions (:func:`refine_ends`) of the released
+        ``ends`` by ``read`` (a source's ``cells``: per-axis ends -> Cells), mapped back
+        to the released segments; the first complete pass also counts, per axis, the
+        points on a segment's end (:meth:`seal_counts`).  No extra pass over the data."""
+        maps = [refine_ends(e) for e in ends]
+        refined = read(tuple(m[0] for m in maps))
+        unrefine = Unrefine([m[1:] for m in maps])
         done = []
 
         def chunks():

@@ -145,16 +145,26 @@ def fine_constant_of(option, seal_counts, coarse_counts, seal_scale=0):
     """
     if option != "auto":
         return float(option)
+    inputs = fine_rule_inputs(seal_counts, coarse_counts, seal_scale)
+    if inputs is None:
+        return _AUTO_FINE[0]
+    rho, top = inputs
+    t = _ramp(rho, *_AUTO_SEAL) * _ramp(top, *_AUTO_TOP)
+    return _AUTO_FINE[0] + t * (_AUTO_FINE[1] - _AUTO_FINE[0])
+
+
+def fine_rule_inputs(seal_counts, coarse_counts, seal_scale=0):
+    """``(rho, top)`` as :func:`fine_constant_of` reads them from the released counts
+    (its doc), or None without seal counts or without positive coarse mass."""
     mass = np.maximum(np.asarray(coarse_counts, dtype=np.float64), 0.0)
     total = float(mass.sum())
     if seal_counts is None or total <= 0:
-        return _AUTO_FINE[0]
+        return None
     margin = _AUTO_SEAL_MARGIN * float(seal_scale)
     rho = min(max((float(np.max(seal_counts)) - margin) / total, 0.0), 1.0)
     k = max(1, mass.size // 10)
     top = float(np.partition(mass, mass.size - k)[mass.size - k:].sum()) / total
-    t = _ramp(rho, *_AUTO_SEAL) * _ramp(top, *_AUTO_TOP)
-    return _AUTO_FINE[0] + t * (_AUTO_FINE[1] - _AUTO_FINE[0])
+    return rho, top
 
 
 def _fine_shape(v, width, eps_fine, dims, kappa=_KAPPA_FINE):

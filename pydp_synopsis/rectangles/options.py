@@ -242,7 +242,7 @@ def _check_fine_constant(value):
     if not lo <= value <= hi:                   # also NaN and the infinities
         raise ParameterError(f"fine_constant must be 'auto' or in [{lo:g}, {hi:g}], "
                              f"got {value!r}")
-    return float(value)
+    return value
 
 
 #: The multi-tree's measured defaults (README, "Rectangle synopsis").

@@ -25,8 +25,7 @@ from ..partition import fig1_threshold
 from ..rng import resolve_rng
 from ..shards import check_shards
 from . import options
-from .axes import (Axes, Cells, as_int_array, check_corners, check_domains, check_points,
-                   refine_ends)
+from .axes import Axes, Cells, as_int_array, check_corners, check_domains, check_points
 from .grid import AdaptiveGrid
 from .multitree import MAX_POINTS, MultiTree
 from ..units import Column, columns_from_record, columns_to_record, convert_corners, prepare_build
@@ -245,8 +244,10 @@ class RectangleSynopsis:
             coarse cell of noisy count ``v`` (AG's is 5; smaller: finer).
             "auto" (the 2-D default): 5, or down to 2 when the released seal
             counts say that 20-50% or more of the points lie on segment ends
-            on some axis (heavy values: the mass sits on lines).  5 for
-            ``c >= 3``.  See :attr:`fine_constant`.
+            on some axis (heavy values: the mass sits on lines) and the
+            released coarse counts are spread (the top 10% of coarse cells
+            hold 50-35% or less of the mass); ``grid.fine_constant_of``.
+            5 for ``c >= 3``.  See :attr:`fine_constant`.
         fanout : int or sequence of c ints
             Multi-tree: fanout per axis, in ``[2, 2**24]``.
         estimator : {"uniform", "cover"}
@@ -358,8 +359,7 @@ class RectangleSynopsis:
                 axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
                                                   opts.threshold_factor, rng, n_shards)
                 if getattr(opts, "seal_share", 0):      # cells over the refined partitions
-                    cells = Cells.sealed(prepared.cells(tuple(refine_ends(e)[0]
-                                                              for e in axes.ends)), axes.ends)
+                    cells = Cells.sealed(prepared.cells, axes.ends)
                 else:
                     cells = prepared.cells(axes.ends)
                 built = mechanism.build(axes, cells, n_hat, eps_tree, split, opts, rng, **extra)
