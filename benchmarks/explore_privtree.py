@@ -1,0 +1,287 @@
+"""Exploration, not a release: three ways to make PrivTree's leaves finer for short ranges.
+
+The interval synopsis loses short ranges (0.1% of the data) to PrivTree and
+DAWA by 1.0-2.6x (README, "Accuracy against the published peers"), mostly to
+bias: a leaf's count is spread over its span, and a leaf at depth d stops
+once it holds about ``d delta`` items, ``delta = lambda ln 2 = 2.08 /
+epsilon_p``.  Each variant below is measured next to the default build on
+the same data, queries and seeds of ``bench_accuracy.py``; only the
+partition (or, for ``subleaf``, the placement of a cut leaf's estimate)
+changes, the tree over the leaves is the package's own release
+(``IntervalSynopsis._release_tree``).
+
+``ratio X``  PrivTree with ``delta / lambda = x`` instead of ``ln 2``.  The
+    privacy proof in :mod:`pydp_synopsis.privtree` bounds the loss by
+    ``(1/lambda) (1 + 1/(1 - q))``, ``q = e^{-delta/lambda}``, for any ``q <
+    1``: ``lambda = (2 - q) / ((1 - q) epsilon_p)``, ``delta = ceil(x
+    lambda)``.  A small x makes ``delta`` smaller (1.46 / epsilon_p at x =
+    0.3) but lambda larger, and an empty node splits with probability
+    ``e^{-x} / 2`` (more empty leaves).  x = ln 2 is exactly the package's
+    partition (the short tier checks the answers are equal).
+``staged F T S``  Two PrivTrees.  Stage 1 over the domain with ``F
+    epsilon_p`` and threshold ``theta = T lambda_1``; stage 2 inside every
+    stage-1 leaf (public once released: parallel composition) with the
+    rest of ``epsilon_p``, its depth restarting at S.  A leaf's ``d delta``
+    then counts only stage 2's levels.  (Isolating a value at depth D still
+    needs about ``max_i D_i delta_i`` items over the stages, which is least
+    at one stage; what staging can gain is elsewhere.)
+``subleaf SR J K``  A simulation: ``SR epsilon`` is taken from the tree;
+    every leaf whose released estimate is at least ``K / (SR epsilon)`` gets
+    noisy counts of its ``2^J`` public halving sub-cells (Laplace of scale
+    ``1 / (SR epsilon)``, numpy's: a measurement of the model, never a
+    release), and a cut leaf's estimate is placed by them instead of
+    uniformly.
+
+Usage::
+
+    python benchmarks/explore_privtree.py ratio 0.3 0.5 0.693 1 1.5 --peers-cache F
+    python benchmarks/explore_privtree.py staged 0.3 10 1 --reps 10
+    python benchmarks/explore_privtree.py subleaf 0.15 2 3
+
+The table gives per data set, epsilon and workload the RMSE of the default
+build and of each variant (``--reps`` builds, 3 by default), and with
+``--peers-cache`` (the JSON file of ``bench_accuracy.py``; missing entries
+are computed and stored) the geometric mean and worst ratio to the best
+peer per workload, as in ``bench_accuracy.py``'s summary.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+from fractions import Fraction
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+if __name__ == "__main__":
+    sys.path.insert(1, os.path.dirname(HERE))
+
+import pydp_synopsis as ps  # noqa: E402
+from pydp_synopsis import IntervalSynopsis  # noqa: E402
+from pydp_synopsis import intervals as iv  # noqa: E402
+from pydp_synopsis._core import check, ffi, lib  # noqa: E402
+from pydp_synopsis.params import split_epsilon  # noqa: E402
+from pydp_synopsis.privtree import TreePartition, privtree_parameters  # noqa: E402
+import bench_accuracy  # noqa: E402
+
+BETA = 0.05
+
+
+def ratio_parameters(epsilon, x):
+    """``(lambda, delta)`` of PrivTree with ``delta / lambda >= x`` at loss ``epsilon``:
+    ``lambda = (2 - q) / ((1 - q) epsilon)`` rounded up, ``q = e^{-x}``.  At x = ln 2
+    exactly the package's ``(3 / epsilon, ceil(lambda ln 2))``."""
+    if abs(x - math.log(2.0)) < 1e-9:
+        return privtree_parameters(epsilon)
+    q = math.exp(-x)
+    lam = Fraction((2 - q) / (1 - q)) * Fraction(1_000_000_001, 1_000_000_000) / epsilon
+    lam = lam.limit_denominator(1 << 20)
+    if lam * epsilon * (1 - Fraction(q)) < 2 - Fraction(q):    # limit_denominator rounded down
+        lam += Fraction(1, 1 << 20)
+    return lam, math.ceil(float(lam) * x * (1 + 1e-12))
+
+
+def grow(keys, first, last, lam, delta, theta, depth0, rng):
+    """Leaves (end offsets) and their true counts of one PrivTree over ``[first, last]``
+    of the sorted uint64 ``keys``, from the package's C kernel."""
+    out = ffi.new("pds_privtree *")
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    try:
+        with rng.native() as state:
+            st = lib.pds_privtree_build(state, ffi.from_buffer("uint64_t[]", keys), ffi.NULL,
+                                        keys.size, first, last, depth0, lam.numerator,
+                                        lam.denominator, delta, theta, 1 << 32, 0, out)
+        check(st, "privtree partition")
+        ends = np.frombuffer(ffi.buffer(out.ends, 8 * out.m), dtype=np.uint64).copy()
+        counts = np.frombuffer(ffi.buffer(out.counts, 8 * out.m), dtype=np.int64).copy()
+    finally:
+        lib.pds_privtree_free(out)
+    return ends, counts
+
+
+def partition(variant, params, keys, size, eps_p, rng):
+    """``(ends, counts)`` of the variant's partition of ``[0, size - 1]``."""
+    if variant == "staged":
+        share, t, restart = params
+        e1 = eps_p * Fraction(share).limit_denominator(1000)
+        lam1, d1 = privtree_parameters(e1)
+        lam2, d2 = privtree_parameters(eps_p - e1)
+        ends1, _ = grow(keys, 0, size - 1, lam1, d1, math.ceil(t * lam1), 0, rng)
+        cut = np.searchsorted(keys, ends1, side="right")
+        firsts = np.concatenate([[0], ends1[:-1] + 1]).astype(np.uint64)
+        parts = []
+        for i, (a, b) in enumerate(zip(firsts.tolist(), ends1.tolist())):   # per stage-1 leaf
+            lo_i = int(cut[i - 1]) if i else 0
+            parts.append(grow(keys[lo_i:int(cut[i])], a, b, lam2, d2, 0, int(restart), rng))
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    lam, delta = ratio_parameters(eps_p, params[0]) if variant == "ratio" \
+        else privtree_parameters(eps_p)
+    return grow(keys, 0, size - 1, lam, delta, 0, 0, rng)
+
+
+def build(values, domain, eps, seed, variant, params):
+    """The default synopsis with the variant's partition (``subleaf``: the default
+    partition and ``SR epsilon`` less for the tree)."""
+    eps = Fraction(eps).limit_denominator(1000)
+    rng = ps.Rng(seed=seed)
+    eps_p, eps_t = split_epsilon(eps, iv.DEFAULT_SHARE)
+    if variant == "subleaf":
+        eps_t -= eps * Fraction(params[0]).limit_denominator(1000)
+    lo, hi = domain
+    keys = np.sort((np.asarray(values, dtype=np.int64) - lo).astype(np.uint64))
+    ends, counts = partition(variant, params, keys, hi - lo + 1, eps_p, rng)
+    part = TreePartition._checked(ends, lo, hi, eps_p, BETA / 2)
+    return IntervalSynopsis._release_tree(
+        part, counts, eps_t, rng, beta=BETA, tree=iv.DEFAULT_TREE, fanout=iv.DEFAULT_FANOUT,
+        consistency=True, estimator=iv.DEFAULT_ESTIMATOR, k=19, dlt=0,
+        ratio=iv.DEFAULT_LEVEL_RATIO)
+
+
+def halving(first, last, levels):
+    """``levels`` rounds of public halving of the leaves ``[first, last]``: the
+    sub-cells' ``(first, last, leaf)``, in domain order."""
+    a, b, own = first.copy(), last.copy(), np.arange(first.size)
+    for _ in range(levels):
+        split = b > a
+        mid = a + (b - a) // 2
+        a = np.concatenate([a[~split], a[split], mid[split] + 1])
+        b = np.concatenate([b[~split], mid[split], b[split]])
+        own = np.concatenate([own[~split], own[split], own[split]])
+    order = np.lexsort((a, own))
+    return a[order], b[order], own[order]
+
+
+def subleaf_answers(syn, keys, lo, hi, params, scale, rng):
+    """Answers of ``[lo, hi]`` (offsets) with the cut leaves' estimates placed by
+    simulated noisy sub-cell counts of Laplace ``scale`` (module doc)."""
+    _, levels, min_scales = params
+    ends = syn.partition.end_offsets.astype(np.int64)
+    first = np.concatenate([[0], ends[:-1] + 1])
+    d0 = syn.domain[0]
+    est = np.asarray(syn.count_many(first + d0, ends + d0), dtype=np.float64)
+    refined = np.flatnonzero((est >= min_scales * scale) & (ends > first))
+    sa, sb, own = halving(first[refined], ends[refined], int(levels))
+    true = np.searchsorted(keys, sb, "right") - np.searchsorted(keys, sa, "left")
+    w = np.maximum(true + rng.laplace(0.0, scale, true.size), 0.0)
+    total = np.bincount(own, weights=w, minlength=refined.size)
+    before = np.concatenate([[0.0], np.cumsum(w)])[:-1]
+    before -= np.repeat(before[np.searchsorted(own, np.arange(refined.size))], np.bincount(
+        own, minlength=refined.size))
+    slot = np.full(ends.size, -1)
+    slot[refined] = np.arange(refined.size)
+
+    def moved(x):
+        """Placed minus uniform share of the leaf at or below ``x``, and the leaf."""
+        k = np.minimum(np.searchsorted(ends, x), ends.size - 1)
+        inside = (x >= first[k]) & (x <= ends[k])
+        uni = np.where(inside, (x - first[k] + 1) / (ends[k] - first[k] + 1.0), 0.0)
+        placed = uni.copy()
+        ok = inside & (slot[k] >= 0)
+        s = np.searchsorted(sb, x[ok])
+        mass = before[s] + w[s] * (x[ok] - sa[s] + 1) / (sb[s] - sa[s] + 1.0)
+        t = total[slot[k[ok]]]
+        placed[ok] = np.where(t > 0, mass / np.maximum(t, 1e-300), uni[ok])
+        return placed - uni, k
+
+    base = np.asarray(syn.count_many(lo + d0, hi + d0), dtype=np.float64)
+    dl, kl = moved(lo - 1)
+    dh, kh = moved(hi)
+    return base - est[kl] * dl + est[kh] * dh
+
+
+def run(args):
+    params = tuple(float(p) for p in args.params)
+    variants = [(args.variant, params)] if args.variant != "ratio" \
+        else [("ratio", (x,)) for x in params]
+    cache = {}
+    if args.peers_cache and os.path.exists(args.peers_cache):
+        with open(args.peers_cache) as fh:
+            cache = json.load(fh)
+    cols = ["default"] + [f"{v} {' '.join(f'{p:g}' for p in ps_)}" for v, ps_ in variants]
+    print("| data | eps | workload | " + " | ".join(cols) + " | best peer |")
+    print("|---|---|---|" + "---|" * (len(cols) + 1))
+    rows, ratios = [], {}
+    for name, values, domain in bench_accuracy.datasets(1, args.subsample, args.data):
+        wl = bench_accuracy.make_workloads(1, values, domain, args.queries, seed=7)
+        keys = np.sort((values - domain[0]).astype(np.int64))
+        shared = {}
+        for eps in args.eps:
+            sq = {(c, k): [] for c in cols for k in wl}
+            for r in range(args.reps):
+                for c, (v, p) in zip(cols, [(None, ())] + variants):
+                    seed = 1000 + r
+                    if v is None:
+                        syn = IntervalSynopsis.build(values, domain=domain, epsilon=eps,
+                                                     rng=ps.Rng(seed=seed))
+                    else:
+                        syn = build(values, domain, eps, seed, v, p)
+                    for kind, (lo, hi, truth) in wl.items():
+                        if v == "subleaf":
+                            rng = np.random.default_rng(seed)
+                            est = subleaf_answers(syn, keys, (lo - domain[0]).astype(np.int64),
+                                                  (hi - domain[0]).astype(np.int64),
+                                                  p, 1.0 / (p[0] * eps), rng)
+                        else:
+                            est = np.asarray(syn.count_many(lo, hi), dtype=np.float64)
+                        sq[c, kind].append(np.mean((est - truth) ** 2))
+            for kind, (lo, hi, truth) in wl.items():
+                rmse = {c: float(np.sqrt(np.mean(sq[c, kind]))) for c in cols}
+                best = None
+                if args.peers_cache:
+                    res = []
+                    for peer in bench_accuracy.PEERS_1D:
+                        key = f"1|{name}|n={len(values)}|eps={eps}|{kind}|q={args.queries}|reps=3|{peer}"
+                        if key not in cache:
+                            cache[key] = bench_accuracy.peer_rmse(
+                                peer, 1, values, domain, eps, lo, hi, truth, 3, shared)
+                        res.append(cache[key])
+                    best = min(res)
+                    for c in cols:
+                        ratios.setdefault((c, kind), []).append(rmse[c] / best)
+                rows.append((name, eps, kind, rmse))
+                print(f"| {name} | {eps} | {kind} | " + " | ".join(f"{rmse[c]:.1f}" for c in cols)
+                      + f" | {'-' if best is None else f'{best:.1f}'} |", flush=True)
+        if args.peers_cache:
+            with open(args.peers_cache, "w") as fh:
+                json.dump(cache, fh, indent=0, sort_keys=True)
+    if ratios:
+        print("\n| options | " + " | ".join(f"{k} (geomean / worst)"
+                                           for k in bench_accuracy.KINDS) + " |")
+        print("|---|" + "---|" * len(bench_accuracy.KINDS))
+        for c in cols:
+            cells = []
+            for kind in bench_accuracy.KINDS:
+                arr = np.maximum(np.array(ratios[c, kind]), 1e-3)
+                cells.append(f"{float(np.exp(np.log(arr).mean())):.3f} / {arr.max():.3f}")
+            print(f"| {c} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("variant", choices=("ratio", "staged", "subleaf"))
+    ap.add_argument("params", nargs="+", type=float,
+                    help="ratio: x values; staged: F T S; subleaf: SR J K (module doc)")
+    ap.add_argument("--data", choices=("default", "extra", "all"), default="default")
+    ap.add_argument("--eps", type=float, nargs="+", default=list(bench_accuracy.EPSILONS))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--subsample", type=int, default=None)
+    ap.add_argument("--peers-cache", default=None)
+    args = ap.parse_args(argv)
+    need = {"staged": 3, "subleaf": 3}.get(args.variant)
+    if need and len(args.params) != need:
+        ap.error(f"{args.variant} takes {need} parameters, got {len(args.params)}")
+    if args.variant == "ratio" and min(args.params) <= 0:
+        ap.error("ratio: every x must be > 0")
+    if args.variant == "staged" and not 0 < args.params[0] < 1:
+        ap.error("staged: F must be in (0, 1)")
+    if args.variant == "subleaf" and not 0 < args.params[0] < 1 - iv.DEFAULT_SHARE:
+        ap.error(f"subleaf: SR must be in (0, {1 - iv.DEFAULT_SHARE})")
+    return run(args)
+
+
+if __name__ == "__main__":
+    main()
