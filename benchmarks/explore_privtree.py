@@ -61,8 +61,8 @@ if __name__ == "__main__":
 import pydp_synopsis as ps  # noqa: E402
 from pydp_synopsis import IntervalSynopsis  # noqa: E402
 from pydp_synopsis import intervals as iv  # noqa: E402
-from pydp_synopsis._core import check, ffi, lib  # noqa: E402
 from pydp_synopsis.params import split_epsilon  # noqa: E402
+from pydp_synopsis import privtree as pt  # noqa: E402
 from pydp_synopsis.privtree import TreePartition, privtree_parameters  # noqa: E402
 import bench_accuracy  # noqa: E402
 
@@ -85,20 +85,10 @@ def ratio_parameters(epsilon, x):
 
 def grow(keys, first, last, lam, delta, theta, depth0, rng):
     """Leaves (end offsets) and their true counts of one PrivTree over ``[first, last]``
-    of the sorted uint64 ``keys``, from the package's C kernel."""
-    out = ffi.new("pds_privtree *")
-    keys = np.ascontiguousarray(keys, dtype=np.uint64)
-    try:
-        with rng.native() as state:
-            st = lib.pds_privtree_build(state, ffi.from_buffer("uint64_t[]", keys), ffi.NULL,
-                                        keys.size, first, last, depth0, lam.numerator,
-                                        lam.denominator, delta, theta, 1 << 32, 0, out)
-        check(st, "privtree partition")
-        ends = np.frombuffer(ffi.buffer(out.ends, 8 * out.m), dtype=np.uint64).copy()
-        counts = np.frombuffer(ffi.buffer(out.counts, 8 * out.m), dtype=np.int64).copy()
-    finally:
-        lib.pds_privtree_free(out)
-    return ends, counts
+    of the sorted uint64 ``keys`` with the given ``lambda``, ``delta`` and ``theta``,
+    from the package's own driver of the C kernel."""
+    return pt._grow(keys, None, first, last, None, rng, depth0, scale_bias=(lam, delta),
+                    theta=theta)
 
 
 def partition(variant, params, keys, size, eps_p, rng):

@@ -274,12 +274,15 @@ class TreePartition(Partition):
 # --------------------------------------------------------------------------
 # Driving the kernel.
 
-def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False):
+def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False, *, scale_bias=None,
+          theta=_THETA):
     """The leaves' end offsets of one tree over ``[first, last]`` and their true
     counts (not private), from the C kernel.  ``cum`` None: ``keys`` is a sorted
     column with repeats, one item each.  ``release``: ``keys`` and ``cum`` are
-    read-only memory maps whose pages the kernel drops behind its walk."""
-    lam, delta = privtree_parameters(epsilon)
+    read-only memory maps whose pages the kernel drops behind its walk.
+    ``scale_bias`` ``(lambda, delta)`` and ``theta`` replace the release's
+    parameters of ``epsilon`` (``benchmarks/explore_privtree.py`` only)."""
+    lam, delta = privtree_parameters(epsilon) if scale_bias is None else scale_bias
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     if cum is not None:
         cum = np.ascontiguousarray(cum, dtype=np.int64)
@@ -289,7 +292,7 @@ def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False):
             st = lib.pds_privtree_build(state, ffi.from_buffer("uint64_t[]", keys),
                                         ffi.NULL if cum is None else ffi.from_buffer("int64_t[]", cum),
                                         keys.size, first,
-                                        last, depth0, lam.numerator, lam.denominator, delta, _THETA,
+                                        last, depth0, lam.numerator, lam.denominator, delta, theta,
                                         _MAX_LEAVES, int(release), out)
         check(st, "privtree partition")
         ends = np.frombuffer(ffi.buffer(out.ends, 8 * out.m), dtype=np.uint64).copy()
