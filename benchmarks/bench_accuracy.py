@@ -262,6 +262,20 @@ def peer_rmse(peer, dims, values, domain, eps, lo, hi, truth, reps, cache_obj, b
 
 # ---------------------------------------------------------------- main
 
+def peer_key(dims, name, n, eps, kind, q, reps, peer, buckets=1 << 16):
+    """The ``--peers-cache`` key of one peer's RMSE on one row."""
+    key = f"{dims}|{name}|n={n}|eps={eps}|{kind}|q={q}|reps={reps}|{peer}"
+    if peer in ("DAWA", "OpenDP") and buckets != 1 << 16:
+        key += f"|buckets={buckets}"
+    return key
+
+
+def geomean(ratios):
+    """Geometric mean of ratios to the best peer, a ratio of 0 (ours exact, e.g. every
+    query outside the data) counted as 1e-3."""
+    return float(np.exp(np.log(np.maximum(np.asarray(ratios, dtype=np.float64), 1e-3)).mean()))
+
+
 def _fmt(x):
     return "-" if x is None else (f"{x:.1f}" if x < 1e4 else f"{x:.3g}")
 
@@ -295,9 +309,7 @@ def run(args):
                     lo, hi, truth = wl[kind]
                     res = {}
                     for peer in peers:
-                        key = f"{dims}|{name}|n={n}|eps={eps}|{kind}|q={q}|reps={reps}|{peer}"
-                        if peer in ("DAWA", "OpenDP") and args.peer_buckets != 1 << 16:
-                            key += f"|buckets={args.peer_buckets}"
+                        key = peer_key(dims, name, n, eps, kind, q, reps, peer, args.peer_buckets)
                         if key not in cache:
                             cache[key] = peer_rmse(peer, dims, values, domain, eps, lo, hi, truth,
                                                    reps, shared, args.peer_buckets)
@@ -321,10 +333,7 @@ def run(args):
     print("\n| dims | workload | geomean ratio | worst ratio | rows |")
     print("|---|---|---|---|---|")
     for (dims, kind), rs in summary.items():
-        arr = np.array(rs)
-        # a ratio of 0 (ours exact, e.g. every query outside the data) counts as 1e-3 in the mean
-        gm = float(np.exp(np.log(np.maximum(arr, 1e-3)).mean()))
-        print(f"| {dims}-D | {kind} | {gm:.3f} | {arr.max():.3f} | {arr.size} |")
+        print(f"| {dims}-D | {kind} | {geomean(rs):.3f} | {max(rs):.3f} | {len(rs)} |")
     if 1 in dims_list:
         print("\nheavy-value endpoints (1-D data with a value holding >= 0.1% of the rows; "
               "data-centred queries; target |mean error| <= 0.2 RMSE; +-2 SE across builds):"

@@ -162,18 +162,18 @@ def rows(quick, repeat):
     ends = [np.unique(np.r_[gen.integers(0, 2**32, 700_000), 2**32 - 1]).astype(np.uint64)
             for _ in range(2)]
     maps = [refine_ends(e)[1:] for e in ends]
-    rows = np.column_stack([gen.integers(0, m[0].size, n) for m in maps]).astype(np.uint32)
+    refined = np.column_stack([gen.integers(0, m[0].size, n) for m in maps]).astype(np.uint32)
     unrefine = Unrefine(maps)
 
     def gathers():
-        seg = np.empty_like(rows)
+        seg = np.empty_like(refined)
         for a, (orig, seal) in enumerate(maps):
-            seg[:, a] = orig[rows[:, a]]
-            int(np.count_nonzero(seal[rows[:, a]]))
+            seg[:, a] = orig[refined[:, a]]
+            int(np.count_nonzero(seal[refined[:, a]]))
         return seg
 
     t_np = best(gathers, repeat)
-    t_un = best(lambda: unrefine(rows, None, np.zeros(2, dtype=np.int64)), repeat)
+    t_un = best(lambda: unrefine(refined, None, np.zeros(2, dtype=np.int64)), repeat)
     out.append((f"sealed cells of {n:.0e} rows (2 axes, 1.4e6 refined segments)", t_un,
                 "numpy gathers", t_np, t_un / t_np, "<= 1.0"))
     return out

@@ -111,16 +111,15 @@ def partition(variant, params, keys, size, eps_p, rng):
     return grow(keys, 0, size - 1, lam, delta, 0, 0, rng)
 
 
-def build(values, domain, eps, seed, variant, params):
-    """The default synopsis with the variant's partition (``subleaf``: the default
-    partition and ``SR epsilon`` less for the tree)."""
+def build(keys, domain, eps, seed, variant, params):
+    """The default synopsis of the sorted uint64 offsets ``keys`` with the variant's
+    partition (``subleaf``: the default partition and ``SR epsilon`` less for the tree)."""
     eps = Fraction(eps).limit_denominator(1000)
     rng = ps.Rng(seed=seed)
     eps_p, eps_t = split_epsilon(eps, iv.DEFAULT_SHARE)
     if variant == "subleaf":
         eps_t -= eps * Fraction(params[0]).limit_denominator(1000)
     lo, hi = domain
-    keys = np.sort((np.asarray(values, dtype=np.int64) - lo).astype(np.uint64))
     ends, counts = partition(variant, params, keys, hi - lo + 1, eps_p, rng)
     part = TreePartition._checked(ends, lo, hi, eps_p, BETA / 2)
     return IntervalSynopsis._release_tree(
@@ -143,9 +142,10 @@ def halving(first, last, levels):
     return a[order], b[order], own[order]
 
 
-def subleaf_answers(syn, keys, lo, hi, params, scale, rng):
-    """Answers of ``[lo, hi]`` (offsets) with the cut leaves' estimates placed by
-    simulated noisy sub-cell counts of Laplace ``scale`` (module doc)."""
+def subleaf_model(syn, keys, params, scale, rng):
+    """The answers of one simulated sub-leaf release: a function of ``(lo, hi)``
+    (offsets) placing the cut leaves' estimates by noisy sub-cell counts of
+    Laplace ``scale`` (module doc), drawn once here."""
     _, levels, min_scales = params
     ends = syn.partition.end_offsets.astype(np.int64)
     first = np.concatenate([[0], ends[:-1] + 1])
@@ -175,10 +175,13 @@ def subleaf_answers(syn, keys, lo, hi, params, scale, rng):
         placed[ok] = np.where(t > 0, mass / np.maximum(t, 1e-300), uni[ok])
         return placed - uni, k
 
-    base = np.asarray(syn.count_many(lo + d0, hi + d0), dtype=np.float64)
-    dl, kl = moved(lo - 1)
-    dh, kh = moved(hi)
-    return base - est[kl] * dl + est[kh] * dh
+    def answer(lo, hi):
+        base = np.asarray(syn.count_many(lo + d0, hi + d0), dtype=np.float64)
+        dl, kl = moved(lo - 1)
+        dh, kh = moved(hi)
+        return base - est[kl] * dl + est[kh] * dh
+
+    return answer
 
 
 def run(args):
@@ -189,13 +192,13 @@ def run(args):
     if args.peers_cache and os.path.exists(args.peers_cache):
         with open(args.peers_cache) as fh:
             cache = json.load(fh)
-    cols = ["default"] + [f"{v} {' '.join(f'{p:g}' for p in ps_)}" for v, ps_ in variants]
+    cols = ["default"] + [f"{v} {' '.join(f'{x:g}' for x in p)}" for v, p in variants]
     print("| data | eps | workload | " + " | ".join(cols) + " | best peer |")
     print("|---|---|---|" + "---|" * (len(cols) + 1))
     rows, ratios = [], {}
     for name, values, domain in bench_accuracy.datasets(1, args.subsample, args.data):
         wl = bench_accuracy.make_workloads(1, values, domain, args.queries, seed=7)
-        keys = np.sort((values - domain[0]).astype(np.int64))
+        keys = np.sort((values - domain[0]).astype(np.uint64))     # offsets, below 2^63
         shared = {}
         for eps in args.eps:
             sq = {(c, k): [] for c in cols for k in wl}
@@ -206,13 +209,14 @@ def run(args):
                         syn = IntervalSynopsis.build(values, domain=domain, epsilon=eps,
                                                      rng=ps.Rng(seed=seed))
                     else:
-                        syn = build(values, domain, eps, seed, v, p)
+                        syn = build(keys, domain, eps, seed, v, p)
+                    if v == "subleaf":
+                        model = subleaf_model(syn, keys.view(np.int64), p, 1.0 / (p[0] * eps),
+                                              np.random.default_rng(seed))
                     for kind, (lo, hi, truth) in wl.items():
                         if v == "subleaf":
-                            rng = np.random.default_rng(seed)
-                            est = subleaf_answers(syn, keys, (lo - domain[0]).astype(np.int64),
-                                                  (hi - domain[0]).astype(np.int64),
-                                                  p, 1.0 / (p[0] * eps), rng)
+                            est = model((lo - domain[0]).astype(np.int64),
+                                        (hi - domain[0]).astype(np.int64))
                         else:
                             est = np.asarray(syn.count_many(lo, hi), dtype=np.float64)
                         sq[c, kind].append(np.mean((est - truth) ** 2))
@@ -222,7 +226,8 @@ def run(args):
                 if args.peers_cache:
                     res = []
                     for peer in bench_accuracy.PEERS_1D:
-                        key = f"1|{name}|n={len(values)}|eps={eps}|{kind}|q={args.queries}|reps=3|{peer}"
+                        key = bench_accuracy.peer_key(1, name, len(values), eps, kind,
+                                                      args.queries, 3, peer)
                         if key not in cache:
                             cache[key] = bench_accuracy.peer_rmse(
                                 peer, 1, values, domain, eps, lo, hi, truth, 3, shared)
@@ -241,11 +246,9 @@ def run(args):
                                            for k in bench_accuracy.KINDS) + " |")
         print("|---|" + "---|" * len(bench_accuracy.KINDS))
         for c in cols:
-            cells = []
-            for kind in bench_accuracy.KINDS:
-                arr = np.maximum(np.array(ratios[c, kind]), 1e-3)
-                cells.append(f"{float(np.exp(np.log(arr).mean())):.3f} / {arr.max():.3f}")
-            print(f"| {c} | " + " | ".join(cells) + " |")
+            print(f"| {c} | " + " | ".join(
+                f"{bench_accuracy.geomean(ratios[c, k]):.3f} / {max(ratios[c, k]):.3f}"
+                for k in bench_accuracy.KINDS) + " |")
     return rows
 
 

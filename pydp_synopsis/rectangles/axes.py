@@ -191,11 +191,6 @@ class Cells:
         return iter(self._chunks())
 
 
-def _weighted_hits(hit, weights):
-    """How many points the rows marked by ``hit`` stand for (``weights`` None: one each)."""
-    return int(np.count_nonzero(hit)) if weights is None else int(np.asarray(weights)[hit].sum())
-
-
 def refine_ends(ends):
     """Every segment of width >= 2 split into its span less its end, and its end.
 
@@ -376,8 +371,11 @@ class Axes:
     def seal_counts(self, offsets, segments, weights=None):
         """Per axis, how many of the points lie on their segment's end (int64, true
         counts: the adaptive grid adds the noise).  O(n c)."""
-        return np.array([_weighted_hits(ends[segments[:, a]] == offsets[:, a], weights)
-                         for a, ends in enumerate(self.ends)], dtype=np.int64)
+        out = np.zeros(self.dims, dtype=np.int64)
+        for a, ends in enumerate(self.ends):
+            hit = ends[segments[:, a]] == offsets[:, a]
+            out[a] = np.count_nonzero(hit) if weights is None else int(weights[hit].sum())
+        return out
 
     # ------------------------------------------------------------------ reading
     @property
