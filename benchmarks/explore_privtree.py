@@ -1,4 +1,4 @@
-"""Exploration, not a release: three ways to make PrivTree's leaves finer for short ranges.
+"""Exploration, not a release: four ways to make PrivTree's leaves finer for short ranges.
 
 The interval synopsis loses short ranges (0.1% of the data) to PrivTree and
 DAWA by 1.0-2.6x (README, "Accuracy against the published peers"), mostly to
@@ -31,12 +31,25 @@ changes, the tree over the leaves is the package's own release
     ``1 / (SR epsilon)``, numpy's: a measurement of the model, never a
     release), and a cut leaf's estimate is placed by them instead of
     uniformly.
+``grid G``  The public halving-tree nodes of depth ``G`` (``2^G`` cells, a
+    grid fixed before any data is read) each grow their own PrivTree with
+    all of ``epsilon_p``, its depth restarting at 0.  Every item is in one
+    cell and each cell's tree is a PrivTree of that cell (its proof uses
+    only that the biased count grows by ``delta`` per level upward, not the
+    root's depth), so by parallel composition the partition is
+    ``epsilon_p``-DP.  Unlike ``staged`` the first stage costs no budget:
+    a value is isolated at global depth D once it holds about ``(D - G)
+    delta`` items.  The price is the ``2^G`` cells themselves: every empty
+    cell still ends in a leaf or two, which the tree over the leaves must
+    carry.  (The leaves keep their global depths, whose weight bounds
+    ``W_d`` are then loose but valid.)  ``grid 0`` is the package's build.
 
 Usage::
 
     python benchmarks/explore_privtree.py ratio 0.3 0.5 0.693 1 1.5 --peers-cache F
     python benchmarks/explore_privtree.py staged 0.3 10 1 --reps 10
     python benchmarks/explore_privtree.py subleaf 0.15 2 3
+    python benchmarks/explore_privtree.py grid 4 8 10 12 --reps 10
 
 The table gives per data set, epsilon and workload the RMSE of the default
 build and of each variant (``--reps`` builds, 3 by default), and with
@@ -106,6 +119,15 @@ def partition(variant, params, keys, size, eps_p, rng):
             lo_i = int(cut[i - 1]) if i else 0
             parts.append(grow(keys[lo_i:int(cut[i])], a, b, lam2, d2, 0, int(restart), rng))
         return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    if variant == "grid":
+        lam, delta = privtree_parameters(eps_p)
+        first, last = grid_cells(size, int(params[0]))
+        cut = np.searchsorted(keys, last.astype(np.uint64), side="right")
+        start = np.concatenate([[0], cut[:-1]])
+        parts = [grow(keys[s:t], a, b, lam, delta, 0, 0, rng)       # every cell, empty or not
+                 for a, b, s, t in zip(first.tolist(), last.tolist(), start.tolist(),
+                                       cut.tolist())]
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
     lam, delta = ratio_parameters(eps_p, params[0]) if variant == "ratio" \
         else privtree_parameters(eps_p)
     return grow(keys, 0, size - 1, lam, delta, 0, 0, rng)
@@ -140,6 +162,15 @@ def halving(first, last, levels):
         own = np.concatenate([own[~split], own[split], own[split]])
     order = np.lexsort((a, own))
     return a[order], b[order], own[order]
+
+
+def grid_cells(size, depth):
+    """The public halving-tree nodes of ``depth`` over ``[0, size - 1]`` (``size <=
+    2^63``) as ``(first, last)`` int64 arrays in domain order (a node of width 1
+    stays whole)."""
+    first, last, _ = halving(np.zeros(1, dtype=np.int64), np.array([size - 1], dtype=np.int64),
+                             depth)
+    return first, last
 
 
 def subleaf_model(syn, keys, params, scale, rng):
@@ -184,10 +215,29 @@ def subleaf_model(syn, keys, params, scale, rng):
     return answer
 
 
+def uniform_ideal(ends, keys, lo, hi):
+    """The uniform estimator's answers over the leaves ending at ``ends`` with their
+    true counts (no release noise) for the offset ranges ``[lo, hi]`` of the sorted
+    uint64 ``keys``: its error against the truth is the partition's bias, and a
+    release's error against it is the release noise (``--split``)."""
+    ends = ends.astype(np.int64)
+    first = np.concatenate([[0], ends[:-1] + 1])
+    ikeys = keys.view(np.int64)
+    count = (np.searchsorted(ikeys, ends, "right") - np.searchsorted(ikeys, first)).astype(float)
+    below = np.concatenate([[0.0], np.cumsum(count)])
+
+    def mass(x):                                     # at or below x (x >= -1)
+        k = np.searchsorted(ends, np.maximum(x, 0))
+        part = count[k] * (x - first[k] + 1) / (ends[k] - first[k] + 1.0)
+        return np.where(x < 0, 0.0, below[k] + part)
+
+    return mass(hi) - mass(lo - 1)
+
+
 def run(args):
     params = tuple(float(p) for p in args.params)
-    variants = [(args.variant, params)] if args.variant != "ratio" \
-        else [("ratio", (x,)) for x in params]
+    variants = [(args.variant, (x,)) for x in params] if args.variant in ("ratio", "grid") \
+        else [(args.variant, params)]
     cache = {}
     if args.peers_cache and os.path.exists(args.peers_cache):
         with open(args.peers_cache) as fh:
@@ -202,6 +252,8 @@ def run(args):
         shared = {}
         for eps in args.eps:
             sq = {(c, k): [] for c in cols for k in wl}
+            split = {(c, k): ([], []) for c in cols for k in wl}    # --split: noise, bias
+            leaves = {c: [] for c in cols}
             for r in range(args.reps):
                 for c, (v, p) in zip(cols, [(None, ())] + variants):
                     seed = 1000 + r
@@ -210,6 +262,7 @@ def run(args):
                                                      rng=ps.Rng(seed=seed))
                     else:
                         syn = build(keys, domain, eps, seed, v, p)
+                    leaves[c].append(len(syn))
                     if v == "subleaf":
                         model = subleaf_model(syn, keys.view(np.int64), p, 1.0 / (p[0] * eps),
                                               np.random.default_rng(seed))
@@ -220,6 +273,12 @@ def run(args):
                         else:
                             est = np.asarray(syn.count_many(lo, hi), dtype=np.float64)
                         sq[c, kind].append(np.mean((est - truth) ** 2))
+                        if args.split:
+                            ideal = uniform_ideal(syn.partition.end_offsets, keys,
+                                                  (lo - domain[0]).astype(np.int64),
+                                                  (hi - domain[0]).astype(np.int64))
+                            split[c, kind][0].append(np.mean((est - ideal) ** 2))
+                            split[c, kind][1].append(np.mean((ideal - truth) ** 2))
             for kind, (lo, hi, truth) in wl.items():
                 rmse = {c: float(np.sqrt(np.mean(sq[c, kind]))) for c in cols}
                 best = None
@@ -236,8 +295,16 @@ def run(args):
                     for c in cols:
                         ratios.setdefault((c, kind), []).append(rmse[c] / best)
                 rows.append((name, eps, kind, rmse))
-                print(f"| {name} | {eps} | {kind} | " + " | ".join(f"{rmse[c]:.1f}" for c in cols)
+                cells = [f"{rmse[c]:.1f}" for c in cols]
+                if args.split:
+                    cells = [f"{x} ({math.sqrt(np.mean(split[c, kind][0])):.1f} / "
+                             f"{math.sqrt(np.mean(split[c, kind][1])):.1f})"
+                             for x, c in zip(cells, cols)]
+                print(f"| {name} | {eps} | {kind} | " + " | ".join(cells)
                       + f" | {'-' if best is None else f'{best:.1f}'} |", flush=True)
+            if args.split:
+                print(f"| {name} | {eps} | leaves | "
+                      + " | ".join(f"{np.mean(leaves[c]):.0f}" for c in cols) + " | |")
         if args.peers_cache:
             with open(args.peers_cache, "w") as fh:
                 json.dump(cache, fh, indent=0, sort_keys=True)
@@ -254,21 +321,29 @@ def run(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("variant", choices=("ratio", "staged", "subleaf"))
+    ap.add_argument("variant", choices=("ratio", "staged", "subleaf", "grid"))
     ap.add_argument("params", nargs="+", type=float,
-                    help="ratio: x values; staged: F T S; subleaf: SR J K (module doc)")
+                    help="ratio: x values; staged: F T S; subleaf: SR J K; grid: G values "
+                         "(module doc)")
     ap.add_argument("--data", choices=("default", "extra", "all"), default="default")
     ap.add_argument("--eps", type=float, nargs="+", default=list(bench_accuracy.EPSILONS))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--subsample", type=int, default=None)
     ap.add_argument("--peers-cache", default=None)
+    ap.add_argument("--split", action="store_true",
+                    help="also print each RMSE's release noise / partition bias (the uniform "
+                         "estimator on the leaves' true counts) and the mean number of leaves")
     args = ap.parse_args(argv)
     need = {"staged": 3, "subleaf": 3}.get(args.variant)
     if need and len(args.params) != need:
         ap.error(f"{args.variant} takes {need} parameters, got {len(args.params)}")
     if args.variant == "ratio" and min(args.params) <= 0:
         ap.error("ratio: every x must be > 0")
+    if args.split and args.variant == "subleaf":
+        ap.error("--split: subleaf places its estimates otherwise; use ratio, staged or grid")
+    if args.variant == "grid" and not all(g == int(g) and 0 <= g <= 16 for g in args.params):
+        ap.error("grid: every G must be an integer in [0, 16]")
     if args.variant == "staged" and not 0 < args.params[0] < 1:
         ap.error("staged: F must be in (0, 1)")
     if args.variant == "subleaf" and not 0 < args.params[0] < 1 - iv.DEFAULT_SHARE:
