@@ -1,4 +1,4 @@
-"""Exploration, not a release: four ways to make PrivTree's leaves finer for short ranges.
+"""Exploration, not a release: five ways to make PrivTree's leaves finer for short ranges.
 
 The interval synopsis loses short ranges (0.1% of the data) to PrivTree and
 DAWA by 1.0-2.6x (README, "Accuracy against the published peers"), mostly to
@@ -43,6 +43,16 @@ changes, the tree over the leaves is the package's own release
     cell still ends in a leaf or two, which the tree over the leaves must
     carry.  (The leaves keep their global depths, whose weight bounds
     ``W_d`` are then loose but valid.)  ``grid 0`` is the package's build.
+``pruned G F TAU``  ``grid G`` without most of its empty cells.  ``F
+    epsilon_p`` buys a noisy count of every cell (exact discrete Laplace of
+    scale ``s = 1 / (F epsilon_p)`` from the package's generator; each item
+    is in one cell, so the counts together cost ``F epsilon_p``).  Then,
+    bottom-up along the halving tree, two sibling nodes merge into their
+    parent while both are merged-or-low and the parent's noisy total is
+    below ``TAU s sqrt(k)`` (``k`` cells): a long empty stretch becomes a few
+    dyadic nodes, as in the default tree.  This is post-processing of the
+    counts.  Every resulting node grows a PrivTree restarting at depth 0
+    with the rest of ``epsilon_p``, so the total is ``epsilon_p``.
 
 Usage::
 
@@ -50,6 +60,7 @@ Usage::
     python benchmarks/explore_privtree.py staged 0.3 10 1 --reps 10
     python benchmarks/explore_privtree.py subleaf 0.15 2 3
     python benchmarks/explore_privtree.py grid 4 8 10 12 --reps 10
+    python benchmarks/explore_privtree.py pruned 8 0.1 4 --reps 10
 
 The table gives per data set, epsilon and workload the RMSE of the default
 build and of each variant (``--reps`` builds, 3 by default), and with
@@ -74,6 +85,7 @@ if __name__ == "__main__":
 import pydp_synopsis as ps  # noqa: E402
 from pydp_synopsis import IntervalSynopsis  # noqa: E402
 from pydp_synopsis import intervals as iv  # noqa: E402
+from pydp_synopsis.noise import discrete_laplace  # noqa: E402
 from pydp_synopsis.params import split_epsilon  # noqa: E402
 from pydp_synopsis import privtree as pt  # noqa: E402
 from pydp_synopsis.privtree import TreePartition, privtree_parameters  # noqa: E402
@@ -128,6 +140,20 @@ def partition(variant, params, keys, size, eps_p, rng):
                  for a, b, s, t in zip(first.tolist(), last.tolist(), start.tolist(),
                                        cut.tolist())]
         return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    if variant == "pruned":
+        depth, share, tau = params
+        e1 = eps_p * Fraction(share).limit_denominator(1000)
+        lam, delta = privtree_parameters(eps_p - e1)
+        first, last = grid_cells(size, int(depth))
+        count = np.diff(np.searchsorted(keys, last.astype(np.uint64), side="right"), prepend=0)
+        noisy = count + discrete_laplace(1 / e1, count.size, rng=rng)
+        first, last = pruned_cells(size, int(depth), noisy, tau * float(1 / e1))
+        cut = np.searchsorted(keys, last.astype(np.uint64), side="right")
+        start = np.concatenate([[0], cut[:-1]])
+        parts = [grow(keys[s:t], a, b, lam, delta, 0, 0, rng)
+                 for a, b, s, t in zip(first.tolist(), last.tolist(), start.tolist(),
+                                       cut.tolist())]
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
     lam, delta = ratio_parameters(eps_p, params[0]) if variant == "ratio" \
         else privtree_parameters(eps_p)
     return grow(keys, 0, size - 1, lam, delta, 0, 0, rng)
@@ -171,6 +197,36 @@ def grid_cells(size, depth):
     first, last, _ = halving(np.zeros(1, dtype=np.int64), np.array([size - 1], dtype=np.int64),
                              depth)
     return first, last
+
+
+def pruned_cells(size, depth, noisy, limit):
+    """``pruned``'s nodes (module doc) as ``(first, last)`` int64 arrays in domain
+    order: the grid cells of ``depth`` with noisy counts ``noisy``, merged
+    bottom-up into their halving-tree parents while every child is merged-or-low
+    and the parent's noisy total is below ``limit * sqrt(cells)``.  A function of
+    public sizes and released counts only."""
+    first, last = grid_cells(size, depth)
+    total = np.asarray(noisy, dtype=np.float64)
+    cells = np.ones(first.size)
+    low = total < limit
+    out_first, out_last = [first[~low]], [last[~low]]          # busy cells stay whole
+    for d in range(depth - 1, -1, -1):
+        pfirst, plast = grid_cells(size, d)
+        parent = np.searchsorted(plast, last)                   # the node above each one
+        kids = np.bincount(parent, minlength=pfirst.size)
+        ptotal = np.bincount(parent, weights=total, minlength=pfirst.size)
+        pcells = np.bincount(parent, weights=cells, minlength=pfirst.size)
+        busy = np.bincount(parent, weights=~low, minlength=pfirst.size) > 0
+        plow = ~busy & ((kids == 1) | (ptotal < limit * np.sqrt(pcells)))
+        keep = low & ~plow[parent]                              # low, but the parent is not
+        out_first.append(first[keep])
+        out_last.append(last[keep])
+        first, last, total, cells, low = pfirst, plast, ptotal, pcells, plow
+    out_first.append(first[low])                                # the root, if all of it is low
+    out_last.append(last[low])
+    a, b = np.concatenate(out_first), np.concatenate(out_last)
+    order = np.argsort(a)
+    return a[order], b[order]
 
 
 def subleaf_model(syn, keys, params, scale, rng):
@@ -321,10 +377,10 @@ def run(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("variant", choices=("ratio", "staged", "subleaf", "grid"))
+    ap.add_argument("variant", choices=("ratio", "staged", "subleaf", "grid", "pruned"))
     ap.add_argument("params", nargs="+", type=float,
-                    help="ratio: x values; staged: F T S; subleaf: SR J K; grid: G values "
-                         "(module doc)")
+                    help="ratio: x values; staged: F T S; subleaf: SR J K; grid: G values; "
+                         "pruned: G F TAU (module doc)")
     ap.add_argument("--data", choices=("default", "extra", "all"), default="default")
     ap.add_argument("--eps", type=float, nargs="+", default=list(bench_accuracy.EPSILONS))
     ap.add_argument("--reps", type=int, default=3)
@@ -335,15 +391,19 @@ def main(argv=None):
                     help="also print each RMSE's release noise / partition bias (the uniform "
                          "estimator on the leaves' true counts) and the mean number of leaves")
     args = ap.parse_args(argv)
-    need = {"staged": 3, "subleaf": 3}.get(args.variant)
+    need = {"staged": 3, "subleaf": 3, "pruned": 3}.get(args.variant)
     if need and len(args.params) != need:
         ap.error(f"{args.variant} takes {need} parameters, got {len(args.params)}")
     if args.variant == "ratio" and min(args.params) <= 0:
         ap.error("ratio: every x must be > 0")
     if args.split and args.variant == "subleaf":
-        ap.error("--split: subleaf places its estimates otherwise; use ratio, staged or grid")
+        ap.error("--split: subleaf places its estimates otherwise; use ratio, staged, grid or pruned")
     if args.variant == "grid" and not all(g == int(g) and 0 <= g <= 16 for g in args.params):
         ap.error("grid: every G must be an integer in [0, 16]")
+    if args.variant == "pruned" and not (args.params[0] == int(args.params[0])
+                                         and 1 <= args.params[0] <= 16
+                                         and 0 < args.params[1] < 1 and args.params[2] > 0):
+        ap.error("pruned: G must be an integer in [1, 16], F in (0, 1), TAU > 0")
     if args.variant == "staged" and not 0 < args.params[0] < 1:
         ap.error("staged: F must be in (0, 1)")
     if args.variant == "subleaf" and not 0 < args.params[0] < 1 - iv.DEFAULT_SHARE:

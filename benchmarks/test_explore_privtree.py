@@ -3,8 +3,9 @@
 The ``ratio`` variant at x = ln 2 and the ``grid`` variant at G = 0 must be
 the package's own build, answer for answer (an independent check of how the
 script drives the C kernel and the tree release); the other parameters must
-keep PrivTree's loss bound; the staged and grid partitions must be a halving
-tree's leaves that refine stage 1 / the public cells; the noise / bias split
+keep PrivTree's loss bound; the staged, grid and pruned partitions must be a
+halving tree's leaves that refine stage 1 / the public cells / the merged
+nodes, which must equal a recursive statement of the merge rule; the noise / bias split
 must add up exactly on a noiseless release; every variant's table must print
 finite rows; bad arguments exit 2.
 """
@@ -102,6 +103,55 @@ def test_grid_partition_refines_the_cells():
     assert counts[ends > first].max() < dcounts[default > dfirst].max()
 
 
+def _pruned_by_recursion(a, b, depth, noisy_of, limit):
+    """``pruned_cells`` by recursion: ``(nodes, low, total, cells)`` of the subtree
+    of ``[a, b]`` whose grid cells are ``depth`` levels down."""
+    if depth == 0 or a == b:
+        if depth > 0:                       # a width-1 node: the same cell all the way down
+            return _pruned_by_recursion(a, b, 0, noisy_of, limit)
+        x = noisy_of[(a, b)]
+        return [(a, b)], x < limit, x, 1
+    m = a + (b - a) // 2
+    left = _pruned_by_recursion(a, m, depth - 1, noisy_of, limit)
+    right = _pruned_by_recursion(m + 1, b, depth - 1, noisy_of, limit)
+    total, cells = left[2] + right[2], left[3] + right[3]
+    if left[1] and right[1] and total < limit * math.sqrt(cells):
+        return [(a, b)], True, total, cells
+    return left[0] + right[0], False, total, cells
+
+
+@pytest.mark.parametrize("size, depth, limit", [(1000, 4, 5.0), (37, 6, 3.0), (2**40, 7, 8.0),
+                                                (5, 4, 2.0), (1000, 5, -1.0), (1000, 5, 1e9)])
+def test_pruned_cells_merge_low_siblings(size, depth, limit):
+    first, last = ex.grid_cells(size, depth)
+    rng = np.random.default_rng(size + depth)
+    noisy = rng.integers(-6, 12, first.size) * rng.integers(0, 2, first.size)
+    a, b = ex.pruned_cells(size, depth, noisy, limit)
+    expect = _pruned_by_recursion(0, size - 1, depth, dict(zip(zip(first.tolist(), last.tolist()),
+                                                                noisy.tolist())), limit)[0]
+    assert list(zip(a.tolist(), b.tolist())) == expect
+    assert a[0] == 0 and b[-1] == size - 1
+    np.testing.assert_array_equal(a[1:], b[:-1] + 1)
+    if limit < 0:                           # nothing is low: the grid itself
+        assert a.size == first.size
+    if limit > 1e8:                         # everything is low: the whole domain
+        assert a.size == 1
+
+
+def test_pruned_partition_refines_its_nodes():
+    name, values, domain = bench_accuracy.datasets(1, 30000)[0]      # flight times in ns, 2^63
+    lo, hi = domain
+    keys = np.sort((values - lo).astype(np.uint64))
+    eps_p = Fraction(1, 4)
+    grid, _ = ex.partition("grid", (8,), keys, hi - lo + 1, eps_p, ps.Rng(seed=5))
+    ends, counts = ex.partition("pruned", (8, 0.1, 6), keys, hi - lo + 1, eps_p, ps.Rng(seed=5))
+    TreePartition(ends, domain=domain, epsilon=eps_p, beta=0.025)    # raises if not a halving tree
+    np.testing.assert_array_equal(
+        counts, np.diff(np.searchsorted(keys, ends, side="right"), prepend=0))
+    # the data sit in one of the 256 cells: the empty ones merge into a few nodes
+    assert ends.size < grid.size - 200
+
+
 def test_split_adds_up_on_exact_counts():
     rng = np.random.default_rng(4)
     keys = np.sort(rng.integers(0, 1000, 3000)).astype(np.uint64)
@@ -121,7 +171,8 @@ def test_split_adds_up_on_exact_counts():
 
 
 @pytest.mark.parametrize("argv", [["ratio", "0.3"], ["staged", "0.3", "10", "1"],
-                                  ["subleaf", "0.15", "2", "3"], ["grid", "4", "--split"]])
+                                  ["subleaf", "0.15", "2", "3"], ["grid", "4", "--split"],
+                                  ["pruned", "6", "0.1", "4", "--split"]])
 def test_tables_print(argv, capsys):
     rows = ex.main(argv + ["--subsample", "5000", "--reps", "1", "--queries", "60",
                            "--eps", "1"])
@@ -143,6 +194,8 @@ def test_tables_print(argv, capsys):
 @pytest.mark.parametrize("argv", [["staged", "0.3", "10"], ["staged", "1.5", "10", "1"],
                                   ["ratio", "0"], ["subleaf", "0.9", "2", "3"], ["nothing", "1"],
                                   ["grid", "1.5"], ["grid", "17"], ["grid", "-1"],
+                                  ["pruned", "8", "0.1"], ["pruned", "0", "0.1", "4"],
+                                  ["pruned", "8", "1", "4"], ["pruned", "8", "0.1", "0"],
                                   ["subleaf", "0.15", "2", "3", "--split"]])
 def test_bad_arguments_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as e:
