@@ -1,4 +1,4 @@
-"""Exploration, not a release: five ways to make PrivTree's leaves finer for short ranges.
+"""Exploration, not a release: five ways to make PrivTree's leaves finer for short ranges, and DAWA's partition in its place.
 
 The interval synopsis loses short ranges (0.1% of the data) to PrivTree and
 DAWA by 1.0-2.6x (README, "Accuracy against the published peers"), mostly to
@@ -53,6 +53,14 @@ changes, the tree over the leaves is the package's own release
     dyadic nodes, as in the default tree.  This is post-processing of the
     counts.  Every resulting node grows a PrivTree restarting at depth 0
     with the rest of ``epsilon_p``, so the total is ``epsilon_p``.
+``dawa S``  Not PrivTree: DAWA's noisy L1 partition (``peers_dawa.py``,
+    numpy noise: a simulation) over ``min(2^16, D)`` equal cells with
+    ``epsilon_p = S epsilon``, its buckets then released by the package's
+    tree with the rest.  The noise on each interval's cost is twice
+    DPBench's (which the DAWA peer keeps): the scale a one-variable coupling
+    proof supports, since a neighbour can move the cost of the chosen bucket
+    holding the item and that of a competing bucket by up to 2 each, in
+    opposite directions.
 
 Usage::
 
@@ -61,6 +69,7 @@ Usage::
     python benchmarks/explore_privtree.py subleaf 0.15 2 3
     python benchmarks/explore_privtree.py grid 4 8 10 12 --reps 10
     python benchmarks/explore_privtree.py pruned 8 0.1 4 --reps 10
+    python benchmarks/explore_privtree.py dawa 0.25 --reps 10
 
 The table gives per data set, epsilon and workload the RMSE of the default
 build and of each variant (``--reps`` builds, 3 by default), and with
@@ -86,6 +95,9 @@ import pydp_synopsis as ps  # noqa: E402
 from pydp_synopsis import IntervalSynopsis  # noqa: E402
 from pydp_synopsis import intervals as iv  # noqa: E402
 from pydp_synopsis.noise import discrete_laplace  # noqa: E402
+from pydp_synopsis.partition import Partition  # noqa: E402
+from peers_dawa import WindowDeviations, l1_partition  # noqa: E402
+from peers_rectangles import EqualWidthAxis  # noqa: E402
 from pydp_synopsis.params import split_epsilon  # noqa: E402
 from pydp_synopsis import privtree as pt  # noqa: E402
 from pydp_synopsis.privtree import TreePartition, privtree_parameters  # noqa: E402
@@ -164,16 +176,33 @@ def build(keys, domain, eps, seed, variant, params):
     partition (``subleaf``: the default partition and ``SR epsilon`` less for the tree)."""
     eps = Fraction(eps).limit_denominator(1000)
     rng = ps.Rng(seed=seed)
-    eps_p, eps_t = split_epsilon(eps, iv.DEFAULT_SHARE)
+    eps_p, eps_t = split_epsilon(eps, Fraction(params[0]).limit_denominator(1000)
+                                 if variant == "dawa" else iv.DEFAULT_SHARE)
     if variant == "subleaf":
         eps_t -= eps * Fraction(params[0]).limit_denominator(1000)
     lo, hi = domain
-    ends, counts = partition(variant, params, keys, hi - lo + 1, eps_p, rng)
-    part = TreePartition._checked(ends, lo, hi, eps_p, BETA / 2)
+    if variant == "dawa":
+        ends, counts = dawa_partition(keys, hi - lo + 1, float(eps_p), float(eps_t),
+                                      np.random.default_rng(seed))
+        part = Partition(ends, domain=domain, epsilon=eps_p, beta=BETA / 2, threshold_factor=3)
+    else:
+        ends, counts = partition(variant, params, keys, hi - lo + 1, eps_p, rng)
+        part = TreePartition._checked(ends, lo, hi, eps_p, BETA / 2)
     return IntervalSynopsis._release_tree(
         part, counts, eps_t, rng, beta=BETA, tree=iv.DEFAULT_TREE, fanout=iv.DEFAULT_FANOUT,
         consistency=True, estimator=iv.DEFAULT_ESTIMATOR, k=19, dlt=0,
         ratio=iv.DEFAULT_LEVEL_RATIO)
+
+
+def dawa_partition(keys, size, eps_p, eps_t, nrng):
+    """``(ends, counts)`` of DAWA's noisy L1 partition (``dawa``, module doc) of the
+    sorted uint64 ``keys`` over ``[0, size - 1]``: buckets of ``min(2^16, size)``
+    equal cells, ends as uint64 offsets."""
+    axis = EqualWidthAxis(0, size - 1, min(1 << 16, size))
+    cells = np.bincount(axis.cell(keys), minlength=axis.m).astype(np.float64)
+    bounds, _ = l1_partition(WindowDeviations(cells), eps_p / 2, eps_t, nrng)
+    counts = np.add.reduceat(cells, bounds[:-1]).astype(np.int64)
+    return axis.ends[bounds[1:] - 1], counts
 
 
 def halving(first, last, levels):
@@ -292,7 +321,8 @@ def uniform_ideal(ends, keys, lo, hi):
 
 def run(args):
     params = tuple(float(p) for p in args.params)
-    variants = [(args.variant, (x,)) for x in params] if args.variant in ("ratio", "grid") \
+    variants = [(args.variant, (x,)) for x in params] \
+        if args.variant in ("ratio", "grid", "dawa") \
         else [(args.variant, params)]
     cache = {}
     if args.peers_cache and os.path.exists(args.peers_cache):
@@ -377,10 +407,10 @@ def run(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("variant", choices=("ratio", "staged", "subleaf", "grid", "pruned"))
+    ap.add_argument("variant", choices=("ratio", "staged", "subleaf", "grid", "pruned", "dawa"))
     ap.add_argument("params", nargs="+", type=float,
                     help="ratio: x values; staged: F T S; subleaf: SR J K; grid: G values; "
-                         "pruned: G F TAU (module doc)")
+                         "pruned: G F TAU; dawa: S values (module doc)")
     ap.add_argument("--data", choices=("default", "extra", "all"), default="default")
     ap.add_argument("--eps", type=float, nargs="+", default=list(bench_accuracy.EPSILONS))
     ap.add_argument("--reps", type=int, default=3)
@@ -404,6 +434,8 @@ def main(argv=None):
                                          and 1 <= args.params[0] <= 16
                                          and 0 < args.params[1] < 1 and args.params[2] > 0):
         ap.error("pruned: G must be an integer in [1, 16], F in (0, 1), TAU > 0")
+    if args.variant == "dawa" and not all(0 < x < 1 for x in args.params):
+        ap.error("dawa: every S must be in (0, 1)")
     if args.variant == "staged" and not 0 < args.params[0] < 1:
         ap.error("staged: F must be in (0, 1)")
     if args.variant == "subleaf" and not 0 < args.params[0] < 1 - iv.DEFAULT_SHARE:

@@ -5,7 +5,8 @@ the package's own build, answer for answer (an independent check of how the
 script drives the C kernel and the tree release); the other parameters must
 keep PrivTree's loss bound; the staged, grid and pruned partitions must be a
 halving tree's leaves that refine stage 1 / the public cells / the merged
-nodes, which must equal a recursive statement of the merge rule; the noise / bias split
+nodes, which must equal a recursive statement of the merge rule; DAWA's
+buckets must be runs of its equal cells covering the domain; the noise / bias split
 must add up exactly on a noiseless release; every variant's table must print
 finite rows; bad arguments exit 2.
 """
@@ -152,6 +153,27 @@ def test_pruned_partition_refines_its_nodes():
     assert ends.size < grid.size - 200
 
 
+def test_dawa_partition_is_buckets_of_equal_cells():
+    for name, values, domain in bench_accuracy.datasets(1, 20000)[:3]:     # 2^63, 2^13, 2^12
+        lo, hi = domain
+        size = hi - lo + 1
+        keys = np.sort((values - lo).astype(np.uint64))
+        ends, counts = ex.dawa_partition(keys, size, 0.25, 0.75, np.random.default_rng(3))
+        part = ex.Partition(ends, domain=domain, epsilon=Fraction(1, 4), beta=0.025,
+                            threshold_factor=3)                 # raises unless it covers [lo, hi]
+        assert len(part) == ends.size and int(ends[-1]) == size - 1
+        np.testing.assert_array_equal(
+            counts, np.diff(np.searchsorted(keys, ends, side="right"), prepend=0))
+        axis = ex.EqualWidthAxis(0, size - 1, min(1 << 16, size))
+        assert np.isin(ends, axis.ends).all()                   # bucket ends are cell ends
+        if size <= 1 << 16:                                     # one cell per value: the
+            assert (counts > 0).sum() >= 20                     # data's shape is resolved
+        syn = ex.build(keys, domain, 1.0, 3, "dawa", (0.25,))
+        assert len(syn) == ends.size
+        total = syn.count_many(np.array([lo]), np.array([hi]))[0]
+        assert abs(total - values.size) < 2000                  # the tree's noise, ~10 at eps 1
+
+
 def test_split_adds_up_on_exact_counts():
     rng = np.random.default_rng(4)
     keys = np.sort(rng.integers(0, 1000, 3000)).astype(np.uint64)
@@ -172,7 +194,7 @@ def test_split_adds_up_on_exact_counts():
 
 @pytest.mark.parametrize("argv", [["ratio", "0.3"], ["staged", "0.3", "10", "1"],
                                   ["subleaf", "0.15", "2", "3"], ["grid", "4", "--split"],
-                                  ["pruned", "6", "0.1", "4", "--split"]])
+                                  ["pruned", "6", "0.1", "4", "--split"], ["dawa", "0.25"]])
 def test_tables_print(argv, capsys):
     rows = ex.main(argv + ["--subsample", "5000", "--reps", "1", "--queries", "60",
                            "--eps", "1"])
@@ -196,6 +218,7 @@ def test_tables_print(argv, capsys):
                                   ["grid", "1.5"], ["grid", "17"], ["grid", "-1"],
                                   ["pruned", "8", "0.1"], ["pruned", "0", "0.1", "4"],
                                   ["pruned", "8", "1", "4"], ["pruned", "8", "0.1", "0"],
+                                  ["dawa", "0"], ["dawa", "0.3", "1"],
                                   ["subleaf", "0.15", "2", "3", "--split"]])
 def test_bad_arguments_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as e:
