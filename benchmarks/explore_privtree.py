@@ -128,6 +128,18 @@ def grow(keys, first, last, lam, delta, theta, depth0, rng):
                     theta=theta)
 
 
+def grow_cells(keys, first, last, lam, delta, depth0, rng):
+    """``(ends, counts)`` of one PrivTree (theta 0, depth starting at ``depth0``) in
+    every public cell ``[first[i], last[i]]`` (in domain order, covering the domain),
+    empty or not, over the sorted uint64 ``keys``."""
+    cut = np.searchsorted(keys, np.asarray(last).astype(np.uint64), side="right")
+    start = np.concatenate([[0], cut[:-1]])
+    parts = [grow(keys[s:t], a, b, lam, delta, 0, depth0, rng)
+             for a, b, s, t in zip(np.asarray(first).tolist(), np.asarray(last).tolist(),
+                                   start.tolist(), cut.tolist())]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
 def partition(variant, params, keys, size, eps_p, rng):
     """``(ends, counts)`` of the variant's partition of ``[0, size - 1]``."""
     if variant == "staged":
@@ -136,22 +148,11 @@ def partition(variant, params, keys, size, eps_p, rng):
         lam1, d1 = privtree_parameters(e1)
         lam2, d2 = privtree_parameters(eps_p - e1)
         ends1, _ = grow(keys, 0, size - 1, lam1, d1, math.ceil(t * lam1), 0, rng)
-        cut = np.searchsorted(keys, ends1, side="right")
-        firsts = np.concatenate([[0], ends1[:-1] + 1]).astype(np.uint64)
-        parts = []
-        for i, (a, b) in enumerate(zip(firsts.tolist(), ends1.tolist())):   # per stage-1 leaf
-            lo_i = int(cut[i - 1]) if i else 0
-            parts.append(grow(keys[lo_i:int(cut[i])], a, b, lam2, d2, 0, int(restart), rng))
-        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        first1 = np.concatenate([[0], ends1[:-1] + 1]).astype(np.uint64)
+        return grow_cells(keys, first1, ends1, lam2, d2, int(restart), rng)
     if variant == "grid":
         lam, delta = privtree_parameters(eps_p)
-        first, last = grid_cells(size, int(params[0]))
-        cut = np.searchsorted(keys, last.astype(np.uint64), side="right")
-        start = np.concatenate([[0], cut[:-1]])
-        parts = [grow(keys[s:t], a, b, lam, delta, 0, 0, rng)       # every cell, empty or not
-                 for a, b, s, t in zip(first.tolist(), last.tolist(), start.tolist(),
-                                       cut.tolist())]
-        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        return grow_cells(keys, *grid_cells(size, int(params[0])), lam, delta, 0, rng)
     if variant == "pruned":
         depth, share, tau = params
         e1 = eps_p * Fraction(share).limit_denominator(1000)
@@ -159,21 +160,17 @@ def partition(variant, params, keys, size, eps_p, rng):
         first, last = grid_cells(size, int(depth))
         count = np.diff(np.searchsorted(keys, last.astype(np.uint64), side="right"), prepend=0)
         noisy = count + discrete_laplace(1 / e1, count.size, rng=rng)
-        first, last = pruned_cells(size, int(depth), noisy, tau * float(1 / e1))
-        cut = np.searchsorted(keys, last.astype(np.uint64), side="right")
-        start = np.concatenate([[0], cut[:-1]])
-        parts = [grow(keys[s:t], a, b, lam, delta, 0, 0, rng)
-                 for a, b, s, t in zip(first.tolist(), last.tolist(), start.tolist(),
-                                       cut.tolist())]
-        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        return grow_cells(keys, *pruned_cells(size, int(depth), noisy, tau * float(1 / e1)),
+                          lam, delta, 0, rng)
     lam, delta = ratio_parameters(eps_p, params[0]) if variant == "ratio" \
         else privtree_parameters(eps_p)
     return grow(keys, 0, size - 1, lam, delta, 0, 0, rng)
 
 
-def build(keys, domain, eps, seed, variant, params):
+def build(keys, domain, eps, seed, variant, params, cache=None):
     """The default synopsis of the sorted uint64 offsets ``keys`` with the variant's
-    partition (``subleaf``: the default partition and ``SR epsilon`` less for the tree)."""
+    partition (``subleaf``: the default partition and ``SR epsilon`` less for the tree;
+    ``cache``: see :func:`dawa_partition`)."""
     eps = Fraction(eps).limit_denominator(1000)
     rng = ps.Rng(seed=seed)
     eps_p, eps_t = split_epsilon(eps, Fraction(params[0]).limit_denominator(1000)
@@ -183,7 +180,7 @@ def build(keys, domain, eps, seed, variant, params):
     lo, hi = domain
     if variant == "dawa":
         ends, counts = dawa_partition(keys, hi - lo + 1, float(eps_p), float(eps_t),
-                                      np.random.default_rng(seed))
+                                      np.random.default_rng(seed), cache)
         part = Partition(ends, domain=domain, epsilon=eps_p, beta=BETA / 2, threshold_factor=3)
     else:
         ends, counts = partition(variant, params, keys, hi - lo + 1, eps_p, rng)
@@ -194,13 +191,20 @@ def build(keys, domain, eps, seed, variant, params):
         ratio=iv.DEFAULT_LEVEL_RATIO)
 
 
-def dawa_partition(keys, size, eps_p, eps_t, nrng):
+def dawa_partition(keys, size, eps_p, eps_t, nrng, cache=None):
     """``(ends, counts)`` of DAWA's noisy L1 partition (``dawa``, module doc) of the
     sorted uint64 ``keys`` over ``[0, size - 1]``: buckets of ``min(2^16, size)``
-    equal cells, ends as uint64 offsets."""
+    equal cells, ends as uint64 offsets.  ``cache``: a dict keeping the cells'
+    window deviations (data only, no noise) between builds of the same data, as
+    the DAWA peer's ``deviations=`` does."""
     axis = EqualWidthAxis(0, size - 1, min(1 << 16, size))
     cells = np.bincount(axis.cell(keys), minlength=axis.m).astype(np.float64)
-    bounds, _ = l1_partition(WindowDeviations(cells), eps_p / 2, eps_t, nrng)
+    dev = None if cache is None else cache.get("dawa deviations")
+    if dev is None or not np.array_equal(dev.x, cells):
+        dev = WindowDeviations(cells)
+        if cache is not None:
+            cache["dawa deviations"] = dev
+    bounds, _ = l1_partition(dev, eps_p / 2, eps_t, nrng)
     counts = np.add.reduceat(cells, bounds[:-1]).astype(np.int64)
     return axis.ends[bounds[1:] - 1], counts
 
@@ -219,13 +223,20 @@ def halving(first, last, levels):
     return a[order], b[order], own[order]
 
 
+def grid_levels(size, depth):
+    """The public halving-tree nodes of every depth ``0 .. depth`` over ``[0, size -
+    1]`` (``size <= 2^63``): a list of ``(first, last)`` int64 arrays in domain order
+    (a node of width 1 stays whole)."""
+    levels = [(np.zeros(1, dtype=np.int64), np.array([size - 1], dtype=np.int64))]
+    for _ in range(depth):
+        first, last, _ = halving(*levels[-1], 1)
+        levels.append((first, last))
+    return levels
+
+
 def grid_cells(size, depth):
-    """The public halving-tree nodes of ``depth`` over ``[0, size - 1]`` (``size <=
-    2^63``) as ``(first, last)`` int64 arrays in domain order (a node of width 1
-    stays whole)."""
-    first, last, _ = halving(np.zeros(1, dtype=np.int64), np.array([size - 1], dtype=np.int64),
-                             depth)
-    return first, last
+    """The nodes of ``depth`` of :func:`grid_levels`."""
+    return grid_levels(size, depth)[-1]
 
 
 def pruned_cells(size, depth, noisy, limit):
@@ -234,13 +245,14 @@ def pruned_cells(size, depth, noisy, limit):
     bottom-up into their halving-tree parents while every child is merged-or-low
     and the parent's noisy total is below ``limit * sqrt(cells)``.  A function of
     public sizes and released counts only."""
-    first, last = grid_cells(size, depth)
+    levels = grid_levels(size, depth)
+    first, last = levels[depth]
     total = np.asarray(noisy, dtype=np.float64)
     cells = np.ones(first.size)
     low = total < limit
     out_first, out_last = [first[~low]], [last[~low]]          # busy cells stay whole
     for d in range(depth - 1, -1, -1):
-        pfirst, plast = grid_cells(size, d)
+        pfirst, plast = levels[d]
         parent = np.searchsorted(plast, last)                   # the node above each one
         kids = np.bincount(parent, minlength=pfirst.size)
         ptotal = np.bincount(parent, weights=total, minlength=pfirst.size)
@@ -335,7 +347,7 @@ def run(args):
     for name, values, domain in bench_accuracy.datasets(1, args.subsample, args.data):
         wl = bench_accuracy.make_workloads(1, values, domain, args.queries, seed=7)
         keys = np.sort((values - domain[0]).astype(np.uint64))     # offsets, below 2^63
-        shared = {}
+        shared, deviations = {}, {}          # the peers' and dawa's data-only caches
         for eps in args.eps:
             sq = {(c, k): [] for c in cols for k in wl}
             split = {(c, k): ([], []) for c in cols for k in wl}    # --split: noise, bias
@@ -347,7 +359,7 @@ def run(args):
                         syn = IntervalSynopsis.build(values, domain=domain, epsilon=eps,
                                                      rng=ps.Rng(seed=seed))
                     else:
-                        syn = build(keys, domain, eps, seed, v, p)
+                        syn = build(keys, domain, eps, seed, v, p, deviations)
                     leaves[c].append(len(syn))
                     if v == "subleaf":
                         model = subleaf_model(syn, keys.view(np.int64), p, 1.0 / (p[0] * eps),
