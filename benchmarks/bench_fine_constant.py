@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE))
 if __name__ == "__main__":
     sys.path.insert(1, str(HERE.parent))       # a checkout's package first (as the others)
 
-from bench_accuracy import KINDS, make_workloads  # noqa: E402
+from bench_accuracy import KINDS, geomean, make_workloads  # noqa: E402
 from pydp_synopsis import Rng  # noqa: E402
 from pydp_synopsis.rectangles import RectangleSynopsis  # noqa: E402
 from pydp_synopsis.rectangles.grid import fine_rule_inputs  # noqa: E402
@@ -95,7 +95,7 @@ def run(rows, queries, reps, epsilons=(0.1, 1.0)):
             print(f"| {name} | {eps} | {rho:.2f} | {top:.2f} | {chosen:.2f} | "
                   + " | ".join(cells) + " |", flush=True)
     arr = np.array(ratios)
-    print(f"\ngeomean ratio {float(np.exp(np.log(arr).mean())):.3f}, best {arr.min():.2f}, "
+    print(f"\ngeomean ratio {geomean(arr):.3f}, best {arr.min():.2f}, "
           f"worst {arr.max():.2f} over {arr.size} cells")
     return arr
 
