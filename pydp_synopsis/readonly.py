@@ -195,8 +195,8 @@ class SqliteDeadline:
 
 
 def sqlite_one_select(con, sql, shown):
-    """Prepare ``sql`` as a subquery on ``con``: InputError unless SQLite's parser finds one
-    statement and its authorizer only reading actions.  Returns the result's column
+    """Compile ``sql`` alone (``EXPLAIN``) and as a subquery on ``con``: InputError unless
+    SQLite's parser finds one statement and its authorizer only reading actions.  Returns the result's column
     names (``LIMIT 0``: no row is read).  Other SQLite errors propagate."""
     denied = []
 
@@ -208,6 +208,9 @@ def sqlite_one_select(con, sql, shown):
 
     con.set_authorizer(recording)
     try:
+        # EXPLAIN compiles the first statement (the authorizer sees it) and lists its
+        # program without running it; CPython refuses a tail
+        con.execute(f"EXPLAIN {sql}").close()
         cur = con.execute(f"SELECT * FROM (\n{sql}\n) LIMIT 0")
     except sqlite3.ProgrammingError:
         # CPython refuses the tail SQLite's parser left after the first statement

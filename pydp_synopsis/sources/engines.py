@@ -365,7 +365,7 @@ class _Postgres(_Engine):
             if table is not None:
                 self._execute(cur, "SELECT has_table_privilege(r, 'INSERT, UPDATE, DELETE, "
                               "TRUNCATE') OR has_any_column_privilege(r, 'INSERT, UPDATE') "
-                              "FROM (SELECT %s::regclass AS r) AS t", [quote_identifier(table)])
+                              "FROM (SELECT to_regclass(%s) AS r) AS t", [quote_identifier(table)])
             else:
                 self._execute(cur, "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n "
                               "ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p', 'v', "
@@ -373,7 +373,7 @@ class _Postgres(_Engine):
                               "'information_schema') AND n.nspname NOT LIKE 'pg\\_%%' AND "
                               "(has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE') "
                               "OR has_any_column_privilege(c.oid, 'INSERT, UPDATE')))", [])
-            writable = cur.fetchone()[0]
+            writable = bool(cur.fetchone()[0])      # NULL: no such table (describe says)
         if superuser or writable:
             what = ("a superuser" if superuser else
                     f"a role that may write table {table!r}" if table is not None else

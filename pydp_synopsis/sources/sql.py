@@ -257,10 +257,11 @@ class SqlSource(RowSource):
         engine.connect()
         self._engine = engine
         try:
+            # the role before any of the user's SQL reaches the server
+            engine.check_role(self.table)
             if self.sql is not None:
                 engine.check_query(self.sql)
             described = self._describe(engine)
-            engine.check_role(self.table)
             self.check_dims(domains)
             if self.dropna and not getattr(self, "_filtered", False):
                 # the per-row filter, pushed down: rows with a NULL in a used column
