@@ -383,9 +383,10 @@ def _build_source(args, columns, units=None):
                              "and --resolution need --engine local or duckdb")
         return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler,
                           dropna=args.dropna)
-    if args.allow_writable_role or (args.statement_timeout is not None and engine != "duckdb"):
-        raise UsageError("--statement-timeout needs --database or --engine duckdb; "
-                         "--allow-writable-role needs a postgresql:// --database")
+    if args.allow_writable_role:
+        raise UsageError("--allow-writable-role applies to a postgresql:// --database")
+    if args.statement_timeout is not None and engine != "duckdb":
+        raise UsageError("--statement-timeout applies to a --database or --engine duckdb")
     options = {"memory_limit": args.memory_limit, "statement_timeout": args.statement_timeout,
                "debug": args.debug} if engine == "duckdb" else {}
     if args.delimiter is not None:

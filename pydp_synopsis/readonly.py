@@ -196,8 +196,10 @@ class SqliteDeadline:
 
 def sqlite_one_select(con, sql, shown):
     """Compile ``sql`` alone (``EXPLAIN``) and as a subquery on ``con``: InputError unless
-    SQLite's parser finds one statement and its authorizer only reading actions.  Returns the result's column
-    names (``LIMIT 0``: no row is read).  Other SQLite errors propagate."""
+    SQLite's parser finds one statement and its authorizer only reading actions.
+
+    Returns the result's column names (``LIMIT 0``: no row is read).  Other SQLite
+    errors propagate."""
     denied = []
 
     def recording(action, *args):

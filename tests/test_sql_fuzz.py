@@ -36,7 +36,8 @@ FRAGMENTS = [
     "CREATE TABLE z (a INT)", "DROP TABLE t", "BEGIN", "COMMIT", "ROLLBACK",
     "WITH w AS (SELECT x FROM t) SELECT x FROM w", f"SELECT * FROM read_csv('{OUT}.csv')",
     "SELECT x FROM t UNION ALL SELECT x FROM t", "UPDATE t SET x = 0",
-    "SELECT count(*) AS x FROM t", "'", "\"", "(", ")",
+    "SELECT count(*) AS x FROM t", "SELECT 1 AS x FROM checkpoint()",
+    "SELECT 1 AS x FROM force_checkpoint()", "'", "\"", "(", ")",
 ]
 
 

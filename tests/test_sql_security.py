@@ -24,7 +24,8 @@ duckdb = pytest.importorskip("duckdb")
 
 INJECTION = ("SELECT x FROM audit_log) a; COMMIT; DELETE FROM audit_log; "
              "SELECT * FROM (SELECT x FROM audit_log")
-FOREVER = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) AS x FROM r"
+FOREVER = ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+           "SELECT count(*) AS x FROM r")
 
 
 def refused(make, *fragments, domain=(0, 999)):
@@ -145,7 +146,7 @@ def test_a_bad_timeout_is_refused_before_connecting(value):
 # ---------------------------------------------------------------- messages quote no data
 
 def neighbours(make, path, a, b, build):
-    """The error texts of ``build()`` on the database ``make(path, a)`` and then ``make(path, b)``."""
+    """The error texts of ``build()`` on ``make(path, a)``, then on ``make(path, b)``."""
     texts = []
     for values in (a, b):
         make(path, values, "VARCHAR" if make is make_duckdb else "TEXT")
@@ -183,8 +184,14 @@ def test_debug_adds_the_database_text_and_says_it_is_unsafe(files):
 def test_duckdb_files_never_list_sniffed_names_and_catch_corrupt_parquet(tmp_path):
     ragged = tmp_path / "ragged.csv"
     ragged.write_text("x,y\n1,2\n3,4\nsalary:99000,ssn:123-45-6789,z\n")
-    text = refused(lambda: sources.files(str(ragged), ["x"], engine="duckdb"))
+    text = refused(lambda: sources.files(str(ragged), ["x"], engine="duckdb"),
+                   "failed while reading the files")
     assert "123-45-6789" not in text and "99000" not in text
+    ok = tmp_path / "ok.csv"
+    ok.write_text("x,y\n1,2\n3,4\n")
+    syn = ps.IntervalSynopsis.build(sources.files(str(ok), ["y"], engine="duckdb"),
+                                    domain=(0, 9), epsilon=1e6, rng=ps.Rng(seed=1))
+    assert round(syn.count(0, 9)) == 2
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
@@ -384,4 +391,29 @@ def test_cli_sql_errors_are_one_line_and_identical_for_neighbours(tmp_path):
                "--columns", "x", "--statement-timeout", "1_0", "--domain=0:999", "--epsilon",
                1, "--output", tmp_path / "o.pds")
     one_line_error(proc, "--statement-timeout")
+    assert not (tmp_path / "o.pds").exists()
+
+
+@pytest.mark.integration
+def test_cli_postgresql_flags(pg, tmp_path):
+    out = tmp_path / "pg.pds"
+    args = ["--columns", "x", "--domain=0:999", "--epsilon", 1, "--output", out]
+    one_line_error(run("build", "--database", pg.url, "--table", "audit_log", *args),
+                   "refused to read as a superuser", "--allow-writable-role")
+    assert not out.exists()
+    one_line_error(run("build", "--database", pg.reader_url, "--sql", INJECTION, *args),
+                   "SyntaxError")
+    proc = run("build", "--database", pg.url, "--table", "audit_log", "--allow-writable-role",
+               "--statement-timeout", 30, *args)
+    assert proc.returncode == 0 and out.exists(), proc.stderr
+    assert pg_rows(pg) == 10
+
+
+@pytest.mark.integration
+def test_cli_database_flags_elsewhere_are_refused(tmp_path):
+    (tmp_path / "a.csv").write_text("x\n1\n")
+    args = ["--input", tmp_path / "a.csv", "--columns", "x", "--domain=0:9", "--epsilon", 1,
+            "--output", tmp_path / "o.pds"]
+    one_line_error(run("build", *args, "--allow-writable-role"), "--allow-writable-role")
+    one_line_error(run("build", *args, "--statement-timeout", 5), "--statement-timeout")
     assert not (tmp_path / "o.pds").exists()

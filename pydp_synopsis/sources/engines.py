@@ -359,6 +359,20 @@ class _Postgres(_Engine):
         unless ``allow_writable_role``."""
         if self.options.get("allow_writable_role"):
             return
+        try:
+            superuser, writable = self._privileges(table)
+        except self.errors as exc:
+            raise self.failed(exc, "checking the role's privileges") from None
+        if superuser or writable:
+            what = ("a superuser" if superuser else
+                    f"a role that may write table {table!r}" if table is not None else
+                    "a role that may write tables of this database")
+            raise InputError(f"{self.shown}: refused to read as {what}: connect as a role that "
+                             f"may only read (GRANT SELECT), or pass --allow-writable-role / "
+                             f"allow_writable_role=True")
+
+    def _privileges(self, table):
+        """(superuser, may write ``table`` -- or any table when None)."""
         with self.con.cursor() as cur:
             self._execute(cur, "SELECT current_setting('is_superuser') = 'on'")
             superuser = cur.fetchone()[0]
@@ -373,14 +387,7 @@ class _Postgres(_Engine):
                               "'information_schema') AND n.nspname NOT LIKE 'pg\\_%%' AND "
                               "(has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE') "
                               "OR has_any_column_privilege(c.oid, 'INSERT, UPDATE')))", [])
-            writable = bool(cur.fetchone()[0])      # NULL: no such table (describe says)
-        if superuser or writable:
-            what = ("a superuser" if superuser else
-                    f"a role that may write table {table!r}" if table is not None else
-                    "a role that may write tables of this database")
-            raise InputError(f"{self.shown}: refused to read as {what}: connect as a role that "
-                             f"may only read (GRANT SELECT), or pass --allow-writable-role / "
-                             f"allow_writable_role=True")
+            return superuser, bool(cur.fetchone()[0])     # NULL: no such table (describe says)
 
     def describe(self, relation):
         with self.con.cursor() as cur:

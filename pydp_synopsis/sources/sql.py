@@ -285,7 +285,8 @@ class SqlSource(RowSource):
         try:
             described = engine.describe(self._relation)
         except engine.errors as exc:
-            what = f"reading table {self.table!r}" if self.table else "reading the query"
+            what = (f"reading table {self.table!r}" if self.table else "reading the query"
+                    if self.sql else "reading the files")
             raise engine.failed(exc, what) from None
         names = [d[0] for d in described]
         if not self.columns:
@@ -445,15 +446,20 @@ def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memo
     """DuckDB reading CSV or Parquet files and aggregating them (``engine="duckdb"``).
 
     The files become ``read_parquet([...])`` or ``read_csv([...], header =
-    true)`` in an in-memory DuckDB, then everything is as for a database
-    table (:class:`SqlSource`): validation query, ``GROUP BY`` per axis,
+    true, skip = 0, delim = ',')`` (the first line is the header; a ragged
+    file is refused in one line) in an in-memory DuckDB, then everything is
+    as for a database table (:class:`SqlSource`): validation query, ``GROUP BY`` per axis,
     streamed cell columns.  CSV column types are DuckDB's sniffed ones.
     """
     files = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
     reader = "read_parquet" if fmt == "parquet" else "read_csv"
-    extra = "" if fmt == "parquet" else ", header = true"
-    if delimiter is not None and fmt == "csv":      # checked by files(): one safe character
-        extra += ", delim = '" + delimiter.replace("'", "''") + "'"
+    extra = ""
+    if fmt == "csv":
+        # the header is the first line and the delimiter is given (default ","): DuckDB's
+        # sniffer would otherwise skip lines and take a ragged data row for the header,
+        # whose values then name the columns; a ragged file fails in one line instead
+        delim = (delimiter or ",").replace("'", "''")
+        extra = f", header = true, skip = 0, delim = '{delim}'"
     if not columns:
         raise InputError("name the columns to use (--columns a,b)")
     shown = f"duckdb reading {paths[0]}" + (f" and {len(paths) - 1} more" if len(paths) > 1
