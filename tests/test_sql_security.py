@@ -296,6 +296,15 @@ def test_postgresql_every_pass_refuses_a_second_statement(pg):
 
 
 @pytest.mark.integration
+def test_postgresql_query_text_is_sent_as_written(pg):
+    # no placeholder processing: a % in the query reaches the server unchanged, every pass
+    src = sources.SqlSource(pg.reader_url, ["x", "y"],
+                            sql="SELECT x, x AS y FROM audit_log WHERE 'a%' LIKE 'a%%'")
+    syn = ps.RectangleSynopsis.build(src, domain=[(0, 999)] * 2, epsilon=1e6, rng=ps.Rng(seed=1))
+    assert round(syn.count((0, 0), (999, 999))) == 10
+
+
+@pytest.mark.integration
 def test_postgresql_cannot_create_a_table(pg):
     for sql in ("SELECT 1::int8 AS x; CREATE TABLE pwn (a int)",
                 "SELECT 1::int8 AS x) q; CREATE TABLE pwn (a int); SELECT * FROM (SELECT 1 AS x"):

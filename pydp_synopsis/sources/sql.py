@@ -406,14 +406,15 @@ class _PushdownPrepared(Prepared):
     def _pg_cells(self, ends):
         """GROUP BY cell in PostgreSQL: a row's segment on axis a is the number of
         segment starts ``lo + end + 1`` at or below its value (``width_bucket``)."""
-        width, names, params = len(self._cols), [], []
+        width, names = len(self._cols), []
         for a, (lo, hi) in enumerate(self._domains):
             starts = [lo + int(e) + 1 for e in ends[a][:-1].tolist()]
             starts = [s for s in starts if s <= _I64_MAX]   # never at or below an int8
-            params.append(starts)
-            names.append(f"width_bucket({self._cols[a]}, %s::int8[])::int8" if starts
+            # the released starts as an array literal of integers: no parameter, so no
+            # placeholder processing of the user's query text ("LIKE 'a%'")
+            array = "'{" + ",".join(map(str, starts)) + "}'::int8[]"
+            names.append(f"width_bucket({self._cols[a]}, {array})::int8" if starts
                          else "0::int8")
-        params = [p for p in params if p]
         seg = ", ".join(f"{expr} AS s{a}" for a, expr in enumerate(names))
         keys = ", ".join(f"s{a}" for a in range(width))
         sql = (f"SELECT {keys}, count(*)::int8 FROM (SELECT {seg} FROM {self._rel}) AS cells "
@@ -422,8 +423,7 @@ class _PushdownPrepared(Prepared):
 
         def chunks():
             try:
-                for cols in engine.int_chunks(sql, width + 1, self._source.chunk_rows,
-                                              params):
+                for cols in engine.int_chunks(sql, width + 1, self._source.chunk_rows):
                     yield np.stack(cols[:width], axis=1), cols[width]
             except engine.errors as exc:
                 raise engine.failed(exc, "counting the cells") from None
