@@ -426,3 +426,6 @@ def test_cli_database_flags_elsewhere_are_refused(tmp_path):
     one_line_error(run("build", *args, "--allow-writable-role"), "--allow-writable-role")
     one_line_error(run("build", *args, "--statement-timeout", 5), "--statement-timeout")
     assert not (tmp_path / "o.pds").exists()
+    helptext = " ".join(run("build", "--help").stdout.split())
+    for flag in ("--statement-timeout", "--allow-writable-role", "UNSAFE TO SHARE"):
+        assert flag in helptext
