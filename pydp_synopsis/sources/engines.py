@@ -422,11 +422,11 @@ class _Postgres(_Engine):
         row an int16 field count and per field an int32 length and the value
         (big-endian), then the int16 trailer -1.
         """
+        import psycopg
+
         row = 2 + 12 * width
         dtype = np.dtype([("n", ">i2")] + [pair for j in range(width)
                                            for pair in ((f"l{j}", ">i4"), (f"v{j}", ">i8"))])
-        import psycopg
-
         statement = f"COPY ({sql}) TO STDOUT (FORMAT BINARY)"
         if params:
             statement = psycopg.ClientCursor(self.con).mogrify(statement, params)

@@ -57,10 +57,10 @@ import numpy as np
 from ..errors import InputError
 from ..inputs import parse_scale, to_fixed_point
 from ..readonly import check_statement_timeout, redact, strip_query
-from .engines import ENGINES, Null, quote_identifier
 from ..units import convert_chunk, missing_message, needs_conversion
 from ..rectangles.axes import Cells
 from .base import CHUNK_ROWS, Prepared, RowSource, _column_offsets, prefetch, spilled_cells
+from .engines import ENGINES, Null, quote_identifier
 
 __all__ = ["parse_database", "quote_identifier", "SqlSource", "duckdb_files"]
 
