@@ -172,6 +172,31 @@ def test_neighbouring_databases_give_the_same_bytes(tmp_path, engine, make, rout
     assert "TOPSECRET" not in one and "51" not in one and "50" not in one
 
 
+@pytest.mark.parametrize("engine, make", [("sqlite", make_sqlite), ("duckdb", make_duckdb)])
+@pytest.mark.parametrize("route", ["table", "sql"])
+def test_neighbours_out_of_the_domain_give_the_same_bytes(tmp_path, engine, make, route):
+    path = str(tmp_path / f"n.{'db' if engine == 'sqlite' else 'duckdb'}")
+    kw = {"table": "audit_log"} if route == "table" else {"sql": "SELECT x FROM audit_log"}
+    texts = []
+    for values in (list(range(50)) + [5000], list(range(49)) + [1000]):
+        make(path, values)
+        texts.append(refused(lambda: sources.SqlSource(f"{engine}:///{path}", ["x"], **kw),
+                             "must lie in the domain [0, 999]"))
+    assert texts[0] == texts[1] and "5000" not in texts[0] and "1000" not in texts[0]
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "duckdb"])
+def test_a_crafted_database_file_is_one_line(tmp_path, files, engine):
+    with open(files[engine], "rb") as fh:
+        data = bytearray(fh.read())
+    for i in range(100, len(data), 97):
+        data[i] ^= 0x5A
+    path = tmp_path / f"crafted.{'db' if engine == 'sqlite' else 'duckdb'}"
+    path.write_bytes(bytes(data))
+    for kw in ({"table": "audit_log"}, {"sql": "SELECT x FROM audit_log"}):
+        refused(lambda: sources.SqlSource(f"{engine}:///{path}", ["x"], **kw), "failed while")
+
+
 def test_debug_adds_the_database_text_and_says_it_is_unsafe(files):
     sql = "SELECT CAST('TOPSECRET' AS INTEGER) AS x"
     url = f"duckdb:///{files['duckdb']}"
@@ -278,6 +303,9 @@ def test_postgresql_every_pass_refuses_a_second_statement(pg):
 
     engine = ENGINES["postgresql"](pg.owner_url, "pg", {"allow_writable_role": True})
     engine.connect()
+    # read-only and bounded at the session level, whatever a transaction says
+    assert engine.one_row("SELECT current_setting('default_transaction_read_only'), "
+                          "current_setting('statement_timeout')") == ("on", "10min")
     rel = f"(\n{INJECTION}\n) AS pydp_query"
     calls = [lambda: engine.one_row(f"SELECT count(*) FROM {rel}"),
              lambda: list(engine.int_chunks(f"SELECT x::int8, count(*)::int8 FROM {rel} "

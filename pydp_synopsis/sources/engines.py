@@ -106,7 +106,7 @@ class _SQLite(_Engine):
             self.con = sqlite3.connect(f"file:{urllib.parse.quote(self.target)}?mode=ro",
                                        uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
-            raise self.failed(exc, "opening the database") from None
+            raise self.failed(exc, "opening") from None
         # mode=ro alone still lets VACUUM INTO and ATTACH create files
         self.con.set_authorizer(sqlite_read_only)
         self._deadline = SqliteDeadline(self.con, self.timeout)
@@ -225,7 +225,7 @@ class _DuckDB(_Engine):
             self.con.execute("SET enable_progress_bar = false")
             self.con.execute("SET lock_configuration = true")
         except self.errors as exc:
-            raise self.failed(exc, "opening the database") from None
+            raise self.failed(exc, "opening") from None
 
     def _one_select(self, sql, what):
         """Exactly one SELECT, by DuckDB's parser: every statement runs through here (DuckDB's
