@@ -9,6 +9,7 @@ database file is byte-identical and its directory holds no new file.
 """
 import hashlib
 import os
+import shutil
 import sqlite3
 import tempfile
 
@@ -39,6 +40,12 @@ FRAGMENTS = [
     "SELECT count(*) AS x FROM t", "SELECT 1 AS x FROM checkpoint()",
     "SELECT 1 AS x FROM force_checkpoint()", "'", "\"", "(", ")",
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_work_dir():
+    yield
+    shutil.rmtree(WORK, ignore_errors=True)
 
 
 def _make(engine):
