@@ -367,7 +367,9 @@ def _build_source(args, columns, units=None):
             raise UsageError("--engine applies to --input files; a --database runs its own")
         return sources.SqlSource(args.database, columns, table=args.table, sql=args.sql,
                                  scale=args.scale, memory_limit=args.memory_limit,
-                                 units=units, dropna=args.dropna)
+                                 units=units, dropna=args.dropna,
+                                 statement_timeout=args.statement_timeout,
+                                 allow_writable_role=args.allow_writable_role, debug=args.debug)
     if args.input is None:
         raise UsageError("give an input (--input FILE, GLOB or DIRECTORY) or a database "
                          "(--database with --table or --sql)")
@@ -381,7 +383,12 @@ def _build_source(args, columns, units=None):
                              "and --resolution need --engine local or duckdb")
         return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler,
                           dropna=args.dropna)
-    options = {"memory_limit": args.memory_limit} if engine == "duckdb" else {}
+    if args.allow_writable_role:
+        raise UsageError("--allow-writable-role applies to a postgresql:// --database")
+    if args.statement_timeout is not None and engine != "duckdb":
+        raise UsageError("--statement-timeout applies to a --database or --engine duckdb")
+    options = {"memory_limit": args.memory_limit, "statement_timeout": args.statement_timeout,
+               "debug": args.debug} if engine == "duckdb" else {}
     if args.delimiter is not None:
         options["delimiter"] = _delimiter(args)
     return sources.files(args.input, columns, scale=args.scale, engine=engine, units=units,
@@ -1058,7 +1065,9 @@ def _version():
 
 def build_parser():
     p = _Parser(prog="pydp-synopsis", description="Pure epsilon-differentially-private synopses.")
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("--debug", action="store_true",
+                   help="show tracebacks and databases' own error text (UNSAFE TO SHARE: it "
+                        "may quote data values)")
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     sub.required = True
@@ -1104,7 +1113,18 @@ def build_parser():
                         "or a .db/.sqlite/.duckdb path (opened read-only)")
     b.add_argument("--table", help="table to read (with --database and --columns); "
                                    "the GROUP BY queries are built with quoted names")
-    b.add_argument("--sql", help="a custom query instead of --table (with --database)")
+    b.add_argument("--sql", help="a custom query instead of --table (with --database): one "
+                                 "SELECT statement, for the data steward (a query can fail on a "
+                                 "secret value; docs/security-databases.md)")
+    b.add_argument("--statement-timeout", dest="statement_timeout", metavar="SECONDS",
+                   help="stop any database statement running longer (--database or --engine "
+                        "duckdb; default 600)")
+    b.add_argument("--allow-writable-role", dest="allow_writable_role", action="store_true",
+                   help="PostgreSQL: read even as a superuser or a role that may write the "
+                        "tables (refused by default)")
+    b.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="as the global --debug: tracebacks and the database's own error text "
+                        "(UNSAFE TO SHARE: it may quote data values)")
     b.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
                    help="DuckDB's memory limit, e.g. 1GB (it spills to disk beyond it)")
     b.add_argument("--columns", help="comma-separated column names (one: intervals; several: rectangles)")

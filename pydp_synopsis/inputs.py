@@ -2,7 +2,7 @@
 
 The streaming readers (files, databases, clusters) are in
 :mod:`pydp_synopsis.sources`; they convert values with :func:`to_fixed_point`
-and guard SQLite with :func:`_read_only` from here.  :func:`read_columns`
+and guard databases with :mod:`pydp_synopsis.readonly`.  :func:`read_columns`
 reads a whole file (or a SQLite query) into memory.
 
 The synopses take integers.  This module turns a user's table into int64
@@ -29,12 +29,15 @@ import re
 import warnings
 import os
 import sqlite3
+import urllib.parse
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 import numpy as np
 
 from .errors import InputError, ParameterError
+from .readonly import (SqliteDeadline, check_statement_timeout, database_error, redact,
+                       sqlite_one_select, sqlite_read_only, strip_query)
 
 __all__ = ["parse_scale", "read_columns", "to_fixed_point"]
 
@@ -291,39 +294,39 @@ def _read_parquet(path, columns):
     return [table.column(c).to_numpy(zero_copy_only=False) for c in columns]
 
 
-_READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
-                           getattr(sqlite3, "SQLITE_RECURSIVE", 33)})
-
-
-def _read_only(action, arg1, arg2, database, trigger):
-    """SQLite authorizer: SELECT, column reads, functions and recursive CTEs only."""
-    return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
-
-
-def _read_sql(sql, database, columns):
+def _read_sql(sql, database, columns, statement_timeout=None):
+    """A query's columns from ``sqlite:///file.db``, read-only (:mod:`pydp_synopsis.readonly`):
+    one SELECT by SQLite's parser, an authorizer that allows reading only, a timeout,
+    and errors that name the SQLite error's class, never its text."""
     prefix = "sqlite:///"
     if not database or not database.startswith(prefix):
-        raise InputError(f"--database must look like sqlite:///path/to/file.db, got {database!r}")
+        raise InputError(f"--database must look like sqlite:///path/to/file.db, got "
+                         f"{redact(database)!r}")
+    timeout = check_statement_timeout(statement_timeout)
+    sql = strip_query(sql)
     path = database[len(prefix):]
     if not os.path.isfile(path):
         raise InputError(f"database file {path!r} does not exist")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)
     # mode=ro alone still lets VACUUM INTO and ATTACH create files: only
     # reading statements are authorised.
-    conn.set_authorizer(_read_only)
+    conn.set_authorizer(sqlite_read_only)
+    deadline = SqliteDeadline(conn, timeout)
     try:
-        cur = conn.execute(sql)
-        names = [d[0] for d in cur.description or []]
-        rows = cur.fetchall()
+        deadline.start()
+        names = sqlite_one_select(conn, sql, database)
+        deadline.start()
+        rows = conn.execute(f"SELECT * FROM (\n{sql}\n)").fetchall()
     except sqlite3.Error as exc:
-        raise InputError(f"SQL error: {exc}") from None
+        raise database_error(database, "reading the query", exc, timeout=timeout,
+                             expired=deadline.expired) from None
     finally:
         conn.close()
     wanted = columns or names
     out = []
     for c in wanted:
         if c not in names:
-            raise InputError(f"the query returns no column {c!r} (columns: {', '.join(names)})")
+            raise InputError(f"the query returns no column {c!r}")
         j = names.index(c)
         col = [r[j] for r in rows]
         if any(v is None for v in col):
@@ -338,7 +341,8 @@ def _read_sql(sql, database, columns):
     return out
 
 
-def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None):
+def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None,
+                 statement_timeout=None):
     """Read named columns as int64 arrays.
 
     Parameters
@@ -348,7 +352,10 @@ def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None):
     columns : sequence of str
         Column names (array names for ``.npz``, indices for 2-D ``.npy``).
     sql, database : str, optional
-        Instead of ``path``: a query run on ``sqlite:///file.db`` (read-only).
+        Instead of ``path``: one SELECT statement run on ``sqlite:///file.db``
+        (read-only; :mod:`pydp_synopsis.readonly`).
+    statement_timeout : float, optional
+        Seconds the query may run (default 600).
     scale : optional
         Power of ten for fixed-point decimals (see :func:`to_fixed_point`).
 
@@ -363,7 +370,7 @@ def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None):
     """
     columns = [c.strip() for c in columns if c.strip()]
     if sql is not None:
-        raw = _read_sql(sql, database, columns)
+        raw = _read_sql(sql, database, columns, statement_timeout)
         names = columns or [str(i) for i in range(len(raw))]
     else:
         if path is None:

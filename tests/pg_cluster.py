@@ -62,6 +62,21 @@ class Cluster:
             pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def role_url(self, role):
+        """The URL connecting as ``role`` (trust authentication: no password)."""
+        return self.url.replace("postgres@", f"{role}@", 1)
+
+    def reader(self, *tables, role="reader"):
+        """A login role that may only SELECT ``tables``; returns its URL (the sources refuse
+        a superuser or a role that may write)."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as con:
+            con.execute(f'CREATE ROLE "{role}" LOGIN')
+            for table in tables:
+                con.execute(f"GRANT SELECT ON {table} TO \"{role}\"")
+        return self.role_url(role)
+
     def __enter__(self):
         try:
             return self.start()

@@ -25,13 +25,21 @@ Columns that are not integers (decimals with ``scale``, SQLite values of
 other storage classes) are streamed as rows and converted exactly in Python
 (:func:`pydp_synopsis.inputs.to_fixed_point`).
 
-Read-only.  SQLite opens the file with ``mode=ro`` and an authorizer that
-allows reading statements only (:func:`pydp_synopsis.inputs._read_only`);
-DuckDB opens databases with ``read_only=True`` and external access
-(``COPY``, reading other files) disabled and locked; PostgreSQL runs one
-``READ ONLY`` ``REPEATABLE READ`` transaction, so every pass sees the same
-snapshot.  Identifiers (``table``, ``columns``) are quoted; ``sql`` is the
-user's own query, wrapped as a subquery.
+Read-only (:mod:`pydp_synopsis.readonly`, docs/security-databases.md).
+SQLite opens the file with ``mode=ro`` and an authorizer that allows reading
+only, and CPython refuses whatever SQLite's parser leaves after the first
+statement; DuckDB opens databases with ``read_only=True`` and external
+access (``COPY``, reading other files) disabled and locked, and every
+statement must be one ``SELECT`` by DuckDB's parser; PostgreSQL sends every
+statement through the extended protocol (one statement per Parse; the text
+of a ``COPY`` is parsed by the server before it runs), in a session whose
+default transaction is read-only and in one ``READ ONLY`` ``REPEATABLE
+READ`` transaction, so every pass sees the same snapshot; a superuser or a
+role that may write is refused unless ``allow_writable_role``.  Every
+statement has a timeout.  Identifiers (``table``, ``columns``) are quoted;
+``sql`` is the user's own query, wrapped as a subquery.  Errors name the
+operation and the error class, never the database's text (it may quote a
+value) unless ``debug``.
 
 References
 ----------
@@ -41,22 +49,23 @@ References
    "Configuration" (``read_only``, ``enable_external_access``).
 """
 import os
-import sqlite3
-import struct
+import re
 import tempfile
-import urllib.parse
 
 import numpy as np
 
-from ..errors import InputError, ParameterError
-from ..inputs import _read_only, parse_scale, to_fixed_point
+from ..errors import InputError
+from ..inputs import parse_scale, to_fixed_point
+from ..readonly import check_statement_timeout, redact, strip_query
 from ..units import convert_chunk, missing_message, needs_conversion
 from ..rectangles.axes import Cells
 from .base import CHUNK_ROWS, Prepared, RowSource, _column_offsets, prefetch, spilled_cells
+from .engines import ENGINES, Null, quote_identifier
 
 __all__ = ["parse_database", "quote_identifier", "SqlSource", "duckdb_files"]
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_ROW = re.compile(r"(,\s*|\s*\()?data rows? [\d,]+\)?")
 _SQLITE_EXT = (".db", ".sqlite", ".sqlite3")
 
 
@@ -84,9 +93,9 @@ def parse_database(database):
         if database.startswith(scheme):
             return engine, database[len(scheme):], database
     if database.startswith(("postgresql://", "postgres://")):
-        return "postgresql", database, _redact(database)
+        return "postgresql", database, redact(database)
     if "://" in database:
-        raise InputError(f"--database: unknown scheme in {_redact(database)!r} (sqlite:///, "
+        raise InputError(f"--database: unknown scheme in {redact(database)!r} (sqlite:///, "
                          "duckdb:/// or postgresql://)")
     ext = os.path.splitext(database)[1].lower()
     if ext in _SQLITE_EXT:
@@ -95,305 +104,6 @@ def parse_database(database):
         return "duckdb", database, database
     raise InputError(f"--database {database!r}: a plain path must end in .db, .sqlite or "
                      ".duckdb (or give a URL: sqlite:///, duckdb:///, postgresql://)")
-
-
-def _redact(url):
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
-def quote_identifier(name):
-    """``name`` as a quoted SQL identifier (SQLite, DuckDB and PostgreSQL alike).
-
-    A dotted name is a schema-qualified table: each part is quoted.
-
-    Examples
-    --------
-    >>> quote_identifier('my "odd" col')
-    '"my ""odd"" col"'
-    >>> quote_identifier("sales.orders")
-    '"sales"."orders"'
-    """
-    if not isinstance(name, str) or not name or "\0" in name:
-        raise ParameterError(f"not a usable SQL name: {name!r}")
-    return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
-
-
-def _first_line(exc):
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-# ------------------------------------------------------------------ engines
-
-class _Engine:
-    """One database connection: the few calls the source needs."""
-
-    def __init__(self, target, shown, options):
-        self.target, self.shown, self.options = target, shown, options
-        self.con = None
-
-    def close(self):
-        if self.con is not None:
-            try:
-                self.con.close()
-            finally:
-                self.con = None
-
-    def failed(self, exc, what):
-        """InputError for a failure while reading data: the engine's class, never its
-        message (which may quote a value)."""
-        return InputError(f"{self.shown}: the database failed while {what} "
-                          f"({type(exc).__name__})")
-
-
-class _SQLite(_Engine):
-    name = "sqlite"
-    errors = (sqlite3.Error,)
-
-    def connect(self):
-        if not os.path.isfile(self.target):
-            raise InputError(f"database file {self.target!r} does not exist")
-        try:
-            # one thread at a time, but not always the same: streams are prefetched
-            self.con = sqlite3.connect(f"file:{urllib.parse.quote(self.target)}?mode=ro",
-                                       uri=True, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise InputError(f"cannot open {self.shown}: {_first_line(exc)}") from None
-        # mode=ro alone still lets VACUUM INTO and ATTACH create files
-        self.con.set_authorizer(_read_only)
-
-    def describe(self, relation):
-        cur = self.con.execute(f"SELECT * FROM {relation} LIMIT 0")
-        return [(d[0], None) for d in cur.description]
-
-    @staticmethod
-    def is_integer(type_code):
-        return None     # dynamic types: the check query counts storage classes
-
-    def one_row(self, sql, params=()):
-        return self.con.execute(sql, params).fetchone()
-
-    def int_chunks(self, sql, width, chunk_rows, params=()):
-        cur = self.con.execute(sql, params)
-        while True:
-            rows = cur.fetchmany(chunk_rows)
-            if not rows:
-                return
-            arr = np.array(rows, dtype=np.int64).reshape(len(rows), width)
-            yield [arr[:, j] for j in range(width)]
-
-    def row_chunks(self, sql, width, chunk_rows):
-        cur = self.con.execute(sql)
-        while True:
-            rows = cur.fetchmany(chunk_rows)
-            if not rows:
-                return
-            yield [_python_column([r[j] for r in rows], j) for j in range(width)]
-
-
-class _Null(Exception):
-    """Column ``index`` of a row chunk holds a NULL."""
-
-    def __init__(self, index):
-        super().__init__(index)
-        self.index = index
-
-
-def _python_column(values, index):
-    """A column of Python values (ints, floats, strings, Decimals) as a numpy array
-    :func:`~pydp_synopsis.inputs.to_fixed_point` reads exactly; _Null for a NULL."""
-    if None in values:
-        raise _Null(index)
-    kinds = {type(v) for v in values}
-    if kinds <= {int}:
-        try:
-            return np.array(values, dtype=np.int64)
-        except OverflowError:
-            return np.array(values, dtype=object)
-    if kinds <= {int, float}:
-        return np.array(values, dtype=np.float64)
-    return np.array([str(v) for v in values])
-
-
-class _DuckDB(_Engine):
-    name = "duckdb"
-
-    @property
-    def errors(self):
-        import duckdb
-
-        return (duckdb.Error,)
-
-    def connect(self):
-        try:
-            import duckdb
-        except ImportError:
-            raise InputError("DuckDB is not installed: pip install 'pydp-synopsis[duckdb]'") \
-                from None
-        config = {"preserve_insertion_order": False}
-        for key in ("memory_limit", "threads", "temp_directory"):
-            if self.options.get(key) is not None:
-                config[key] = self.options[key]
-        files = self.options.get("files")
-        if files is None:
-            if not os.path.isfile(self.target):
-                raise InputError(f"database file {self.target!r} does not exist")
-            # the user's SQL may name other files or write them: neither is allowed
-            config.update(enable_external_access=False)
-        try:
-            if files is None:
-                self.con = duckdb.connect(self.target, read_only=True, config=config)
-            else:
-                self.con = duckdb.connect(":memory:", config=config)
-            # no progress bar on stdout; then nothing may change the settings
-            self.con.execute("SET enable_progress_bar = false")
-            self.con.execute("SET lock_configuration = true")
-        except duckdb.Error as exc:
-            raise InputError(f"cannot open {self.shown}: {_first_line(exc)}") from None
-
-    def describe(self, relation):
-        rel = self.con.sql(f"SELECT * FROM {relation} LIMIT 0")
-        return list(zip(rel.columns, [str(t) for t in rel.types]))
-
-    @staticmethod
-    def is_integer(type_code):
-        return type_code.upper() in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
-                                     "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT")
-
-    def one_row(self, sql, params=()):
-        return self.con.execute(sql, list(params)).fetchall()[0]
-
-    def _batches(self, sql, chunk_rows):
-        # one cursor per stream: an abandoned stream never blocks the next query
-        cursor = self.con.cursor()
-        try:
-            relation = cursor.sql(sql)
-            # DuckDB >= 1.4 names it to_arrow_reader; older releases fetch_record_batch
-            fetch = getattr(relation, "to_arrow_reader", None) or relation.fetch_record_batch
-            for batch in fetch(chunk_rows):
-                if batch.num_rows:
-                    yield batch
-        finally:
-            cursor.close()
-
-    def int_chunks(self, sql, width, chunk_rows, params=()):
-        for batch in self._batches(sql, chunk_rows):
-            yield [batch.column(j).to_numpy() for j in range(width)]
-
-    def row_chunks(self, sql, width, chunk_rows):
-        import pyarrow as pa
-
-        for batch in self._batches(sql, chunk_rows):
-            cols = []
-            for j in range(width):
-                col = batch.column(j)
-                if col.null_count:
-                    raise _Null(j)
-                if pa.types.is_decimal(col.type):
-                    col = col.cast(pa.string())
-                if pa.types.is_timestamp(col.type) and col.type.tz is not None:
-                    # aware datetimes: numpy would drop the zone (units.Column converts)
-                    cols.append(np.array(col.to_pylist(), dtype=object))
-                    continue
-                cols.append(col.to_numpy(zero_copy_only=False))
-            yield cols
-
-
-#: PostgreSQL type OIDs of the integer types (int2, int4, int8).
-_PG_INTEGERS = (21, 23, 20)
-
-
-class _Postgres(_Engine):
-    name = "postgresql"
-
-    @property
-    def errors(self):
-        import psycopg
-
-        return (psycopg.Error,)
-
-    def connect(self):
-        try:
-            import psycopg
-        except ImportError:
-            raise InputError("psycopg is not installed: pip install "
-                             "'pydp-synopsis[postgresql]'") from None
-        try:
-            self.con = psycopg.connect(self.target, connect_timeout=10)
-            self.con.read_only = True
-            self.con.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        except psycopg.Error as exc:
-            raise InputError(f"cannot connect to {self.shown}: {_first_line(exc)}") from None
-
-    def describe(self, relation):
-        with self.con.cursor() as cur:
-            cur.execute(f"SELECT * FROM {relation} LIMIT 0")
-            return [(d.name, d.type_code) for d in cur.description]
-
-    @staticmethod
-    def is_integer(type_code):
-        return type_code in _PG_INTEGERS
-
-    def one_row(self, sql, params=()):
-        with self.con.cursor() as cur:
-            cur.execute(sql, params)
-            return cur.fetchone()
-
-    def int_chunks(self, sql, width, chunk_rows, params=()):
-        """All-int8 results by binary COPY, parsed by numpy (no Python object per value).
-
-        The binary format: a 19-byte header (plus an extension area), then per
-        row an int16 field count and per field an int32 length and the value
-        (big-endian), then the int16 trailer -1.
-        """
-        row = 2 + 12 * width
-        dtype = np.dtype([("n", ">i2")] + [pair for j in range(width)
-                                           for pair in ((f"l{j}", ">i4"), (f"v{j}", ">i8"))])
-        with self.con.cursor() as cur, cur.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)",
-                                                params or None) as copy:
-            pending, started = bytearray(), False
-            for block in copy:
-                pending += block
-                if not started:
-                    if len(pending) < 19 or len(pending) < 19 + struct.unpack(
-                            ">i", pending[15:19])[0]:
-                        continue
-                    del pending[:19 + struct.unpack(">i", pending[15:19])[0]]
-                    started = True
-                n = len(pending) // row
-                if n >= chunk_rows:
-                    yield self._parse(pending[:n * row], dtype, width)
-                    del pending[:n * row]
-            n = len(pending) // row      # the 2-byte trailer is shorter than a row
-            if n:
-                yield self._parse(pending[:n * row], dtype, width)
-                del pending[:n * row]
-            if bytes(pending) not in (b"", b"\xff\xff"):
-                raise InputError(f"{self.shown}: unexpected data in the COPY stream")
-
-    @staticmethod
-    def _parse(buf, dtype, width):
-        rec = np.frombuffer(bytes(buf), dtype=dtype)
-        if np.any(rec["n"] != width) or any(np.any(rec[f"l{j}"] != 8) for j in range(width)):
-            raise InputError("unexpected field in the COPY stream (NULL or not int8)")
-        return [rec[f"v{j}"].astype(np.int64) for j in range(width)]
-
-    def row_chunks(self, sql, width, chunk_rows):
-        with self.con.cursor(name="pydp_rows") as cur:
-            cur.itersize = chunk_rows
-            cur.execute(sql)
-            while True:
-                rows = cur.fetchmany(chunk_rows)
-                if not rows:
-                    return
-                yield [_python_column([r[j] for r in rows], j) for j in range(width)]
-
-
-_ENGINES = {"sqlite": _SQLite, "duckdb": _DuckDB, "postgresql": _Postgres}
 
 
 # ------------------------------------------------------------------ the source
@@ -429,10 +139,24 @@ class SqlSource(RowSource):
     memory_limit, threads, temp_directory : optional
         DuckDB settings (e.g. ``memory_limit="1GB"``: DuckDB runs inside
         this process, and spills to ``temp_directory`` beyond its limit).
+    statement_timeout : float, optional
+        Seconds each statement may run, from its start to its last row
+        (default :data:`~pydp_synopsis.readonly.DEFAULT_STATEMENT_TIMEOUT`,
+        600); past it the statement is interrupted and one line is raised.
+    allow_writable_role : bool
+        PostgreSQL: read even as a superuser or as a role that may write the
+        table (for ``sql``: any table of the database).  Refused by default:
+        such a role's query can call server functions that write files.
+    debug : bool
+        Add the database's own error text to error messages.  **Unsafe to
+        share**: the text may quote data values or files.
 
     Notes
     -----
     Nothing is opened here: :meth:`prepare` connects, checks and reads.
+    ``sql`` is for the data steward: exactly one ``SELECT`` (the engine's
+    parser decides), but an arbitrary query can fail on a secret value, so
+    whether a build raises may depend on the data (docs/security-databases.md).
 
     Examples
     --------
@@ -450,8 +174,10 @@ class SqlSource(RowSource):
 
     def __init__(self, database, columns=(), *, table=None, sql=None, scale=None,
                  chunk_rows=CHUNK_ROWS, memory_limit=None, threads=None, temp_directory=None,
-                 units=None, dropna=False):
+                 units=None, dropna=False, statement_timeout=None, allow_writable_role=False,
+                 debug=False):
         self.engine_name, self._target, self.shown = parse_database(database)
+        statement_timeout = check_statement_timeout(statement_timeout)
         if (table is None) == (sql is None):
             raise InputError("give a table (--table) or a query (--sql), not both")
         if table is not None:
@@ -459,19 +185,22 @@ class SqlSource(RowSource):
                 raise InputError("name the columns to use (--columns a,b)")
             relation = quote_identifier(table)
         else:
-            if not isinstance(sql, str) or not sql.strip():
-                raise InputError("--sql must be a query")
-            relation = f"({sql.strip().rstrip(';')}) AS pydp_query"
+            sql = strip_query(sql)
+            # new lines: a trailing -- comment cannot swallow the closing parenthesis
+            relation = f"(\n{sql}\n) AS pydp_query"
         self._setup(relation, table, columns, scale, chunk_rows,
                     dict(memory_limit=memory_limit, threads=threads,
-                         temp_directory=temp_directory), units, dropna)
+                         temp_directory=temp_directory, statement_timeout=statement_timeout,
+                         allow_writable_role=bool(allow_writable_role), debug=bool(debug)),
+                    units, dropna)
+        self.sql = sql
 
     def _setup(self, relation, table, columns, scale, chunk_rows, options, units=None,
                dropna=False):
         parse_scale(scale)            # a bad scale is refused before connecting
         self.units = tuple(units) if needs_conversion(units) else None
         self.dropna = bool(dropna)
-        self._relation, self.table = relation, table
+        self._relation, self.table, self.sql = relation, table, None
         self.columns = tuple(c.strip() for c in columns if c.strip())
         self.scale, self.chunk_rows = scale, int(chunk_rows)
         self._options = options
@@ -497,8 +226,11 @@ class SqlSource(RowSource):
         try:
             for chunk in engine.row_chunks(sql, width, self.chunk_rows):
                 if self.units is not None:
-                    out, _ = convert_chunk(chunk, self.units, self.columns,
-                                           where=f"{self.shown}: ", before=before)
+                    try:
+                        out, _ = convert_chunk(chunk, self.units, self.columns,
+                                               where=f"{self.shown}: ", before=before)
+                    except InputError as exc:
+                        raise InputError(_ROW.sub("", str(exc))) from None
                     before += len(chunk[0])
                     yield out
                     continue
@@ -507,12 +239,11 @@ class SqlSource(RowSource):
                     try:
                         out.append(to_fixed_point(col, self.scale, name))
                     except InputError as exc:
-                        from .files import _shift_rows
-
-                        raise _shift_rows(exc, self.shown, before) from None
+                        # rows of a query have no order: no row number in the message
+                        raise InputError(f"{self.shown}: {_ROW.sub('', str(exc))}") from None
                 before += len(chunk[0])
                 yield out
-        except _Null as null:
+        except Null as null:
             raise InputError(missing_message(f"{self.shown}: ", self.columns[null.index])) \
                 from None
         except engine.errors as exc:
@@ -522,10 +253,14 @@ class SqlSource(RowSource):
     def prepare(self, domains, progress=None):
         if self.columns:
             self.check_dims(domains)
-        engine = _ENGINES[self.engine_name](self._target, self.shown, self._options)
+        engine = ENGINES[self.engine_name](self._target, self.shown, self._options)
         engine.connect()
         self._engine = engine
         try:
+            # the role before any of the user's SQL reaches the server
+            engine.check_role(self.table)
+            if self.sql is not None:
+                engine.check_query(self.sql)
             described = self._describe(engine)
             self.check_dims(domains)
             if self.dropna and not getattr(self, "_filtered", False):
@@ -550,18 +285,21 @@ class SqlSource(RowSource):
         try:
             described = engine.describe(self._relation)
         except engine.errors as exc:
-            what = f"table {self.table!r}" if self.table else "the query"
-            raise InputError(f"{self.shown}: cannot read {what}: {_first_line(exc)}") from None
+            what = (f"reading table {self.table!r}" if self.table else "reading the query"
+                    if self.sql else "reading the files")
+            raise engine.failed(exc, what) from None
         names = [d[0] for d in described]
         if not self.columns:
             self.columns = tuple(names)
         types = []
         for c in self.columns:
             if c not in names:
-                listing = ", ".join(names)
-                where = f"table {self.table!r}" if self.table else "the query"
-                raise InputError(f"{self.shown}: {where} has no column {c!r} (columns: "
-                                 f"{listing[:200]})")
+                where = (f"table {self.table!r}" if self.table else "the query" if self.sql
+                         else "the files (as DuckDB's CSV sniffer reads them)")
+                # a table's column names are its schema; a query's (PIVOT) or a sniffed
+                # CSV header's may be data values
+                listing = f" (columns: {', '.join(names)[:200]})" if self.table else ""
+                raise InputError(f"{self.shown}: {where} has no column {c!r}{listing}")
             if names.count(c) > 1:
                 raise InputError(f"{self.shown}: the query returns column {c!r} more than once")
             types.append(described[names.index(c)][1])
@@ -668,14 +406,15 @@ class _PushdownPrepared(Prepared):
     def _pg_cells(self, ends):
         """GROUP BY cell in PostgreSQL: a row's segment on axis a is the number of
         segment starts ``lo + end + 1`` at or below its value (``width_bucket``)."""
-        width, names, params = len(self._cols), [], []
+        width, names = len(self._cols), []
         for a, (lo, hi) in enumerate(self._domains):
             starts = [lo + int(e) + 1 for e in ends[a][:-1].tolist()]
             starts = [s for s in starts if s <= _I64_MAX]   # never at or below an int8
-            params.append(starts)
-            names.append(f"width_bucket({self._cols[a]}, %s::int8[])::int8" if starts
+            # the released starts as an array literal of integers: no parameter, so no
+            # placeholder processing of the user's query text ("LIKE 'a%'")
+            array = "'{" + ",".join(map(str, starts)) + "}'::int8[]"
+            names.append(f"width_bucket({self._cols[a]}, {array})::int8" if starts
                          else "0::int8")
-        params = [p for p in params if p]
         seg = ", ".join(f"{expr} AS s{a}" for a, expr in enumerate(names))
         keys = ", ".join(f"s{a}" for a in range(width))
         sql = (f"SELECT {keys}, count(*)::int8 FROM (SELECT {seg} FROM {self._rel}) AS cells "
@@ -684,8 +423,7 @@ class _PushdownPrepared(Prepared):
 
         def chunks():
             try:
-                for cols in engine.int_chunks(sql, width + 1, self._source.chunk_rows,
-                                              params):
+                for cols in engine.int_chunks(sql, width + 1, self._source.chunk_rows):
                     yield np.stack(cols[:width], axis=1), cols[width]
             except engine.errors as exc:
                 raise engine.failed(exc, "counting the cells") from None
@@ -703,19 +441,25 @@ class _PushdownPrepared(Prepared):
 
 
 def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memory_limit=None,
-                 threads=None, temp_directory=None, delimiter=None, units=None, dropna=False):
+                 threads=None, temp_directory=None, delimiter=None, units=None, dropna=False,
+                 statement_timeout=None, debug=False):
     """DuckDB reading CSV or Parquet files and aggregating them (``engine="duckdb"``).
 
     The files become ``read_parquet([...])`` or ``read_csv([...], header =
-    true)`` in an in-memory DuckDB, then everything is as for a database
-    table (:class:`SqlSource`): validation query, ``GROUP BY`` per axis,
+    true, skip = 0, delim = ',')`` (the first line is the header; a ragged
+    file is refused in one line) in an in-memory DuckDB, then everything is
+    as for a database table (:class:`SqlSource`): validation query, ``GROUP BY`` per axis,
     streamed cell columns.  CSV column types are DuckDB's sniffed ones.
     """
     files = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
     reader = "read_parquet" if fmt == "parquet" else "read_csv"
-    extra = "" if fmt == "parquet" else ", header = true"
-    if delimiter is not None and fmt == "csv":      # checked by files(): one safe character
-        extra += ", delim = '" + delimiter.replace("'", "''") + "'"
+    extra = ""
+    if fmt == "csv":
+        # the header is the first line and the delimiter is given (default ","): DuckDB's
+        # sniffer would otherwise skip lines and take a ragged data row for the header,
+        # whose values then name the columns; a ragged file fails in one line instead
+        delim = (delimiter or ",").replace("'", "''")
+        extra = f", header = true, skip = 0, delim = '{delim}'"
     if not columns:
         raise InputError("name the columns to use (--columns a,b)")
     shown = f"duckdb reading {paths[0]}" + (f" and {len(paths) - 1} more" if len(paths) > 1
@@ -723,5 +467,8 @@ def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memo
     return SqlSource._over_files(f"{reader}({files}{extra}) AS pydp_files", shown, columns,
                                  scale, chunk_rows, dict(memory_limit=memory_limit,
                                                          threads=threads,
-                                                         temp_directory=temp_directory),
+                                                         temp_directory=temp_directory,
+                                                         statement_timeout=check_statement_timeout(
+                                                             statement_timeout),
+                                                         debug=bool(debug)),
                                  units, dropna)
