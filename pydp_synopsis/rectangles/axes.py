@@ -39,12 +39,12 @@ def as_int_array(v):
     return arr
 
 
-def axis_offsets(arr, domain, name):
+def axis_offsets(arr, domain, name, clip=False):
     """(rows, c) uint64 offsets of an integer array against c checked (lo, hi) pairs."""
     out = np.empty(arr.shape, dtype=np.uint64)
 
     def column(a):
-        out[:, a] = as_offsets(arr[:, a], domain[a], f"{name}[:, {a}]")
+        out[:, a] = as_offsets(arr[:, a], domain[a], f"{name}[:, {a}]", clip=clip)
 
     # the columns in threads when large (numpy releases the GIL); an error is
     # the lowest failing column's, as in a loop
@@ -73,7 +73,7 @@ def check_domains(domain):
     return tuple(check_domain(d, f"domain[{a}]") for a, d in enumerate(domain))
 
 
-def check_points(points, domain):
+def check_points(points, domain, clip=False):
     """The checked ``(points, offsets, domain)``: (n, c) integers, their uint64
     offsets from each axis's ``lo``, and the c (lo, hi) pairs."""
     axes = check_domains(domain)
@@ -88,7 +88,7 @@ def check_points(points, domain):
     if arr.shape[1] != c:
         raise ParameterError(f"points must be an (n, {c}) array for a {c}-axis domain, "
                              f"got {arr.shape[1]} columns")
-    return arr, axis_offsets(arr, axes, "points"), axes
+    return arr, axis_offsets(arr, axes, "points", clip), axes
 
 
 def check_corners(lo, hi, domain):

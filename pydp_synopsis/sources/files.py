@@ -128,10 +128,10 @@ def _shift_rows(exc, path, before):
     return InputError(f"{path}: {text}")
 
 
-def _exact(values, scale, column, path, before):
+def _exact(values, scale, column, path, before, clip=None):
     """Integers of a chunk of one column (to_fixed_point), errors located in the file."""
     try:
-        return to_fixed_point(values, scale, column)
+        return to_fixed_point(values, scale, column, clip)
     except InputError as exc:
         raise _shift_rows(exc, path, before) from None
 
@@ -156,11 +156,11 @@ class _FileSource(RowSource):
         self.chunk_rows = int(chunk_rows)
         self._domains = None
 
-    def prepare(self, domains, progress=None):
+    def prepare(self, domains, progress=None, clip=False):
         self.check_dims(domains)
         self._domains = tuple(domains)
         self.check()
-        return super().prepare(domains, progress)
+        return super().prepare(domains, progress, clip)
 
     def check(self):
         """Check every file's columns (its header or schema) before reading data."""
@@ -220,23 +220,37 @@ class CsvSource(_FileSource):
             before = 0
             for cols, n in self._batches(path, text, nulls=True):
                 out, _ = convert_chunk(cols, self.units, self.columns, dropna=self.dropna,
-                                       where=f"{path}: ", before=before, scale=self.scale)
+                                       where=f"{path}: ", before=before, scale=self.scale,
+                                       clip=self._clip_bounds)
                 yield out
                 before += n
             return
         if self.scale is not None:      # decimals: parsed exactly from their digits
             before = 0
             for cols, n in self._batches(path, text):
-                yield [_exact(col, self.scale, name, path, before)
-                       for col, name in zip(cols, self.columns)]
+                yield [_exact(col, self.scale, name, path, before, self.clip_bounds(a))
+                       for a, (col, name) in enumerate(zip(cols, self.columns))]
                 before += n
             return
         types = {c: _column_type(d) for c, d in zip(self.columns, self._domains)}
+        done = 0
         try:
-            for cols, _ in self._batches(path, types):
+            for cols, n in self._batches(path, types):
                 yield cols
+                done += n
         except _Conversion:
-            self._diagnose(path, text)
+            if self._clip_bounds is None:
+                self._diagnose(path, text)
+            # clip: a value beyond the 64-bit type is clipped too; the rows not yet
+            # yielded are read again as text and converted exactly
+            before = 0
+            for cols, n in self._batches(path, text):
+                skip = min(max(done - before, 0), n)
+                if skip < n:
+                    yield [_exact(col[skip:], None, name, path, before + skip,
+                                  self.clip_bounds(a))
+                           for a, (col, name) in enumerate(zip(cols, self.columns))]
+                before += n
 
     def _diagnose(self, path, text):
         """A value is no integer of its column's type: find it, reading the file as text,
@@ -412,19 +426,19 @@ class ParquetSource(_FileSource):
                         raw.append(col.to_numpy(zero_copy_only=False))
                     out, _ = convert_chunk(raw, self.units, self.columns, dropna=self.dropna,
                                            where=f"{path}: ", before=before, scale=self.scale,
-                                           utc=utc)
+                                           utc=utc, clip=self._clip_bounds)
                     before += batch.num_rows
                     yield out
                     continue
                 cols = []
-                for name in self.columns:
+                for a, name in enumerate(self.columns):
                     col = batch.column(name)
                     if col.null_count:
                         row = before + int(np.flatnonzero(
                             np.asarray(col.is_null(), dtype=bool))[0]) + 1
                         raise InputError(missing_message(f"{path}: ", name, row))
                     if pa.types.is_floating(col.type):
-                        miss = missing_mask(col.to_numpy(zero_copy_only=False))
+                        miss = np.isnan(col.to_numpy(zero_copy_only=False))
                         if miss.any():      # NaN: a missing value too
                             raise InputError(missing_message(f"{path}: ", name,
                                                              before + int(np.argmax(miss)) + 1))
@@ -434,7 +448,8 @@ class ParquetSource(_FileSource):
                     if pa.types.is_decimal(col.type):
                         col = col.cast(pa.string())
                     values = col.to_numpy(zero_copy_only=False)
-                    cols.append(_exact(values, self.scale, name, path, before))
+                    cols.append(_exact(values, self.scale, name, path, before,
+                                       self.clip_bounds(a)))
                 before += batch.num_rows
                 yield cols
 
@@ -538,7 +553,7 @@ class _WholeFiles(RowSource):
             if self.fmt == "npy":
                 yield from self._npy_chunks(path)
                 continue
-            cols = read_columns(path, self._names, scale=self.scale)
+            cols = read_columns(path, self._names, scale=self.scale, clip=self._clip_bounds)
             yield from ArraySource(cols, names=self.columns, chunk_rows=self.chunk_rows).chunks()
 
     def _npy_chunks(self, path):
@@ -561,5 +576,5 @@ class _WholeFiles(RowSource):
             idx.append(int(c))
         for start in range(0, arr.shape[0], self.chunk_rows):
             block = np.asarray(arr[start:start + self.chunk_rows])
-            yield [_exact(block[:, j], self.scale, name, path, start)
-                   for j, name in zip(idx, self.columns)]
+            yield [_exact(block[:, j], self.scale, name, path, start, self.clip_bounds(a))
+                   for a, (j, name) in enumerate(zip(idx, self.columns))]
