@@ -35,6 +35,7 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import InputError, ParameterError
+from .params import dtype_name
 
 __all__ = ["parse_scale", "read_columns", "to_fixed_point", "clip_integers"]
 
@@ -78,8 +79,7 @@ def _decimal_strings_to_fixed(values, k, column, clip=None):
     good = np.char.isdigit(whole) & ((frac == "") | np.char.isdigit(frac)) & ~((dot == ".") & (body == "."))
     good &= np.char.str_len(body) > 0
     if not good.all():
-        row = int(np.flatnonzero(~good)[0]) + 1
-        raise InputError(f"column {column!r}, data row {row:,}: not a decimal number "
+        raise InputError(f"column {column!r}: a value is not a decimal number "
                          f"(plain digits with an optional sign and point; no exponents)")
     if int(np.char.str_len(whole).max()) + k > 18:
         if k == 0 and not (dot == ".").any():
@@ -101,7 +101,7 @@ def _decimal_strings_to_fixed(values, k, column, clip=None):
 def _exact_decimal(text, k, column):
     """One decimal string times 10**k, rounded half to even, as a Python int."""
     if not _PLAIN_DECIMAL.fullmatch(text):
-        raise InputError(f"column {column!r}: not a decimal number "
+        raise InputError(f"column {column!r}: a value is not a decimal number "
                          f"(plain digits with an optional sign and point; no exponents)")
     whole, _, frac = text.lstrip("+-").partition(".")
     digits = int((whole or "0") + frac[:k].ljust(k, "0"))
@@ -262,7 +262,7 @@ def _to_fixed_point(values, scale, column, clip):
             except ValueError as exc:
                 raise InputError(str(exc)) from None
         return _decimal_strings_to_fixed(strings, k, column, clip)
-    raise InputError(f"column {column!r} has unsupported type {arr.dtype}")
+    raise InputError(f"column {column!r} has unsupported type {dtype_name(arr.dtype)}")
 
 
 def _saturated(values, big, convert, clip):
@@ -296,15 +296,17 @@ def _raise_non_integer(column, strings):
         ok = True
     except InvalidOperation:
         ok = False
+    # the column and the rule, never the row (its position is data) nor the value
     if ok:
-        raise InputError(f"column {column!r} holds non-integer numbers (data row {i + 1:,}): pass --scale "
+        raise InputError(f"column {column!r} holds non-integer numbers: pass --scale "
                          f"(e.g. --scale 1e6) to turn decimals into integers exactly")
-    raise InputError(f"column {column!r}, data row {i + 1:,}: not a number")
+    raise InputError(f"column {column!r}: a value is not a number")
 
 
 def _read_csv(path, columns):
     """Strict CSV: a header row naming distinct columns, every row with as many
-    fields as the header (row numbers in errors; never a value).  Tolerated
+    fields as the header (errors name the file and the column: never a value,
+    nor a row number, which is data too).  Tolerated
     where the meaning is clear: a UTF-8 byte order mark, CRLF line ends,
     blank lines, a header with no rows (an empty table).  Nothing is a
     comment: a row starting with ``#`` is data (and not a number)."""
@@ -328,10 +330,8 @@ def _read_csv(path, columns):
         try:
             raw = np.loadtxt(fh, delimiter=",", skiprows=1, dtype=str, ndmin=2, quotechar='"',
                              comments=None)
-        except ValueError as exc:
-            where = re.search(r"at row (\d+)", str(exc))
-            row = f"data row {where.group(1)}" if where else "a row"
-            raise InputError(f"{path}: {row} has a different number of fields than the header "
+        except ValueError:
+            raise InputError(f"{path}: a row has a different number of fields than the header "
                              f"({len(header)})") from None
     if raw.shape[0] == 0:
         return [np.zeros(0, dtype=np.int64) for _ in columns]

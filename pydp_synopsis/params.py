@@ -51,6 +51,7 @@ __all__ = [
     "check_int",
     "check_bool",
     "clip_offsets",
+    "dtype_name",
     "check_choice",
     "check_real",
     "check_sample_shape",
@@ -465,6 +466,20 @@ def _outside(name, lo, hi):
     return f"{name} must lie in the domain [{lo}, {hi}]: some value is outside it"
 
 
+def dtype_name(dtype):
+    """A dtype's name for a message, without the item size of strings and bytes
+    (``<U9`` would tell the length of the longest value: data).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dtype_name(np.array(["TOPSECRET"]).dtype), dtype_name(np.dtype(np.float64))
+    ('str', 'float64')
+    """
+    dtype = np.dtype(dtype)
+    return {"U": "str", "S": "bytes", "V": "void"}.get(dtype.kind, str(dtype))
+
+
 def clip_offsets(arr, domain):
     """Offsets ``min(max(v, lo), hi) - lo`` (uint64) of an integer array: clipping.
 
@@ -556,7 +571,7 @@ def as_offsets(values, domain, name="values", clip=False):
             raise DomainError(_outside(name, lo, hi))
         return np.array([int(v) - lo for v in flat], dtype=np.uint64).reshape(arr.shape)
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be an array of integers, got dtype {arr.dtype}")
+        raise TypeError(f"{name} must be an array of integers, got dtype {dtype_name(arr.dtype)}")
     if int(arr.min()) < lo or int(arr.max()) > hi:
         if clip:
             return clip_offsets(arr, (lo, hi))

@@ -38,8 +38,8 @@ arguments (``columns=``, ``scale=``, ``resolution=``), from the *domain*
 values.  A saved synopsis records it (the ``columns`` field of its meta).
 
 Missing values (``None``, ``NaN``, ``NaT``, ``pandas.NA``, an empty string)
-are refused with one line naming the column and the first data row holding
-one (never the value), unless ``dropna=True``: then every row with a
+are refused with one line naming the column (never the value, nor the row
+holding it: docs/security-messages.md), unless ``dropna=True``: then every row with a
 missing value in any used column is dropped before anything else.  That is
 a per-row filter (a stable transformation: adding or removing one item
 changes the filtered data by at most that item), so the release stays
@@ -351,7 +351,7 @@ class Column:
             not whole in an integer column, a date in a decimal column).
         InputError
             A string that is not an ISO date/datetime or a decimal, naming
-            ``what`` and the first such data row.
+            ``what`` (never the value nor its row).
         """
         if utc is None:
             utc = _is_tz_aware(values)
@@ -394,8 +394,7 @@ class Column:
                 if not d.is_finite():
                     raise InvalidOperation
             except InvalidOperation:
-                raise InputError(f"{_at(what, None if len(strings) == 1 else i)}: not a decimal "
-                                 f"number") from None
+                raise InputError(f"{what}: a value is not a decimal number") from None
             out[i] = math.floor(Fraction(d) / r)
         return out
 
@@ -452,12 +451,12 @@ class Column:
                 try:
                     v = _dt.date.fromisoformat(s)
                 except ValueError:
-                    raise InputError(f"{_at(what, row)}: not a valid date") from None
+                    raise InputError(f"{what}: a value is not a valid date") from None
                 end_of_day = bound == "hi" and self.kind == "datetime"
             elif _DATETIME.match(s):
                 return self._iso_ticks(s, unit, what, row)
             else:
-                raise InputError(f"{_at(what, row)}: not an ISO "
+                raise InputError(f"{what}: a value is not an ISO "
                                  f"{'date (YYYY-MM-DD)' if self.kind == 'date' else 'datetime'}")
         if isinstance(v, np.datetime64):
             return int(np.array([v]).astype(f"datetime64[{unit}]").view(np.int64)[0]) \
@@ -499,7 +498,7 @@ class Column:
         try:
             v = _dt.datetime.fromisoformat(base)
         except ValueError:
-            raise InputError(f"{_at(what, row)}: not a valid ISO datetime") from None
+            raise InputError(f"{what}: a value is not a valid ISO datetime") from None
         return self._datetime_ticks(v, unit, what, int(frac.ljust(9, "0")) if frac else 0)
 
     # ----------------------------------------------------- integers -> user
@@ -601,11 +600,6 @@ def _iso_naive_datetimes(strings):
             return s.astype("datetime64[ns]")
     except (ValueError, UserWarning, DeprecationWarning):
         return None
-
-
-def _at(what, row):
-    """``what`` and, for a column of several values, the data row (1-based)."""
-    return what if row is None else f"{what}, data row {row + 1:,}"
 
 
 def _zone(tz):
@@ -816,13 +810,12 @@ def _is_pandas_missing(v):
     return name in ("NAType", "NaTType")
 
 
-def missing_message(what, column, row=None):
-    """The one line every reader prints for a missing value: the column and the
-    first data row holding one (1-based; None where rows have no order, as in
-    a SQL table), never the value."""
+def missing_message(what, column):
+    """The one line every reader prints for a missing value: the column and the rule,
+    never the value nor the row holding it (a row number is data: it tells where the
+    value is and that the table has at least that many rows)."""
     col = f"column {column!r}" if column is not None else "a column"
-    at = f" (first at data row {row:,})" if row is not None else ""
-    return (f"{what}{col} holds NULL values{at}: missing values (NULL, NA, NaN or empty) "
+    return (f"{what}{col} holds NULL values: missing values (NULL, NA, NaN or empty) "
             f"are refused; drop such rows with --dropna (dropna=True) or fill them")
 
 
@@ -832,18 +825,15 @@ def needs_conversion(units):
     return units is not None and any(not col.is_plain for col in units)
 
 
-_ROW = re.compile(r"data row ([0-9,]+)")
-
-
-def convert_chunk(cols, units, names, *, dropna=False, where="", before=0, scale=None,
-                  utc=None, clip=None):
+def convert_chunk(cols, units, names, *, dropna=False, where="", scale=None, utc=None,
+                  clip=None):
     """One chunk of a streamed source as integer columns.
 
     Missing values are dropped (``dropna``: the whole row) or refused with
-    :func:`missing_message` naming the column and the data row (counted from
-    ``before``); each column is then converted by its :class:`Column` (or,
-    without ``units``, by :func:`~pydp_synopsis.inputs.to_fixed_point` with
-    ``scale``), errors naming the data row in the file; ``utc``: per column,
+    :func:`missing_message` naming the column; each column is then converted
+    by its :class:`Column` (or, without ``units``, by
+    :func:`~pydp_synopsis.inputs.to_fixed_point` with ``scale``), errors
+    prefixed by ``where`` (never a value, never a row number); ``utc``: per column,
     whether its ``datetime64`` values are UTC instants (Parquet timestamps
     with a time zone); ``clip``: per column, the integer bounds to clip to
     (:meth:`Column.to_int`).  Returns ``(int_columns, rows_kept)``.
@@ -855,12 +845,13 @@ def convert_chunk(cols, units, names, *, dropna=False, where="", before=0, scale
         miss = missing_mask(x)
         if miss.any():
             if not dropna:
-                raise InputError(missing_message(where, name, before + int(np.argmax(miss)) + 1))
+                raise InputError(missing_message(where, name))
             drop = miss if drop is None else drop | miss
-    rows = np.arange(len(cols[0])) if cols else np.zeros(0, dtype=np.int64)
+    kept = len(cols[0]) if cols else 0
     if drop is not None:
         keep = ~drop
-        cols, rows = [x[keep] for x in cols], rows[keep]
+        cols = [x[keep] for x in cols]
+        kept = int(keep.sum())
     out = []
     for a, (x, name) in enumerate(zip(cols, names)):
         try:
@@ -871,12 +862,8 @@ def convert_chunk(cols, units, names, *, dropna=False, where="", before=0, scale
                 out.append(units[a].to_int(_retype(x), f"column {name!r}", utc=utc[a],
                                            clip=bounds))
         except (InputError, TypeError) as exc:
-            def in_file(m):
-                kept = int(m.group(1).replace(",", "")) - 1
-                return f"data row {int(rows[kept]) + before + 1:,}"
-            text = _ROW.sub(in_file, str(exc))
-            raise InputError(f"{where}{text}") from None
-    return out, len(rows)
+            raise InputError(f"{where}{exc}") from None
+    return out, kept
 
 
 # ----------------------------------------------------------- the builders
@@ -1051,7 +1038,7 @@ def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="val
 
     Returns ``(int_columns, int_domains, counts)``; rows with a missing value
     in any column are dropped when ``dropna`` (with their ``counts``), else
-    refused (one line naming the column and the first data row).  Draws
+    refused (one line naming the column).  Draws
     nothing and charges nothing: call it before the budget.
     """
     aware = [_is_tz_aware(x) for x in data["columns"]]
@@ -1076,7 +1063,7 @@ def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="val
         if miss.any():
             if not dropna:
                 label = col.name if col.name is not None else (a if len(cols) > 1 else None)
-                raise InputError(missing_message(f"{what}: ", label, int(np.argmax(miss)) + 1))
+                raise InputError(missing_message(f"{what}: ", label))
             drop = miss if drop is None else drop | miss
     if drop is not None:
         keep = ~drop

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._core import LIMITS
 from ..errors import DomainError, FormatError, ParameterError
-from ..params import as_offsets, check_domain
+from ..params import as_offsets, check_domain, dtype_name
 from .._threads import run_parts, sort_u64
 from ..partition import Partition, partition_of_sorted, private_partition
 from ..shards import shard_streams
@@ -80,7 +80,8 @@ def check_points(points, domain, clip=False):
     c = len(axes)
     arr = as_int_array(points)
     if arr.dtype.kind in "fc":
-        raise TypeError(f"points must be integers, got dtype {arr.dtype} (NaN and floats are refused)")
+        raise TypeError(f"points must be integers, got dtype {dtype_name(arr.dtype)} (NaN and floats "
+                        f"are refused)")
     # The number of rows is data: messages name the columns, never the rows.
     if arr.ndim != 2:
         raise ParameterError(f"points must be an (n, {c}) array for a {c}-axis domain, "
@@ -107,7 +108,7 @@ def check_corners(lo, hi, domain):
     for name, v in (("lo", lo), ("hi", hi)):
         arr = as_int_array(v)
         if arr.dtype.kind in "fc":
-            raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
+            raise TypeError(f"{name} must be integers, got dtype {dtype_name(arr.dtype)}")
         if arr.ndim != 2 or arr.shape[1] != c:
             raise ParameterError(f"{name} must be a (q, {c}) array, got shape {arr.shape}")
         corners.append(axis_offsets(arr, domain, name))

@@ -359,8 +359,9 @@ def spilled_cells(directory, chunks, ends, domains, names, rows, clip=False):
         finally:
             workers.close()
         if seen != rows:
-            raise InputError(f"the input changed while it was read ({rows} rows, then "
-                             f"{seen}): nothing was written")
+            # not the two numbers: the number of rows is data
+            raise InputError("the input changed while it was read (a different number of "
+                             "rows the second time): nothing was written")
         done.append(True)
 
     return Cells(lambda: _read_cells(path, c) if done else first_pass())

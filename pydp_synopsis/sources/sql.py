@@ -493,14 +493,11 @@ class SqlSource(RowSource):
         cols = ", ".join(quote_identifier(c) for c in self.columns)
         sql = f"SELECT {cols} FROM {self._relation}"
         engine = self._engine
-        before = 0
         try:
             for chunk in engine.row_chunks(sql, width, self.chunk_rows):
                 if self.units is not None:
                     out, _ = convert_chunk(chunk, self.units, self.columns,
-                                           where=f"{self.shown}: ", before=before,
-                                           clip=self._clip_bounds)
-                    before += len(chunk[0])
+                                           where=f"{self.shown}: ", clip=self._clip_bounds)
                     yield out
                     continue
                 out = []
@@ -508,10 +505,7 @@ class SqlSource(RowSource):
                     try:
                         out.append(to_fixed_point(col, self.scale, name, self.clip_bounds(a)))
                     except InputError as exc:
-                        from .files import _shift_rows
-
-                        raise _shift_rows(exc, self.shown, before) from None
-                before += len(chunk[0])
+                        raise InputError(f"{self.shown}: {exc}") from None
                 yield out
         except _Null as null:
             raise InputError(missing_message(f"{self.shown}: ", self.columns[null.index])) \
