@@ -292,3 +292,15 @@ def test_cli_build_clip_and_info(tmp_path, reference):
                            str(tmp_path / "a.syn")], capture_output=True, text=True, env=env,
                           timeout=120)
     assert "clipped:        yes" in info.stdout
+
+
+def test_the_documented_example_runs():
+    """docs/security-messages.md: its Python example runs as written."""
+    import re
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(here, "docs", "security-messages.md"), encoding="utf-8") as fh:
+        blocks = re.findall(r"```python\n(.*?)```", fh.read(), re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "security-messages.md", "exec"), {})
