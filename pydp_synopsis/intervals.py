@@ -551,7 +551,8 @@ class IntervalSynopsis:
         source = _as_source(values, counts)
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
-            with source.prepare([domain], clip=clip) as prepared:
+            # clip= only when asked: a Source written before it keeps working
+            with source.prepare([domain], **({"clip": True} if clip else {})) as prepared:
                 charge(budget, eps_p + eps_t, what, dlt)
                 part, counts = prepared.partition(0, domain, eps_p, beta / 2, factor, rng,
                                                   n_shards)

@@ -49,8 +49,8 @@ from . import _exact
 from ._core import LIMITS, check, ffi, lib
 from .aggregates import SegmentIndex, aggregate, check_counts
 from .errors import DomainError, FormatError, HorizonError, ParameterError
-from .params import (as_offsets, check_beta, check_bool, check_domain, check_positions, check_threshold_factor,
-                     exact_epsilon, is_int, scale_parts)
+from .params import (as_offsets, check_beta, check_bool, check_domain, check_positions,
+                     check_threshold_factor, exact_epsilon, is_int, scale_parts)
 from .rng import resolve_rng
 from ._threads import sort_u64
 
@@ -451,7 +451,8 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
         randomness is drawn: :func:`~pydp_synopsis.aggregates.check_counts`).
     clip : bool
         Clip instead of refusing: a value below ``lo`` counts as ``lo``, one
-        above ``hi`` as ``hi`` (exactly, a Python int beyond int64 too).  Default False: an out-of-domain value is refused before any
+        above ``hi`` as ``hi`` (exactly, a Python int beyond int64 too).
+        Default False: an out-of-domain value is refused before any
         budget is charged.  Clipping maps each row on its own, so two
         neighbouring inputs (one row added or removed) stay neighbours
         after it: every count keeps sensitivity 1 and the release stays

@@ -374,7 +374,8 @@ class RectangleSynopsis:
             source = ArraySource(list(arr.T), counts=weights)   # clipped again: idempotent
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
-            with source.prepare(domain, clip=clip) as prepared:
+            # clip= only when asked: a Source written before it keeps working
+            with source.prepare(domain, **({"clip": True} if clip else {})) as prepared:
                 charge(budget, c * eps_axis + eps_tree, what, dlt)
                 axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
                                                   opts.threshold_factor, rng, n_shards)
