@@ -217,6 +217,13 @@ def test_sql_pushdown_clips_in_the_group_by(tmp_path, reference):
     assert budget.remaining == 5
 
 
+def test_sqlite_row_path_clips_values_beyond_int64(tmp_path, reference):
+    # a text value in an INTEGER column: SQLite streams the rows, converted in Python
+    url = _sqlite(tmp_path / "t.db", RAW + ["1" * 30])
+    same_release(interval(sources.SqlSource(url, ["x"], table="t"), clip=True),
+                 interval(np.array(clipped(RAW + [10**29]))))
+
+
 def test_duckdb_pushdown_clips_signed_and_unsigned(tmp_path, reference):
     duckdb = pytest.importorskip("duckdb")
     path = tmp_path / "t.duckdb"
