@@ -45,7 +45,7 @@ import numpy as np
 
 from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, ParameterError
-from .params import is_int
+from .params import dtype_name, is_int
 from ._threads import sort_u64
 
 __all__ = ["MAX_TOTAL_COUNT", "check_counts", "aggregate", "merge", "histogram",
@@ -114,11 +114,11 @@ def check_counts(counts, shape, name="counts", what="value"):
             raise DomainError(f"{name} must total at most 2**62 (the C core's count limit)")
         arr = np.array([int(v) for v in flat], dtype=np.int64).reshape(arr.shape)
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be an array of non-negative integers, got dtype {arr.dtype} "
-                        "(floats, NaN and bools are refused)")
+        raise TypeError(f"{name} must be an array of non-negative integers, got dtype "
+                        f"{dtype_name(arr.dtype)} (floats, NaN and bools are refused)")
     if arr.shape != tuple(shape):
-        raise ParameterError(f"{name} must hold one count per {what}: shape {arr.shape} for "
-                             f"{what}s of shape {tuple(shape)}")
+        # not the shapes: the number of rows is data
+        raise ParameterError(f"{name} must hold one count per {what} (the same shape)")
     if arr.size == 0:
         return np.zeros(arr.shape, dtype=np.int64)
     if arr.dtype.kind == "i" and int(arr.min()) < 0:

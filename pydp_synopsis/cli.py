@@ -338,9 +338,9 @@ class _Observed(Source):
         self._source, self._progress = source, progress
         self.columns = source.columns
 
-    def prepare(self, domains, progress=None):
+    def prepare(self, domains, progress=None, clip=False):
         self._progress.enter("reading")
-        prepared = self._source.prepare(domains, progress=self._progress.read)
+        prepared = self._source.prepare(domains, progress=self._progress.read, clip=clip)
         self._progress.enter("partitioning and counting")
         return prepared
 
@@ -447,12 +447,13 @@ def cmd_build(args):
         if len(domain) == 1:
             syn = IntervalSynopsis.build(observed, domain=domain[0], epsilon=args.epsilon,
                                          beta=args.beta, rng=rng, shards=args.shards,
-                                         columns=units, partition=args.partition)
+                                         columns=units, partition=args.partition,
+                                         clip=args.clip)
             what = f"interval synopsis: {len(syn):,} segments"
         else:
             syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,
                                           beta=args.beta, rng=rng, shards=args.shards,
-                                          columns=units)
+                                          columns=units, clip=args.clip)
             what = f"rectangle synopsis over {len(domain)} columns: {syn.num_nodes:,} nodes"
     finally:
         progress.close()
@@ -628,6 +629,8 @@ def cmd_info(args):
         value = getattr(obj, key, None)
         if value is not None:
             print(f"{key + ':':<15} {value}")
+    if getattr(obj, "clipped", False):
+        print("clipped:        yes (values outside the domain counted at its nearest end)")
     cols = _columns_of(obj) if isinstance(obj, (IntervalSynopsis, RectangleSynopsis)) else None
     if cols is not None:
         doms = [obj.domain] if isinstance(obj, IntervalSynopsis) else obj.domain
@@ -1150,6 +1153,10 @@ def build_parser():
     b.add_argument("--dropna", action="store_true",
                    help="drop rows with a missing value (empty, NA, NaN, NULL) in a used column "
                         "(a per-row filter); without it such a row is an error")
+    b.add_argument("--clip", action="store_true",
+                   help="clip values outside --domain to its nearest end (per column, in the "
+                        "column's units; a per-row map: the same epsilon) instead of refusing "
+                        "them; the synopsis records it")
     b.add_argument("--output", required=True, metavar="SYN", help="where to save the synopsis")
     b.add_argument("--seed", type=int, help=seed_help)
     b.set_defaults(func=cmd_build)

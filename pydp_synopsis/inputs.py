@@ -36,10 +36,11 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import InputError, ParameterError
+from .params import dtype_name
 from .readonly import (SqliteDeadline, check_statement_timeout, database_error, redact,
                        sqlite_one_select, sqlite_read_only, strip_query)
 
-__all__ = ["parse_scale", "read_columns", "to_fixed_point"]
+__all__ = ["parse_scale", "read_columns", "to_fixed_point", "clip_integers"]
 
 
 def parse_scale(scale):
@@ -59,11 +60,21 @@ def parse_scale(scale):
     raise ParameterError(f"scale must be a power of ten between 1 and 1e18, got {scale!r}")
 
 
-def _decimal_strings_to_fixed(values, k, column):
-    """Exact round-half-even of decimal strings times 10**k, vectorised."""
+def _decimal_strings_to_fixed(values, k, column, clip=None):
+    """Exact round-half-even of decimal strings times 10**k, vectorised.  With ``clip``,
+    values of more than 18 digits (after scaling) are converted one by one, exactly, and
+    returned beside the others for :func:`clip_integers`."""
     s = np.char.strip(np.asarray(values, dtype=str))
     if s.size == 0:
         return np.zeros(0, dtype=np.int64)
+    if clip is not None:
+        whole = np.char.partition(_unsigned(s), ".")[..., 0] if s.ndim == 1 else None
+        long = np.char.str_len(whole) + k > 18
+        if long.any():
+            out = np.empty(s.shape, dtype=object)
+            out[~long] = _decimal_strings_to_fixed(s[~long], k, column).astype(object)
+            out[long] = [_exact_decimal(v, k, column) for v in s[long].tolist()]
+            return out
     neg = np.char.startswith(s, "-")
     body = _unsigned(s)
     whole, dot, frac = np.char.partition(body, ".").T if body.ndim == 1 else (None, None, None)
@@ -71,8 +82,7 @@ def _decimal_strings_to_fixed(values, k, column):
     good = np.char.isdigit(whole) & ((frac == "") | np.char.isdigit(frac)) & ~((dot == ".") & (body == "."))
     good &= np.char.str_len(body) > 0
     if not good.all():
-        row = int(np.flatnonzero(~good)[0]) + 1
-        raise InputError(f"column {column!r}, data row {row:,}: not a decimal number "
+        raise InputError(f"column {column!r}: a value is not a decimal number "
                          f"(plain digits with an optional sign and point; no exponents)")
     if int(np.char.str_len(whole).max()) + k > 18:
         if k == 0 and not (dot == ".").any():
@@ -89,6 +99,22 @@ def _decimal_strings_to_fixed(values, k, column):
     up = (first > 5) | ((first == 5) & (rest_nonzero | (result % 2 == 1)))
     result = result + up
     return np.where(neg, -result, result)
+
+
+def _exact_decimal(text, k, column):
+    """One decimal string times 10**k, rounded half to even, as a Python int."""
+    if not _PLAIN_DECIMAL.fullmatch(text):
+        raise InputError(f"column {column!r}: a value is not a decimal number "
+                         f"(plain digits with an optional sign and point; no exponents)")
+    whole, _, frac = text.lstrip("+-").partition(".")
+    digits = int((whole or "0") + frac[:k].ljust(k, "0"))
+    rest = frac[k:]
+    if rest and (rest[0] > "5" or (rest[0] == "5" and (rest[1:].strip("0") or digits % 2))):
+        digits += 1                         # half to even, on the digits themselves
+    return -digits if text.startswith("-") else digits
+
+
+_PLAIN_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)")
 
 
 _U64_MAX = "18446744073709551615"
@@ -132,7 +158,7 @@ def _floats_to_fixed(values, k, column):
     return out
 
 
-def to_fixed_point(values, scale=None, column="values"):
+def to_fixed_point(values, scale=None, column="values", clip=None):
     """Integers from a column of numbers or numeric strings (see module docstring).
 
     Parameters
@@ -143,6 +169,13 @@ def to_fixed_point(values, scale=None, column="values"):
         A power of ten; ``None`` means 1 and requires integer values.
     column : str
         Name used in error messages.
+    clip : (int, int), optional
+        Clip to these inclusive bounds (the column's domain on the integer
+        grid) instead of refusing what does not fit: a value beyond int64
+        (or uint64) after scaling, an infinity, becomes ``lo`` or ``hi`` by
+        its sign, and every value is clipped to ``[lo, hi]`` (int64, or
+        uint64 for a domain above 2**63).  NaN and non-numbers are still
+        refused.
 
     Returns
     -------
@@ -154,42 +187,97 @@ def to_fixed_point(values, scale=None, column="values"):
     [1500000, 2500000, -2]
     >>> to_fixed_point([3, 4]).tolist()
     [3, 4]
+    >>> to_fixed_point(["-1e99".replace("e99", "0" * 99), "7", "1" * 30], clip=(0, 10)).tolist()
+    [0, 7, 10]
     """
+    if clip is None:
+        return _to_fixed_point(values, scale, column, None)
+    return clip_integers(_to_fixed_point(values, scale, column, clip), clip)
+
+
+def clip_integers(ints, bounds):
+    """``min(max(v, lo), hi)`` of integers (int64, uint64 or Python ints), as int64, or
+    uint64 when ``hi`` is above 2**63 (then ``lo >= 0``)."""
+    lo, hi = bounds
+    arr = np.asarray(ints)
+    dtype = np.uint64 if hi > _I64_MAX else np.int64
+    if arr.dtype == object:
+        return np.array([min(max(int(v), lo), hi) for v in arr.ravel().tolist()],
+                        dtype=dtype).reshape(arr.shape)
+    out = np.empty(arr.shape, dtype=dtype)
+    below, above = arr < lo, arr > hi        # numpy compares with Python ints exactly
+    inside = ~(below | above)
+    out[inside] = arr[inside]
+    out[below], out[above] = lo, hi
+    return out
+
+
+_I64_MAX = (1 << 63) - 1
+
+
+def _to_fixed_point(values, scale, column, clip):
     k = parse_scale(scale)
     arr = np.asarray(values)
     if arr.dtype.kind in "iu":
         if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
             if k:
-                raise InputError(f"column {column!r}: values above 2**63 cannot be scaled")
+                if clip is None:
+                    raise InputError(f"column {column!r}: values above 2**63 cannot be scaled")
+                return _saturated(arr, arr > np.uint64(_I64_MAX),
+                                  lambda x: x.astype(np.int64) * 10**k, clip)
             return arr
         out = arr.astype(np.int64)
         if k:
             lim = np.iinfo(np.int64).max // 10**k
             if arr.size and np.abs(out).max() > lim:
-                raise InputError(f"column {column!r}: a value is too large for int64 after scaling by 1e{k}")
+                if clip is None:
+                    raise InputError(f"column {column!r}: a value is too large for int64 after "
+                                     f"scaling by 1e{k}")
+                return _saturated(out, (out > lim) | (out < -lim), lambda x: x * 10**k, clip)
             out = out * 10**k
         return out
     if arr.dtype.kind == "b":
         raise InputError(f"column {column!r} is boolean, not numeric")
     if arr.dtype.kind == "f":
+        if np.isnan(arr).any() or (clip is None and not np.isfinite(arr).all()):
+            raise InputError(f"column {column!r} holds NaN or infinity")
         if not k:
-            if not np.isfinite(arr).all():
-                raise InputError(f"column {column!r} holds NaN or infinity")
-            if not (arr == np.rint(arr)).all() or (np.abs(arr) >= 2.0**53).any():
+            finite = np.isfinite(arr)
+            if not (arr[finite] == np.rint(arr[finite])).all() or \
+                    (clip is None and (np.abs(arr) >= 2.0**53).any()):
                 raise InputError(f"column {column!r} holds non-integer numbers: pass --scale "
                                  f"(e.g. --scale 1e6) to turn decimals into integers exactly")
+            if clip is not None:     # whole floats: exact below 2**63, saturated beyond
+                return _saturated(arr, np.abs(arr) >= 2.0**63, lambda x: x.astype(np.int64),
+                                  clip)
             return arr.astype(np.int64)
+        if clip is not None:
+            p = np.abs(arr) * float(10**k)
+            return _saturated(arr, ~(p < 2.0**62), lambda x: _floats_to_fixed(x, k, column),
+                              clip)
         return _floats_to_fixed(arr, k, column)
     if arr.dtype.kind in "UO":
         strings = arr.astype(str)
         if not k:
             try:
-                return _decimal_strings_to_fixed(strings, 0, column) if _all_integers(strings) else \
-                    _raise_non_integer(column, strings)
+                return _decimal_strings_to_fixed(strings, 0, column, clip) \
+                    if _all_integers(strings) else _raise_non_integer(column, strings)
             except ValueError as exc:
                 raise InputError(str(exc)) from None
-        return _decimal_strings_to_fixed(strings, k, column)
-    raise InputError(f"column {column!r} has unsupported type {arr.dtype}")
+        return _decimal_strings_to_fixed(strings, k, column, clip)
+    raise InputError(f"column {column!r} has unsupported type {dtype_name(arr.dtype)}")
+
+
+def _saturated(values, big, convert, clip):
+    """``convert`` of the values that fit; ``lo`` / ``hi`` (by sign) for those marked ``big``.
+    Returns an array that :func:`clip_integers` takes."""
+    lo, hi = clip
+    values = np.asarray(values)
+    out = np.empty(values.shape, dtype=object)
+    out[~big] = np.asarray(convert(values[~big])).astype(object)
+    out[big & (values > 0)] = hi
+    out[big & ~(values > 0)] = lo
+    return out
 
 
 def _unsigned(s):
@@ -211,15 +299,17 @@ def _raise_non_integer(column, strings):
         ok = True
     except InvalidOperation:
         ok = False
+    # the column and the rule, never the row (its position is data) nor the value
     if ok:
-        raise InputError(f"column {column!r} holds non-integer numbers (data row {i + 1:,}): pass --scale "
+        raise InputError(f"column {column!r} holds non-integer numbers: pass --scale "
                          f"(e.g. --scale 1e6) to turn decimals into integers exactly")
-    raise InputError(f"column {column!r}, data row {i + 1:,}: not a number")
+    raise InputError(f"column {column!r}: a value is not a number")
 
 
 def _read_csv(path, columns):
     """Strict CSV: a header row naming distinct columns, every row with as many
-    fields as the header (row numbers in errors; never a value).  Tolerated
+    fields as the header (errors name the file and the column: never a value,
+    nor a row number, which is data too).  Tolerated
     where the meaning is clear: a UTF-8 byte order mark, CRLF line ends,
     blank lines, a header with no rows (an empty table).  Nothing is a
     comment: a row starting with ``#`` is data (and not a number)."""
@@ -243,10 +333,8 @@ def _read_csv(path, columns):
         try:
             raw = np.loadtxt(fh, delimiter=",", skiprows=1, dtype=str, ndmin=2, quotechar='"',
                              comments=None)
-        except ValueError as exc:
-            where = re.search(r"at row (\d+)", str(exc))
-            row = f"data row {where.group(1)}" if where else "a row"
-            raise InputError(f"{path}: {row} has a different number of fields than the header "
+        except ValueError:
+            raise InputError(f"{path}: a row has a different number of fields than the header "
                              f"({len(header)})") from None
     if raw.shape[0] == 0:
         return [np.zeros(0, dtype=np.int64) for _ in columns]
@@ -341,7 +429,7 @@ def _read_sql(sql, database, columns, statement_timeout=None):
     return out
 
 
-def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None,
+def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None, clip=None,
                  statement_timeout=None):
     """Read named columns as int64 arrays.
 
@@ -358,6 +446,8 @@ def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None,
         Seconds the query may run (default 600).
     scale : optional
         Power of ten for fixed-point decimals (see :func:`to_fixed_point`).
+    clip : sequence of (int, int), optional
+        Per column, the bounds values are clipped to (see :func:`to_fixed_point`).
 
     Returns
     -------
@@ -391,4 +481,5 @@ def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None,
         except (OSError, ValueError, EOFError) as exc:
             raise InputError(f"{path}: cannot read ({exc})") from None
         names = columns or [str(i) for i in range(len(raw))]
-    return [to_fixed_point(col, scale, name) for col, name in zip(raw, names)]
+    clip = clip or [None] * len(raw)
+    return [to_fixed_point(col, scale, name, bounds) for col, name, bounds in zip(raw, names, clip)]

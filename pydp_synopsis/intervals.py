@@ -46,7 +46,8 @@ from .shards import MAX_SHARDS, check_shards, partition_sharded
 from .rng import resolve_rng
 from ._threads import THREAD_ROWS, halves, run_parts, sort_u64
 from .tails import laplace_sum_tail, laplace_weighted_tail
-from .units import Column, columns_from_record, columns_to_record, convert_corners, prepare_build
+from .units import (Column, clipped_from_record, columns_from_record, columns_to_record,
+                    convert_corners, prepare_build)
 
 __all__ = ["IntervalSynopsis"]
 
@@ -310,7 +311,7 @@ class IntervalSynopsis:
     __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta", "delta",
                  "pure_epsilon", "_scale", "level_ratio", "_scales", "_weights",
                  "tree", "fanout", "consistency", "estimator", "k", "_released", "_prefix",
-                 "_levels", "_ends", "_tau", "_coef", "_columns")
+                 "_levels", "_ends", "_tau", "_coef", "_columns", "clipped")
 
     def __init__(self):
         raise TypeError("use IntervalSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -336,6 +337,7 @@ class IntervalSynopsis:
         self._tau = float(partition.threshold)
         self._coef = None
         self._columns = None                     # set by build/load when described
+        self.clipped = False                     # build(clip=True): values were clipped
         self._levels, self._prefix = None, None
         self.level_ratio = Fraction(level_ratio)
         self._scales, self._weights = None, None
@@ -369,7 +371,7 @@ class IntervalSynopsis:
               fanout=DEFAULT_FANOUT, consistency=True, estimator=None,
               partition_share=None, threshold_factor=None, k=19, budget=None,
               counts=None, shards=None, delta=0, columns=None, scale=None,
-              resolution=None, dropna=False, partition=None, level_ratio=None):
+              resolution=None, dropna=False, partition=None, level_ratio=None, clip=False):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -465,6 +467,21 @@ class IntervalSynopsis:
             ``"privtree"``, or ``"dnrr"`` when ``threshold_factor`` or a
             seal estimator is given.  DNRR-only options with
             ``partition="privtree"`` raise ParameterError.
+        clip : bool
+            Clip instead of refusing: a value below ``lo`` counts as ``lo``,
+            one above ``hi`` as ``hi`` (exactly, on the integer grid, after the
+            conversion of user units -- a date, a decimal -- and a value
+            beyond int64 in that conversion too).  Default False: a value
+            outside the domain is refused (one line naming the column and
+            the domain) before any budget is charged.  Clipping maps each
+            row on its own, so two neighbouring inputs (one row added or
+            removed) stay neighbours after it: every released count keeps
+            sensitivity 1 and the synopsis stays epsilon-DP for the same
+            epsilon (the convention of [OpenDP]_ and [diffprivlib]_).  The
+            release equals that of the clipped data under the same seed;
+            the synopsis records it (``clipped``, saved and shown by
+            ``pydp-synopsis info``): the counts at the domain's ends then
+            include the values clipped there.
 
         Values in user units -- ``datetime64`` arrays, pandas Series of
         Timestamps (with or without a time zone), dates, nullable integers
@@ -487,6 +504,9 @@ class IntervalSynopsis:
            Elders: Laplace vs Gaussian Noise", section 5.2.
         .. [KOV15] P. Kairouz, S. Oh, P. Viswanath, "The Composition Theorem
            for Differential Privacy", ICML 2015, Theorem 3.5.
+        .. [OpenDP] The OpenDP Library, ``make_clamp`` (clamping to declared bounds).
+        .. [diffprivlib] N. Holohan et al., "Diffprivlib: The IBM Differential
+           Privacy Library", 2019 (``bounds=``: data clipped to the bounds).
 
         Notes
         -----
@@ -512,11 +532,12 @@ class IntervalSynopsis:
         dlt = check_delta_or_zero(delta)
         ratio = _check_level_ratio(level_ratio, tree, dlt)
         beta = check_beta(beta)
+        clip = check_bool(clip, "clip")
         eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
                                                   "epsilon * (1 - partition_share)"))
         values, (domain,), counts, described = prepare_build(
             values, [domain], counts=counts, columns=columns, scale=scale,
-            resolution=resolution, dropna=dropna)
+            resolution=resolution, dropna=dropna, clip=clip)
         domain = check_domain(domain)
         if method == "dnrr":
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
@@ -530,16 +551,17 @@ class IntervalSynopsis:
         source = _as_source(values, counts)
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
-            with source.prepare([domain]) as prepared:
+            # clip= only when asked: a Source written before it keeps working
+            with source.prepare([domain], **({"clip": True} if clip else {})) as prepared:
                 charge(budget, eps_p + eps_t, what, dlt)
                 part, counts = prepared.partition(0, domain, eps_p, beta / 2, factor, rng,
                                                   n_shards)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
                                     estimator=estimator, k=k, dlt=dlt, ratio=ratio)
-            syn._columns = described
+            syn._columns, syn.clipped = described, clip
             return syn
-        offsets = as_offsets(values, domain, "values")
+        offsets = as_offsets(values, domain, "values", clip=clip)
         weights = check_counts(counts, offsets.shape)
         offsets = offsets.ravel()
         charge(budget, eps_p + eps_t, what, dlt)
@@ -564,7 +586,7 @@ class IntervalSynopsis:
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
                                 consistency=consistency, estimator=estimator, k=k,
                                 dlt=dlt, ratio=ratio)
-        syn._columns = described
+        syn._columns, syn.clipped = described, clip
         return syn
 
     @classmethod
@@ -1153,6 +1175,8 @@ class IntervalSynopsis:
             meta["level_ratio"] = [self.level_ratio.numerator, self.level_ratio.denominator]
         if self._columns is not None:
             meta["columns"] = columns_to_record(self._columns)
+        if self.clipped:        # absent: refused out-of-domain values (every older file)
+            meta["clipped"] = True
         arrays = {"end_offsets": self._ends, "released": self._released}
         return _KIND, meta, arrays, None
 
@@ -1230,6 +1254,7 @@ def _load(meta, arrays):
                                              level_ratio=ratio)
         check_pure_epsilon(meta, syn.pure_epsilon, delta)
         syn._columns = columns_from_record(meta, [part.domain])
+        syn.clipped = clipped_from_record(meta)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         if isinstance(exc, FormatError):
             raise

@@ -50,6 +50,8 @@ __all__ = [
     "is_int",
     "check_int",
     "check_bool",
+    "clip_offsets",
+    "dtype_name",
     "check_choice",
     "check_real",
     "check_sample_shape",
@@ -464,7 +466,50 @@ def _outside(name, lo, hi):
     return f"{name} must lie in the domain [{lo}, {hi}]: some value is outside it"
 
 
-def as_offsets(values, domain, name="values"):
+def dtype_name(dtype):
+    """A dtype's name for a message, without the item size of strings and bytes
+    (``<U9`` would tell the length of the longest value: data).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dtype_name(np.array(["TOPSECRET"]).dtype), dtype_name(np.dtype(np.float64))
+    ('str', 'float64')
+    """
+    dtype = np.dtype(dtype)
+    return {"U": "str", "S": "bytes", "V": "void"}.get(dtype.kind, str(dtype))
+
+
+def clip_offsets(arr, domain):
+    """Offsets ``min(max(v, lo), hi) - lo`` (uint64) of an integer array: clipping.
+
+    Clipping to the declared domain is the convention of OpenDP
+    (``make_clamp``) and diffprivlib (``bounds=``).  It is a per-row map of
+    the data, so it keeps epsilon-DP: two databases that differ by adding or
+    removing one item still differ by adding or removing one (clipped) item,
+    and every count the synopsis releases has the same sensitivity 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clip_offsets(np.array([-5, 3, 2**62]), (0, 10)).tolist()
+    [0, 3, 10]
+    >>> clip_offsets(np.array([-1, 2**63 - 1]), (2**63, 2**64 - 1)).tolist()   # all below lo
+    [0, 0]
+    """
+    lo, hi = domain
+    arr = np.asarray(arr)
+    below, above = arr < lo, arr > hi       # exact: numpy compares with Python ints exactly
+    out = np.empty(arr.shape, dtype=np.uint64)
+    inside = ~(below | above)
+    # inside values: two's complement wraparound is exact (as in as_offsets)
+    out[inside] = arr[inside].astype(np.uint64) - np.uint64(lo % _U64)
+    out[below] = 0
+    out[above] = np.uint64(hi - lo)
+    return out
+
+
+def as_offsets(values, domain, name="values", clip=False):
     """Validate integer values against a checked domain and return ``values - lo`` as uint64.
 
     Parameters
@@ -476,6 +521,9 @@ def as_offsets(values, domain, name="values"):
         Inclusive ``(lo, hi)`` as returned by :func:`check_domain`.
     name : str
         Argument name used in error messages.
+    clip : bool
+        Map a value below ``lo`` to ``lo`` and one above ``hi`` to ``hi``
+        instead of refusing it (:func:`clip_offsets`).
 
     Returns
     -------
@@ -499,6 +547,8 @@ def as_offsets(values, domain, name="values"):
     --------
     >>> as_offsets([-1, 0, 5], (-1, 10)).tolist()
     [0, 1, 6]
+    >>> as_offsets([-7, 0, 99], (-1, 10), clip=True).tolist()
+    [0, 1, 11]
     """
     lo, hi = domain
     if isinstance(values, np.ma.MaskedArray):
@@ -515,12 +565,16 @@ def as_offsets(values, domain, name="values"):
         flat = arr.ravel().tolist()
         if not all(is_int(v) for v in flat):
             raise TypeError(f"{name} must be integers")
+        if clip:
+            flat = [min(max(int(v), lo), hi) for v in flat]
         if not all(lo <= int(v) <= hi for v in flat):
             raise DomainError(_outside(name, lo, hi))
         return np.array([int(v) - lo for v in flat], dtype=np.uint64).reshape(arr.shape)
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be an array of integers, got dtype {arr.dtype}")
+        raise TypeError(f"{name} must be an array of integers, got dtype {dtype_name(arr.dtype)}")
     if int(arr.min()) < lo or int(arr.max()) > hi:
+        if clip:
+            return clip_offsets(arr, (lo, hi))
         raise DomainError(_outside(name, lo, hi))
     if arr.dtype == np.uint64 and lo == 0:
         return arr

@@ -49,8 +49,8 @@ from . import _exact
 from ._core import LIMITS, check, ffi, lib
 from .aggregates import SegmentIndex, aggregate, check_counts
 from .errors import DomainError, FormatError, HorizonError, ParameterError
-from .params import (as_offsets, check_beta, check_domain, check_positions, check_threshold_factor,
-                     exact_epsilon, is_int, scale_parts)
+from .params import (as_offsets, check_beta, check_bool, check_domain, check_positions,
+                     check_threshold_factor, exact_epsilon, is_int, scale_parts)
 from .rng import resolve_rng
 from ._threads import sort_u64
 
@@ -416,7 +416,7 @@ class Partition(_Fig1):
 
 
 def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold_factor=3,
-                      presorted=False, counts=None):
+                      presorted=False, counts=None, clip=False):
     """An epsilon-DP partition of ``domain`` for the multiset ``values`` (offline).
 
     Parameters
@@ -449,6 +449,15 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
         exactly that of ``np.repeat(values, counts)``, at a cost in the
         number of distinct values, not in their total (checked before any
         randomness is drawn: :func:`~pydp_synopsis.aggregates.check_counts`).
+    clip : bool
+        Clip instead of refusing: a value below ``lo`` counts as ``lo``, one
+        above ``hi`` as ``hi`` (exactly, a Python int beyond int64 too).
+        Default False: an out-of-domain value is refused before any
+        budget is charged.  Clipping maps each row on its own, so two
+        neighbouring inputs (one row added or removed) stay neighbours
+        after it: every count keeps sensitivity 1 and the release stays
+        epsilon-DP for the same epsilon [OpenDP]_ [diffprivlib]_.  The
+        release equals that of the clipped data under the same seed.
 
     Returns
     -------
@@ -466,6 +475,9 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
     ----------
     .. [DNRR15] Dwork, Naor, Reingold, Rothblum, Fig. 1, Theorem 2.1,
        Remark 2.2.
+    .. [OpenDP] The OpenDP Library, ``make_clamp`` (clamping to declared bounds).
+    .. [diffprivlib] N. Holohan et al., "Diffprivlib: The IBM Differential
+       Privacy Library", 2019 (``bounds=``: data clipped to the bounds).
 
     Examples
     --------
@@ -479,7 +491,8 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
     eps = exact_epsilon(epsilon)
     beta = check_beta(beta)
     factor = check_threshold_factor(threshold_factor)
-    offsets = as_offsets(values, domain)
+    clip = check_bool(clip, "clip")
+    offsets = as_offsets(values, domain, clip=clip)
     weights = check_counts(counts, offsets.shape)
     offsets = offsets.ravel()
     if presorted and np.any(offsets[1:] < offsets[:-1]):

@@ -38,8 +38,8 @@ arguments (``columns=``, ``scale=``, ``resolution=``), from the *domain*
 values.  A saved synopsis records it (the ``columns`` field of its meta).
 
 Missing values (``None``, ``NaN``, ``NaT``, ``pandas.NA``, an empty string)
-are refused with one line naming the column and the first data row holding
-one (never the value), unless ``dropna=True``: then every row with a
+are refused with one line naming the column (never the value, nor the row
+holding it: docs/security-messages.md), unless ``dropna=True``: then every row with a
 missing value in any used column is dropped before anything else.  That is
 a per-row filter (a stable transformation: adding or removing one item
 changes the filtered data by at most that item), so the release stays
@@ -56,12 +56,13 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import FormatError, InputError, ParameterError
-from .inputs import parse_scale, to_fixed_point
+from .inputs import clip_integers, parse_scale, to_fixed_point
+from .params import check_domain
 
 __all__ = ["Column", "KINDS", "DATETIME_UNITS", "parse_resolution", "describe_axes",
            "split_data", "convert_axes", "convert_corners", "missing_mask", "missing_message",
            "needs_conversion", "convert_chunk",
-           "prepare_build", "columns_to_record", "columns_from_record"]
+           "prepare_build", "columns_to_record", "columns_from_record", "clipped_from_record"]
 
 #: The kinds of a column.
 KINDS = ("integer", "decimal", "date", "datetime")
@@ -330,8 +331,12 @@ class Column:
         return "integer"
 
     # ----------------------------------------------------- user -> integers
-    def to_int(self, values, what="values", bound=None, utc=None):
+    def to_int(self, values, what="values", bound=None, utc=None, clip=None):
         """Integers (int64, or the integers given) of user ``values`` (any shape).
+
+        ``clip``: the column's domain on the integer grid; every value is
+        clipped to it, a value beyond int64 after conversion included (it
+        becomes ``lo`` or ``hi`` by its sign) instead of being refused.
 
         ``bound="hi"``: an inclusive upper query bound (a date alone in a
         datetime column then means the end of that day).  Missing values
@@ -346,7 +351,7 @@ class Column:
             not whole in an integer column, a date in a decimal column).
         InputError
             A string that is not an ISO date/datetime or a decimal, naming
-            ``what`` and the first such data row.
+            ``what`` (never the value nor its row).
         """
         if utc is None:
             utc = _is_tz_aware(values)
@@ -354,46 +359,49 @@ class Column:
         shape = arr.shape
         flat = arr.reshape(-1)
         if self.kind == "integer":
-            out = _to_integers(flat, what)
+            out = _to_integers(flat, what, clip)
         elif self.kind == "decimal":
-            out = self._decimal(flat, what)
+            out = self._decimal(flat, what, clip)
         else:
-            out = self._time(flat, what, bound, utc)
+            out = self._time(flat, what, bound, utc, clip)
+        if clip is not None:
+            out = clip_integers(out, clip)
         return out.reshape(shape)
 
-    def _decimal(self, flat, what):
+    def _decimal(self, flat, what, clip=None):
         if flat.dtype.kind in "mM":
             raise TypeError(f"{what}: dates and times given for decimal column {self.name!r}")
         if flat.dtype.kind == "O":
             flat = np.array([_decimal_text(v, what) for v in flat.tolist()], dtype=str) \
                 if flat.size else np.zeros(0, dtype=np.int64)
         if self.resolution is None:
+            if clip is not None:
+                return to_fixed_point(flat, self.scale, what, clip)
             return _as_i64(to_fixed_point(flat, self.scale, what), what)
         r = Fraction(self.resolution)
         if flat.dtype.kind in "iu":
             return np.array([(int(v) * r.denominator) // r.numerator for v in flat.tolist()],
-                            dtype=np.int64)
+                            dtype=np.int64 if clip is None else object)
         if flat.dtype.kind == "f":
-            return _floor_floats(flat, r, what)
+            return _floor_floats(flat, r, what, clip)
         if flat.dtype.kind == "b":
             raise TypeError(f"{what} is boolean, not numeric")
         strings = np.char.strip(flat.astype(str))
-        out = np.empty(len(strings), dtype=np.int64)
+        out = np.empty(len(strings), dtype=np.int64 if clip is None else object)
         for i, s in enumerate(strings.tolist()):
             try:
                 d = Decimal(s)
                 if not d.is_finite():
                     raise InvalidOperation
             except InvalidOperation:
-                raise InputError(f"{_at(what, None if len(strings) == 1 else i)}: not a decimal "
-                                 f"number") from None
+                raise InputError(f"{what}: a value is not a decimal number") from None
             out[i] = math.floor(Fraction(d) / r)
         return out
 
     def _unit_step(self):
         return ("D", self.step) if self.kind == "date" else (self.unit, self.step)
 
-    def _time(self, flat, what, bound, utc=False):
+    def _time(self, flat, what, bound, utc=False, clip=None):
         unit, step = self._unit_step()
         if flat.dtype.kind in "iufb":
             raise TypeError(f"{what}: numbers given for {self.kind} column {self.name!r} "
@@ -414,13 +422,24 @@ class Column:
             if utc and self.tz is None and self.kind == "datetime":
                 raise TypeError(f"{what}: time-zone-aware times given for the naive datetime "
                                 f"column {self.name!r} (give its time zone: tz=, --tz)")
+            big = _beyond_unit(flat, unit) if clip is not None else None
+            if big is not None:
+                late = flat.view(np.int64) > 0
+                flat = np.where(big, np.zeros(1, dtype=flat.dtype), flat)
             ticks = flat.astype(f"datetime64[{unit}]").view(np.int64)   # numpy floors
             if self.tz is not None and not utc:
                 ticks = _localize_ticks(flat, unit, self.tz, what)
+            if big is not None:         # beyond int64 ticks: lo or hi by sign (clip)
+                out = np.floor_divide(ticks, step).astype(object)
+                out[big & late], out[big & ~late] = clip[1], clip[0]
+                return out
         else:
             single = flat.size == 1
+            # with clip, ticks beyond int64 (a year-9999 time in nanoseconds) are kept
+            # exact and clipped once divided by the step
             ticks = np.array([self._one_tick(v, unit, what, None if single else i, bound)
-                              for i, v in enumerate(flat.tolist())], dtype=np.int64)
+                              for i, v in enumerate(flat.tolist())],
+                             dtype=np.int64 if clip is None else object)
         return np.floor_divide(ticks, step)
 
     def _one_tick(self, v, unit, what, row, bound):
@@ -432,12 +451,12 @@ class Column:
                 try:
                     v = _dt.date.fromisoformat(s)
                 except ValueError:
-                    raise InputError(f"{_at(what, row)}: not a valid date") from None
+                    raise InputError(f"{what}: a value is not a valid date") from None
                 end_of_day = bound == "hi" and self.kind == "datetime"
             elif _DATETIME.match(s):
                 return self._iso_ticks(s, unit, what, row)
             else:
-                raise InputError(f"{_at(what, row)}: not an ISO "
+                raise InputError(f"{what}: a value is not an ISO "
                                  f"{'date (YYYY-MM-DD)' if self.kind == 'date' else 'datetime'}")
         if isinstance(v, np.datetime64):
             return int(np.array([v]).astype(f"datetime64[{unit}]").view(np.int64)[0]) \
@@ -479,7 +498,7 @@ class Column:
         try:
             v = _dt.datetime.fromisoformat(base)
         except ValueError:
-            raise InputError(f"{_at(what, row)}: not a valid ISO datetime") from None
+            raise InputError(f"{what}: a value is not a valid ISO datetime") from None
         return self._datetime_ticks(v, unit, what, int(frac.ljust(9, "0")) if frac else 0)
 
     # ----------------------------------------------------- integers -> user
@@ -583,11 +602,6 @@ def _iso_naive_datetimes(strings):
         return None
 
 
-def _at(what, row):
-    """``what`` and, for a column of several values, the data row (1-based)."""
-    return what if row is None else f"{what}, data row {row + 1:,}"
-
-
 def _zone(tz):
     if not isinstance(tz, str):
         raise TypeError(f"a time zone must be a name such as 'UTC', not {type(tz).__name__}")
@@ -626,15 +640,35 @@ def _decimal_text(v, what):
     raise TypeError(f"{what}: a {type(v).__name__} is not a decimal number")
 
 
-def _floor_floats(x, r, what):
+def _beyond_unit(times, unit):
+    """Mask of the ``datetime64`` values whose ticks of the finer ``unit`` overflow int64
+    (numpy would wrap them silently); None when none does."""
+    src = np.datetime_data(times.dtype)[0]
+    try:
+        factor = np.timedelta64(1, src) // np.timedelta64(1, unit)
+    except (TypeError, ValueError):     # years and months: no fixed factor
+        return None
+    if factor <= 1:
+        return None
+    big = np.abs(times.view(np.int64)) > (2**63 - 1) // int(factor)
+    return big if big.any() else None
+
+
+def _floor_floats(x, r, what, clip=None):
     """``floor(x / r)`` exactly, each float ``x`` standing for its shortest
     decimal form (``0.3`` is 3/10, so ``0.3`` at resolution ``0.1`` is bin 3),
     the rule of every float parameter of the package."""
     x = np.asarray(x, dtype=np.float64)
-    if not np.isfinite(x).all():
+    if np.isnan(x).any() or (clip is None and not np.isfinite(x).all()):
         raise InputError(f"{what} holds NaN or infinity")
     q = x / float(r)
-    if np.abs(q).max(initial=0) >= 2.0**62:
+    big = ~(np.abs(q) < 2.0**62)
+    if clip is not None and big.any():        # beyond int64: lo or hi by sign
+        out = np.empty(x.shape, dtype=object)
+        out[~big] = _floor_floats(x[~big], r, what).astype(object)
+        out[big & (x > 0)], out[big & (x < 0)] = clip[1], clip[0]
+        return out
+    if big.any():
         raise InputError(f"{what}: a value is too large for int64 at resolution {r}")
     out = np.floor(q).astype(np.int64)
     # the float quotient is within a few ulps of the exact one: only quotients
@@ -645,7 +679,7 @@ def _floor_floats(x, r, what):
     return out
 
 
-def _to_integers(flat, what):
+def _to_integers(flat, what, clip=None):
     """An integer column's values: integers as given; whole floats and integer
     strings converted exactly; anything else refused naming ``what``."""
     kind = flat.dtype.kind
@@ -655,8 +689,14 @@ def _to_integers(flat, what):
         if not (flat == np.rint(flat)).all():
             raise TypeError(f"{what} holds non-integer numbers: give resolution= (e.g. 0.01) "
                             f"or scale= (e.g. 1e6) to convert them exactly")
-        if (np.abs(flat) >= 2.0**63).any():
-            raise InputError(f"{what}: a value is outside the int64 range")
+        big = np.abs(flat) >= 2.0**63
+        if big.any():
+            if clip is None:
+                raise InputError(f"{what}: a value is outside the int64 range")
+            out = np.empty(flat.shape, dtype=object)
+            out[~big] = flat[~big].astype(np.int64).astype(object)
+            out[big & (flat > 0)], out[big & (flat < 0)] = clip[1], clip[0]
+            return out
         return flat.astype(np.int64)
     if kind in "mM":
         raise TypeError(f"{what}: dates or times given for an integer column (give the "
@@ -682,7 +722,7 @@ def _to_integers(flat, what):
                                 f"the domain as dates, e.g. ('2001-01-01', '2001-12-31'))")
         flat = np.array([str(v) for v in items], dtype=str) if items else flat
     try:
-        return to_fixed_point(flat, None, what)
+        return to_fixed_point(flat, None, what, clip)
     except InputError as exc:
         raise InputError(str(exc).replace("pass --scale", "give scale=")) from None
 
@@ -770,13 +810,12 @@ def _is_pandas_missing(v):
     return name in ("NAType", "NaTType")
 
 
-def missing_message(what, column, row=None):
-    """The one line every reader prints for a missing value: the column and the
-    first data row holding one (1-based; None where rows have no order, as in
-    a SQL table), never the value."""
+def missing_message(what, column):
+    """The one line every reader prints for a missing value: the column and the rule,
+    never the value nor the row holding it (a row number is data: it tells where the
+    value is and that the table has at least that many rows)."""
     col = f"column {column!r}" if column is not None else "a column"
-    at = f" (first at data row {row:,})" if row is not None else ""
-    return (f"{what}{col} holds NULL values{at}: missing values (NULL, NA, NaN or empty) "
+    return (f"{what}{col} holds NULL values: missing values (NULL, NA, NaN or empty) "
             f"are refused; drop such rows with --dropna (dropna=True) or fill them")
 
 
@@ -786,20 +825,18 @@ def needs_conversion(units):
     return units is not None and any(not col.is_plain for col in units)
 
 
-_ROW = re.compile(r"data row ([0-9,]+)")
-
-
-def convert_chunk(cols, units, names, *, dropna=False, where="", before=0, scale=None,
-                  utc=None):
+def convert_chunk(cols, units, names, *, dropna=False, where="", scale=None, utc=None,
+                  clip=None):
     """One chunk of a streamed source as integer columns.
 
     Missing values are dropped (``dropna``: the whole row) or refused with
-    :func:`missing_message` naming the column and the data row (counted from
-    ``before``); each column is then converted by its :class:`Column` (or,
-    without ``units``, by :func:`~pydp_synopsis.inputs.to_fixed_point` with
-    ``scale``), errors naming the data row in the file; ``utc``: per column,
+    :func:`missing_message` naming the column; each column is then converted
+    by its :class:`Column` (or, without ``units``, by
+    :func:`~pydp_synopsis.inputs.to_fixed_point` with ``scale``), errors
+    prefixed by ``where`` (never a value, never a row number); ``utc``: per column,
     whether its ``datetime64`` values are UTC instants (Parquet timestamps
-    with a time zone).  Returns ``(int_columns, rows_kept)``.
+    with a time zone); ``clip``: per column, the integer bounds to clip to
+    (:meth:`Column.to_int`).  Returns ``(int_columns, rows_kept)``.
     """
     utc = utc or [_is_tz_aware(x) for x in cols]
     cols = [_as_array(x).reshape(-1) for x in cols]
@@ -808,26 +845,25 @@ def convert_chunk(cols, units, names, *, dropna=False, where="", before=0, scale
         miss = missing_mask(x)
         if miss.any():
             if not dropna:
-                raise InputError(missing_message(where, name, before + int(np.argmax(miss)) + 1))
+                raise InputError(missing_message(where, name))
             drop = miss if drop is None else drop | miss
-    rows = np.arange(len(cols[0])) if cols else np.zeros(0, dtype=np.int64)
+    kept = len(cols[0]) if cols else 0
     if drop is not None:
         keep = ~drop
-        cols, rows = [x[keep] for x in cols], rows[keep]
+        cols = [x[keep] for x in cols]
+        kept = int(keep.sum())
     out = []
     for a, (x, name) in enumerate(zip(cols, names)):
         try:
+            bounds = None if clip is None else clip[a]
             if units is None:
-                out.append(to_fixed_point(_retype(x), scale, name))
+                out.append(to_fixed_point(_retype(x), scale, name, bounds))
             else:
-                out.append(units[a].to_int(_retype(x), f"column {name!r}", utc=utc[a]))
+                out.append(units[a].to_int(_retype(x), f"column {name!r}", utc=utc[a],
+                                           clip=bounds))
         except (InputError, TypeError) as exc:
-            def in_file(m):
-                kept = int(m.group(1).replace(",", "")) - 1
-                return f"data row {int(rows[kept]) + before + 1:,}"
-            text = _ROW.sub(in_file, str(exc))
-            raise InputError(f"{where}{text}") from None
-    return out, len(rows)
+            raise InputError(f"{where}{exc}") from None
+    return out, kept
 
 
 # ----------------------------------------------------------- the builders
@@ -996,12 +1032,13 @@ def _rows(data):
     return arr
 
 
-def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="values"):
+def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="values",
+                 clip=False):
     """In-memory user data -> integer columns and integer domains.
 
     Returns ``(int_columns, int_domains, counts)``; rows with a missing value
     in any column are dropped when ``dropna`` (with their ``counts``), else
-    refused (one line naming the column and the first data row).  Draws
+    refused (one line naming the column).  Draws
     nothing and charges nothing: call it before the budget.
     """
     aware = [_is_tz_aware(x) for x in data["columns"]]
@@ -1017,13 +1054,16 @@ def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="val
         if col.is_plain:
             bounds = [lo, hi]        # check_domain sees what was given
         int_domains.append(tuple(bounds))
+    if clip:        # the bounds clipped to are checked first
+        int_domains = [check_domain(d, "domain" if len(domains) == 1 else f"domain[{a}]")
+                       for a, d in enumerate(int_domains)]
     drop = None
     for a, (x, col) in enumerate(zip(cols, columns)):
         miss = missing_mask(x)
         if miss.any():
             if not dropna:
                 label = col.name if col.name is not None else (a if len(cols) > 1 else None)
-                raise InputError(missing_message(f"{what}: ", label, int(np.argmax(miss)) + 1))
+                raise InputError(missing_message(f"{what}: ", label))
             drop = miss if drop is None else drop | miss
     if drop is not None:
         keep = ~drop
@@ -1034,7 +1074,8 @@ def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="val
     for a, (x, col) in enumerate(zip(cols, columns)):
         label = what if col.name is None and len(cols) == 1 else \
             f"{what} (column {col.name if col.name is not None else a!r})"
-        out.append(col.to_int(_retype(x), label, utc=aware[a]))
+        out.append(col.to_int(_retype(x), label, utc=aware[a],
+                              clip=int_domains[a] if clip else None))
     return out, int_domains, counts
 
 
@@ -1085,14 +1126,16 @@ def _is_source(data):
 
 
 def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resolution=None,
-                  dropna=False, what="values"):
+                  dropna=False, what="values", clip=False):
     """The builders' one entry for user units (draws nothing, charges nothing).
 
     Returns ``(data, domains, counts, described)``: the data as integers
     (unchanged for a Source and for plain integer input), the integer
     domains, the counts (rows dropped with ``dropna``) and the tuple of
     :class:`Column` descriptions, or None for plain unnamed integer axes
-    (today's behaviour, bit for bit).
+    (today's behaviour, bit for bit).  ``clip``: values are clipped to the
+    integer domains as they are converted (a Source and plain integers are
+    clipped by the builder).
     """
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be a bool, not {type(dropna).__name__}")
@@ -1127,7 +1170,7 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
         return data, domains, counts, None
     cols = described or tuple(Column.integer() for _ in range(c))
     ints, int_domains, counts = convert_axes(split, cols, domains, counts=counts,
-                                             dropna=dropna, what=what)
+                                             dropna=dropna, what=what, clip=clip)
     if all(col == Column.integer() for col in cols) and all(_plain_bounds(d) for d in domains):
         described = None
     if c == 1:
@@ -1144,6 +1187,16 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
 def columns_to_record(described):
     """The ``columns`` meta field (a list of :meth:`Column.to_record`)."""
     return [col.to_record() for col in described]
+
+
+def clipped_from_record(meta):
+    """The ``clipped`` meta field: True when the build clipped out-of-domain values
+    (``clip=True``), absent (False) otherwise and in every older file."""
+    if "clipped" not in meta:
+        return False
+    if meta["clipped"] is not True:
+        raise FormatError("malformed record: clipped must be true when present")
+    return True
 
 
 def columns_from_record(meta, domains):

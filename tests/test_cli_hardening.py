@@ -92,11 +92,11 @@ def test_broken_pipe_exits_quietly():
 # ------------------------------------------------------------------ strict CSV
 
 @pytest.mark.parametrize("text, fragment", [
-    ("a,b\n1,2\n3\n", "data row 2"),                   # ragged row
-    ("a,b\n1,2\n#3,4\n", "data row 2"),                # '#' is data, not a comment
+    ("a,b\n1,2\n3\n", "a row has a different"),        # ragged row (never its number)
+    ("a,b\n1,2\n#3,4\n", "column 'a': a value is not a number"),   # '#' is data
     ("a,a\n1,2\n", "more than once"),                  # duplicate header name
 ])
-def test_malformed_csv_is_refused_naming_the_row(tmp_path, text, fragment):
+def test_malformed_csv_is_refused_in_one_line(tmp_path, text, fragment):
     src = write_csv(tmp_path / "m.csv", text)
     one_line_error(run("build", "--input", src, "--columns", "a", "--domain=0:9", "--epsilon", 1,
                        "--output", tmp_path / "o.pds"), fragment)

@@ -80,7 +80,7 @@ def test_dates_and_hourly_times(places, tmp_path):
     assert proc.stdout.startswith(f"{ref.count(11382, 11412):.1f} ±")
     assert "date, domain 2001-01-01 .. 2001-12-31" in run("info", out).stdout
     one_line_error(run("query", out, "--lo", "2001-03-01", "--hi", "2001-02-30"),
-                   "hi: not a valid date")
+                   "hi: a value is not a valid date")
     hourly = tmp_path / "T.pds"
     proc = run("build", "--input", path, "--columns", "when", "--resolution", "1h",
                "--domain=2001-01-01T00:00..2001-12-31T23:59", "--epsilon", "1",
@@ -96,11 +96,11 @@ def test_missing_values_are_refused_in_one_line_or_dropped(tmp_path):
     out = tmp_path / "m.pds"
     line = one_line_error(run("build", "--input", path, "--columns", "x,y",
                               "--domain=0:9,0:9", "--epsilon", "1", "--output", out),
-                          "column 'y'", "data row 2", "--dropna")
+                          "column 'x'", "--dropna")      # the first column holding one
     late = tmp_path / "late.csv"
     late.write_text("x,y\n" + "1,2\n" * 50 + "9,NaN\n")
     one_line_error(run("build", "--input", late, "--columns", "x,y", "--domain=0:9,0:9",
-                       "--epsilon", "1", "--output", out), "column 'y'", "data row 51")
+                       "--epsilon", "1", "--output", out), "column 'y'", "NULL")
     assert "NA" not in line.split("holds NULL")[0]
     assert not out.exists()
     proc = run("build", "--input", path, "--columns", "x,y", "--domain=0:9,0:9", "--epsilon",

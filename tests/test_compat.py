@@ -50,6 +50,7 @@ def test_release_01_synopsis_files_load_and_answer_the_same(name):
     np.testing.assert_allclose(syn.count_many(lo, hi), exp["answers"],
                                rtol=1e-12, atol=1e-9)
     assert syn.error_bound(0.95) == pytest.approx(exp["error_bound"], rel=1e-12)
+    assert syn.clipped is False         # no "clipped" field: built without clip=True
 
 
 @pytest.mark.parametrize("name", COUNTERS)

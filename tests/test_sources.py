@@ -236,14 +236,15 @@ def test_a_database_that_is_down_is_named(tmp_path):
         "does not exist")
 
 
-def test_bad_files_name_the_file_column_and_row(tmp_path):
+def test_bad_files_name_the_file_and_column_never_the_row(tmp_path):
     (tmp_path / "a.csv").write_text("x,y\n1,2\n3,4\n")
     (tmp_path / "b.csv").write_text("x,y\n5,6\n7,\n")
-    bad(lambda: sources.files(str(tmp_path / "*.csv"), ["y"]), "b.csv", "column 'y'",
-        "data row 2", "NULL")
+    text = bad(lambda: sources.files(str(tmp_path / "*.csv"), ["y"]), "b.csv", "column 'y'",
+               "NULL")
+    assert "row" not in text.split("NULL")[0]
     (tmp_path / "b.csv").write_text("x,y\n5,6\n7\n")
-    bad(lambda: sources.files(str(tmp_path / "*.csv"), ["x"]), "b.csv", "data row 2",
-        "number of fields")
+    bad(lambda: sources.files(str(tmp_path / "*.csv"), ["x"]), "b.csv",
+        "a row has a different number of fields")
     (tmp_path / "b.csv").write_text("x,y\n5,6\n7.5,1\n")
     bad(lambda: sources.files(str(tmp_path / "*.csv"), ["x"]), "b.csv", "column 'x'", "--scale")
     (tmp_path / "b.csv").write_text("z,y\n5,6\n")

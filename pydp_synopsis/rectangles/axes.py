@@ -15,7 +15,7 @@ import numpy as np
 
 from .._core import LIMITS
 from ..errors import DomainError, FormatError, ParameterError
-from ..params import as_offsets, check_domain
+from ..params import as_offsets, check_domain, dtype_name
 from .._threads import run_parts, sort_u64
 from ..partition import Partition, partition_of_sorted, private_partition
 from ..shards import shard_streams
@@ -39,12 +39,12 @@ def as_int_array(v):
     return arr
 
 
-def axis_offsets(arr, domain, name):
+def axis_offsets(arr, domain, name, clip=False):
     """(rows, c) uint64 offsets of an integer array against c checked (lo, hi) pairs."""
     out = np.empty(arr.shape, dtype=np.uint64)
 
     def column(a):
-        out[:, a] = as_offsets(arr[:, a], domain[a], f"{name}[:, {a}]")
+        out[:, a] = as_offsets(arr[:, a], domain[a], f"{name}[:, {a}]", clip=clip)
 
     # the columns in threads when large (numpy releases the GIL); an error is
     # the lowest failing column's, as in a loop
@@ -73,14 +73,15 @@ def check_domains(domain):
     return tuple(check_domain(d, f"domain[{a}]") for a, d in enumerate(domain))
 
 
-def check_points(points, domain):
+def check_points(points, domain, clip=False):
     """The checked ``(points, offsets, domain)``: (n, c) integers, their uint64
     offsets from each axis's ``lo``, and the c (lo, hi) pairs."""
     axes = check_domains(domain)
     c = len(axes)
     arr = as_int_array(points)
     if arr.dtype.kind in "fc":
-        raise TypeError(f"points must be integers, got dtype {arr.dtype} (NaN and floats are refused)")
+        raise TypeError(f"points must be integers, got dtype {dtype_name(arr.dtype)} (NaN and floats "
+                        f"are refused)")
     # The number of rows is data: messages name the columns, never the rows.
     if arr.ndim != 2:
         raise ParameterError(f"points must be an (n, {c}) array for a {c}-axis domain, "
@@ -88,7 +89,7 @@ def check_points(points, domain):
     if arr.shape[1] != c:
         raise ParameterError(f"points must be an (n, {c}) array for a {c}-axis domain, "
                              f"got {arr.shape[1]} columns")
-    return arr, axis_offsets(arr, axes, "points"), axes
+    return arr, axis_offsets(arr, axes, "points", clip), axes
 
 
 def check_corners(lo, hi, domain):
@@ -107,7 +108,7 @@ def check_corners(lo, hi, domain):
     for name, v in (("lo", lo), ("hi", hi)):
         arr = as_int_array(v)
         if arr.dtype.kind in "fc":
-            raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
+            raise TypeError(f"{name} must be integers, got dtype {dtype_name(arr.dtype)}")
         if arr.ndim != 2 or arr.shape[1] != c:
             raise ParameterError(f"{name} must be a (q, {c}) array, got shape {arr.shape}")
         corners.append(axis_offsets(arr, domain, name))

@@ -28,7 +28,8 @@ from . import options
 from .axes import Axes, Cells, as_int_array, check_corners, check_domains, check_points
 from .grid import AdaptiveGrid
 from .multitree import MAX_POINTS, MultiTree
-from ..units import Column, columns_from_record, columns_to_record, convert_corners, prepare_build
+from ..units import (Column, clipped_from_record, columns_from_record, columns_to_record,
+                     convert_corners, prepare_build)
 
 __all__ = ["RectangleSynopsis", "ErrorTerms"]
 
@@ -134,7 +135,7 @@ class RectangleSynopsis:
        Data", ICDE 2013.
     """
 
-    __slots__ = ("_axes", "_mechanism", "_config", "_columns")
+    __slots__ = ("_axes", "_mechanism", "_config", "_columns", "clipped")
 
     def __init__(self):
         raise TypeError("use RectangleSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -145,13 +146,14 @@ class RectangleSynopsis:
         self = object.__new__(cls)
         self._axes, self._mechanism, self._config = axes, mechanism, config
         self._columns = None                     # set by build/load when described
+        self.clipped = False                     # build(clip=True): points were clipped
         return self
 
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
               structure="auto", budget=None, counts=None, shards=None, delta=0,
-              columns=None, scale=None, resolution=None, dropna=False, **tuning):
+              columns=None, scale=None, resolution=None, dropna=False, clip=False, **tuning):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
@@ -211,6 +213,20 @@ class RectangleSynopsis:
             ``resolution`` one value or one per axis (None: that axis is
             read as the domain and dtype say).  ``points`` may then be a
             DataFrame or rows of dates, times and decimals.
+        clip : bool
+            Clip instead of refusing: a coordinate below its axis's ``lo``
+            counts as ``lo``, one above ``hi`` as ``hi`` (per axis, exactly,
+            on the integer grid, after the conversion of user units -- a
+            date, a decimal -- and a value beyond int64 in that conversion
+            too).  Default False: a point outside the domain is refused (one
+            line naming the column and the domain) before any budget is
+            charged.  Clipping maps each row on its own, so two neighbouring
+            inputs (one point added or removed) stay neighbours after it:
+            every released count keeps sensitivity 1 and the synopsis stays
+            epsilon-DP for the same epsilon (the convention of [OpenDP]_ and
+            [diffprivlib]_).  The release equals that of the clipped points
+            under the same seed; the synopsis records it (``clipped``,
+            saved and shown by ``pydp-synopsis info``).
         **tuning
             The options below.  Each starts at the value of the profile the
             structure and ``config`` select (``ADAPTIVE_2D``, ``ADAPTIVE``,
@@ -281,6 +297,9 @@ class RectangleSynopsis:
            Elders: Laplace vs Gaussian Noise", section 5.2.
         .. [KOV15] P. Kairouz, S. Oh, P. Viswanath, "The Composition Theorem
            for Differential Privacy", ICML 2015, Theorem 3.5.
+        .. [OpenDP] The OpenDP Library, ``make_clamp`` (clamping to declared bounds).
+        .. [diffprivlib] N. Holohan et al., "Diffprivlib: The IBM Differential
+           Privacy Library", 2019 (``bounds=``: data clipped to the bounds).
 
         Raises
         ------
@@ -315,12 +334,13 @@ class RectangleSynopsis:
         eps = exact_epsilon(epsilon)
         dlt = check_delta_or_zero(delta)
         beta = check_beta(beta)
+        clip = check_bool(clip, "clip")
         points, domain, counts, described = prepare_build(
             points, check_domain_pairs(domain), counts=counts, columns=columns, scale=scale,
-            resolution=resolution, dropna=dropna, what="points")
+            resolution=resolution, dropna=dropna, what="points", clip=clip)
         source = _as_source(points, counts)
         if source is None:
-            arr, offsets, domain = check_points(points, domain)
+            arr, offsets, domain = check_points(points, domain, clip)
             weights = check_counts(counts, (arr.shape[0],), what="point")
         else:
             domain = check_domains(domain)
@@ -351,10 +371,11 @@ class RectangleSynopsis:
         if source is None and n_shards > 1:     # shards run on the streamed path
             from ..sources import ArraySource
 
-            source = ArraySource(list(arr.T), counts=weights)
+            source = ArraySource(list(arr.T), counts=weights)   # clipped again: idempotent
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
-            with source.prepare(domain) as prepared:
+            # clip= only when asked: a Source written before it keeps working
+            with source.prepare(domain, **({"clip": True} if clip else {})) as prepared:
                 charge(budget, c * eps_axis + eps_tree, what, dlt)
                 axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
                                                   opts.threshold_factor, rng, n_shards)
@@ -363,7 +384,7 @@ class RectangleSynopsis:
                 else:
                     cells = prepared.cells(axes.ends)
                 built = mechanism.build(axes, cells, n_hat, eps_tree, split, opts, rng, **extra)
-            return cls._from_parts(axes, built, config)._described(described)
+            return cls._from_parts(axes, built, config)._described(described, clip)
         charge(budget, c * eps_axis + eps_tree, what, dlt)
         axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
                                          opts.threshold_factor, rng, counts=weights)
@@ -371,10 +392,10 @@ class RectangleSynopsis:
                  else None)
         return cls._from_parts(axes, mechanism.build(axes, Cells.of(segs, weights, seals), n_hat,
                                                      eps_tree, split, opts, rng, **extra),
-                               config)._described(described)
+                               config)._described(described, clip)
 
-    def _described(self, described):
-        self._columns = described
+    def _described(self, described, clipped=False):
+        self._columns, self.clipped = described, clipped
         return self
 
     @property
@@ -836,6 +857,8 @@ class RectangleSynopsis:
         arrays.update(structure_arrays)
         if self._columns is not None:
             meta["columns"] = columns_to_record(self._columns)
+        if self.clipped:        # absent: refused out-of-domain points (every older file)
+            meta["clipped"] = True
         return _KIND, meta, arrays, None
 
     @classmethod
@@ -858,7 +881,7 @@ class RectangleSynopsis:
             syn = cls._from_parts(axes, mechanism.from_record(meta, arrays, axes, **extra), config)
             check_pure_epsilon(meta, syn.pure_epsilon, delta)
             return syn._described(columns_from_record(
-                meta, [p.domain for p in axes.partitions]))
+                meta, [p.domain for p in axes.partitions]), clipped_from_record(meta))
         except FormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:

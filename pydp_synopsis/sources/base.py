@@ -89,7 +89,7 @@ class Source:
             raise ParameterError(f"the domain has {len(domains)} (lo, hi) pairs for a source of "
                                  f"{self.dims} column(s) ({', '.join(self.columns)})")
 
-    def prepare(self, domains, progress=None):
+    def prepare(self, domains, progress=None, clip=False):
         """Read and check the data against ``domains``; release nothing.
 
         Parameters
@@ -98,6 +98,11 @@ class Source:
             Checked inclusive bounds, one pair per column.
         progress : callable, optional
             Called with the number of rows read so far.
+        clip : bool
+            Clip every value to its column's domain (a value beyond int64
+            when converted included) instead of refusing one outside it: a
+            per-row map, so the release stays epsilon-DP (the builders'
+            ``clip=``).
 
         Returns
         -------
@@ -176,18 +181,27 @@ class RowSource(Source):
     #: for sources that are slow to parse (CSV) rather than slow to store.
     spill_offsets = False
 
+    #: set by :meth:`prepare`: per column, the bounds values are clipped to while they
+    #: are converted (None: refused when out of the domain)
+    _clip_bounds = None
+
     def chunks(self):
         """Iterate over the rows: lists of c integer arrays (one per column)."""
         raise NotImplementedError
 
-    def prepare(self, domains, progress=None):
+    def clip_bounds(self, a):
+        """Column a's bounds for :func:`~pydp_synopsis.inputs.to_fixed_point` (None: no clip)."""
+        return None if self._clip_bounds is None else self._clip_bounds[a]
+
+    def prepare(self, domains, progress=None, clip=False):
         self.check_dims(domains)
-        return _RowPrepared(self, domains, progress)
+        self._clip_bounds = tuple(domains) if clip else None
+        return _RowPrepared(self, domains, progress, clip)
 
 
-def _column_offsets(col, domain, name):
+def _column_offsets(col, domain, name, clip=False):
     """Offsets of one column chunk; the message names the column, never a value."""
-    return as_offsets(np.asarray(col).ravel(), domain, f"column {name!r}")
+    return as_offsets(np.asarray(col).ravel(), domain, f"column {name!r}", clip=clip)
 
 
 def prefetch(iterator, depth=2):
@@ -249,8 +263,8 @@ class _AxisWorkers:
 class _RowPrepared(Prepared):
     """Pass 1 of a row source: every row read and checked, per-axis aggregates spilled."""
 
-    def __init__(self, source, domains, progress):
-        self._source, self._domains = source, tuple(domains)
+    def __init__(self, source, domains, progress, clip=False):
+        self._source, self._domains, self._clip = source, tuple(domains), clip
         self._tmp = tempfile.mkdtemp(prefix="pydp-source-", dir=source.spill_directory)
         self._aggs = [SortedAggregator(source.memory_entries, directory=self._tmp)
                       for _ in domains]
@@ -260,7 +274,7 @@ class _RowPrepared(Prepared):
                          if source.spill_offsets else None)
 
         def add(agg, col, dom, name, spill):
-            offsets = _column_offsets(col, dom, name)
+            offsets = _column_offsets(col, dom, name, clip)
             agg.add(offsets)
             if spill is not None:
                 offsets.tofile(spill)
@@ -306,7 +320,7 @@ class _RowPrepared(Prepared):
             return spilled_cells(self._tmp, chunks, ends, None, self._source.columns,
                                  self.rows)
         return spilled_cells(self._tmp, self._source.chunks, ends, self._domains,
-                             self._source.columns, self.rows)
+                             self._source.columns, self.rows, self._clip)
 
     def close(self):
         for agg in self._aggs:
@@ -316,7 +330,7 @@ class _RowPrepared(Prepared):
             self._tmp = None
 
 
-def spilled_cells(directory, chunks, ends, domains, names, rows):
+def spilled_cells(directory, chunks, ends, domains, names, rows, clip=False):
     """Cells of rows streamed by ``chunks()`` (lists of c integer columns; with
     ``domains`` None, columns of checked uint64 offsets).
 
@@ -324,6 +338,7 @@ def spilled_cells(directory, chunks, ends, domains, names, rows):
     segments (uint32, c per row) to ``directory`` as it goes, so further
     passes read the spill instead of the source; a first pass that sees a
     number of rows other than ``rows`` raises InputError (the source changed).
+    ``clip``: values are clipped to ``domains`` (as :meth:`Source.prepare`).
     """
     path = os.path.join(directory, f"cells{len(os.listdir(directory))}.u32")
     c = len(ends)
@@ -337,23 +352,24 @@ def spilled_cells(directory, chunks, ends, domains, names, rows):
                 for cols in prefetch(iter(chunks())):
                     seg = np.empty((len(cols[0]), c), dtype=np.uint32)
                     workers.map(_fill_segments, [seg] * c, range(c), index, cols,
-                                domains or [None] * c, names)
+                                domains or [None] * c, names, [clip] * c)
                     seg.tofile(out)
                     seen += seg.shape[0]
                     yield seg, None
         finally:
             workers.close()
         if seen != rows:
-            raise InputError(f"the input changed while it was read ({rows} rows, then "
-                             f"{seen}): nothing was written")
+            # not the two numbers: the number of rows is data
+            raise InputError("the input changed while it was read (a different number of "
+                             "rows the second time): nothing was written")
         done.append(True)
 
     return Cells(lambda: _read_cells(path, c) if done else first_pass())
 
 
-def _fill_segments(seg, a, index, col, domain, name):
+def _fill_segments(seg, a, index, col, domain, name, clip=False):
     """Column a of ``seg``: each value's segment (a per-axis worker task)."""
-    seg[:, a] = index.of(col if domain is None else _column_offsets(col, domain, name))
+    seg[:, a] = index.of(col if domain is None else _column_offsets(col, domain, name, clip))
 
 
 def _read_cells(path, c):
@@ -406,18 +422,18 @@ class ArraySource(RowSource):
         for start in range(0, n, self._chunk):
             yield [np.asarray(col[start:start + self._chunk]) for col in self._cols]
 
-    def prepare(self, domains, progress=None):
+    def prepare(self, domains, progress=None, clip=False):
         if self._counts is None:
-            return super().prepare(domains, progress)
+            return super().prepare(domains, progress, clip)
         self.check_dims(domains)
-        return _WeightedArrayPrepared(self, domains)
+        return _WeightedArrayPrepared(self, domains, clip)
 
 
 class _WeightedArrayPrepared(Prepared):
     """An in-memory weighted table: aggregates and cells straight from the arrays."""
 
-    def __init__(self, source, domains):
-        self._offsets = [_column_offsets(col, dom, name) for col, dom, name in
+    def __init__(self, source, domains, clip=False):
+        self._offsets = [_column_offsets(col, dom, name, clip) for col, dom, name in
                          zip(source._cols, domains, source.columns)]
         self._counts = source._counts
         self.rows = int(self._counts.sum(dtype=np.int64))

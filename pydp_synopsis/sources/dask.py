@@ -147,9 +147,9 @@ class DaskSource(Source):
             self._convert = ("frame", names)
         self.columns = tuple(names)
 
-    def prepare(self, domains, progress=None):
+    def prepare(self, domains, progress=None, clip=False):
         self.check_dims(domains)
-        return _DaskPrepared(self, tuple(domains))
+        return _DaskPrepared(self, tuple(domains), clip)
 
 
 def _dropna(data, kind, columns):
@@ -168,8 +168,9 @@ def _dropna(data, kind, columns):
     return data.dropna(subset=list(columns) if columns else None)
 
 
-def _columns_of(part, convert, names, scale):
-    """A computed partition as a list of exact integer columns (errors name the column)."""
+def _columns_of(part, convert, names, scale, clip=None):
+    """A computed partition as a list of exact integer columns (errors name the column);
+    ``clip``: per column, the bounds to clip to (:func:`to_fixed_point`)."""
     kind, frame_names = convert
     if kind == "array":
         arr = np.asarray(part)
@@ -179,22 +180,23 @@ def _columns_of(part, convert, names, scale):
     else:
         raw = [part[c] for c in frame_names]
     out = []
-    for col, name in zip(raw, names):
+    for a, (col, name) in enumerate(zip(raw, names)):
         if hasattr(col, "isna"):                      # pandas: NULLs, then numpy
             if bool(col.isna().any()):
                 raise InputError(missing_message("", name))
             col = col.to_numpy()
         col = np.asarray(col)
-        if col.dtype.kind == "f" and not np.isfinite(col).all():
+        if col.dtype.kind == "f" and (np.isnan(col).any() if clip else
+                                      not np.isfinite(col).all()):
             raise InputError(missing_message("", name))
-        out.append(to_fixed_point(col, scale, name))
+        out.append(to_fixed_point(col, scale, name, None if clip is None else clip[a]))
     return out
 
 
-def _pass1(part, convert, names, scale, domains):
+def _pass1(part, convert, names, scale, domains, clip=False):
     """Per axis, the sorted aggregate of one partition; and its row count."""
-    cols = _columns_of(part, convert, names, scale)
-    return len(cols[0]) if cols else 0, [aggregate(_column_offsets(col, dom, name))
+    cols = _columns_of(part, convert, names, scale, domains if clip else None)
+    return len(cols[0]) if cols else 0, [aggregate(_column_offsets(col, dom, name, clip))
                                          for col, dom, name in zip(cols, domains, names)]
 
 
@@ -238,10 +240,10 @@ def _shard_partition(agg, shard, shift, epsilon, beta, factor, threshold_size, k
     return part.end_offsets.astype(np.uint64) + np.uint64(shift), weights
 
 
-def _cells(part, convert, names, scale, domains, ends):
+def _cells(part, convert, names, scale, domains, ends, clip=False):
     """Runs on a worker: the partition cells of one partition's rows, with counts."""
-    cols = _columns_of(part, convert, names, scale)
-    seg = np.stack([SegmentIndex(e).of(_column_offsets(col, dom, name))
+    cols = _columns_of(part, convert, names, scale, domains if clip else None)
+    seg = np.stack([SegmentIndex(e).of(_column_offsets(col, dom, name, clip))
                     for col, dom, name, e in zip(cols, domains, names, ends)], axis=1)
     sizes = [e.size for e in ends]
     if float(np.prod(np.array(sizes, dtype=float))) < 2.0**63:
@@ -256,12 +258,12 @@ def _cells(part, convert, names, scale, domains, ends):
 class _DaskPrepared(Prepared):
     """Pass 1 persisted on the cluster; partitions and cells computed from it."""
 
-    def __init__(self, source, domains):
+    def __init__(self, source, domains, clip=False):
         import dask
         from dask import delayed
 
-        self._source, self._domains = source, domains
-        tasks = [delayed(_pass1)(p, source._convert, source.columns, source.scale, domains)
+        self._source, self._domains, self._clip = source, domains, clip
+        tasks = [delayed(_pass1)(p, source._convert, source.columns, source.scale, domains, clip)
                  for p in source._parts]
         # held on the workers; validity and the row count reach the driver
         # before anything is released
@@ -316,7 +318,7 @@ class _DaskPrepared(Prepared):
         src = self._source
         ends = [np.ascontiguousarray(e, dtype=np.uint64) for e in ends]
         tasks = list(dask.persist(*[delayed(_cells)(p, src._convert, src.columns, src.scale,
-                                                    self._domains, ends)
+                                                    self._domains, ends, self._clip)
                                     for p in src._parts]))
 
         def chunks():
@@ -359,7 +361,7 @@ class _ClusterSource(Source):
         self._scale, self._scheduler = scale, scheduler
         parse_scale(scale)
 
-    def prepare(self, domains, progress=None):
+    def prepare(self, domains, progress=None, clip=False):
         import dask.dataframe as dd
         from distributed import Client, LocalCluster
 
@@ -383,7 +385,7 @@ class _ClusterSource(Source):
                                     dtype={c: "object" for c in self.columns}
                                     if self._scale else None)
             prepared = DaskSource(frame, self.columns, scale=self._scale,
-                                  dropna=self._dropna).prepare(domains)
+                                  dropna=self._dropna).prepare(domains, clip=clip)
         except BaseException:
             client.close()
             if cluster is not None:

@@ -12,7 +12,7 @@ the files instead (:mod:`pydp_synopsis.sources.sql`).
 Every value becomes an exact integer as in :mod:`pydp_synopsis.inputs`:
 integer columns as they are, decimals (strings, doubles) only with
 ``scale=10**k``, rounded half to even on their exact value.  Errors name the
-file, the column and the data row, never a value.
+file and the column, never a value nor a row number (docs/security-messages.md).
 
 References
 ----------
@@ -118,22 +118,17 @@ def _column_type(domain):
     return pa.uint64() if domain[1] > _I64_MAX else pa.int64()
 
 
-_ROW = re.compile(r"data row ([0-9,]+)")
+def in_file(exc, path):
+    """``exc``'s message (the column and the rule) prefixed by the file it is about."""
+    return InputError(f"{path}: {exc}")
 
 
-def _shift_rows(exc, path, before):
-    """``exc``'s message with its data row counted from the start of ``path``."""
-    text = _ROW.sub(lambda m: f"data row {int(m.group(1).replace(',', '')) + before:,}",
-                    str(exc))
-    return InputError(f"{path}: {text}")
-
-
-def _exact(values, scale, column, path, before):
-    """Integers of a chunk of one column (to_fixed_point), errors located in the file."""
+def _exact(values, scale, column, path, clip=None):
+    """Integers of a chunk of one column (to_fixed_point), errors naming the file."""
     try:
-        return to_fixed_point(values, scale, column)
+        return to_fixed_point(values, scale, column, clip)
     except InputError as exc:
-        raise _shift_rows(exc, path, before) from None
+        raise in_file(exc, path) from None
 
 
 class _FileSource(RowSource):
@@ -156,11 +151,11 @@ class _FileSource(RowSource):
         self.chunk_rows = int(chunk_rows)
         self._domains = None
 
-    def prepare(self, domains, progress=None):
+    def prepare(self, domains, progress=None, clip=False):
         self.check_dims(domains)
         self._domains = tuple(domains)
         self.check()
-        return super().prepare(domains, progress)
+        return super().prepare(domains, progress, clip)
 
     def check(self):
         """Check every file's columns (its header or schema) before reading data."""
@@ -171,7 +166,7 @@ class CsvSource(_FileSource):
 
     Strict as :func:`pydp_synopsis.inputs.read_columns`: every named column
     present once in every file's header, every row with as many fields as
-    the header (the ragged row is named by its data row); a UTF-8 byte order
+    the header (errors name the file, never the row); a UTF-8 byte order
     mark, CRLF line ends and blank lines are tolerated; nothing is a comment.
 
     Parameters
@@ -217,40 +212,45 @@ class CsvSource(_FileSource):
 
         text = {c: pa.string() for c in self.columns}
         if self.units is not None or self.dropna:   # user units, missing values: as text
-            before = 0
-            for cols, n in self._batches(path, text, nulls=True):
+            for cols, _ in self._batches(path, text, nulls=True):
                 out, _ = convert_chunk(cols, self.units, self.columns, dropna=self.dropna,
-                                       where=f"{path}: ", before=before, scale=self.scale)
+                                       where=f"{path}: ", scale=self.scale,
+                                       clip=self._clip_bounds)
                 yield out
-                before += n
             return
         if self.scale is not None:      # decimals: parsed exactly from their digits
-            before = 0
-            for cols, n in self._batches(path, text):
-                yield [_exact(col, self.scale, name, path, before)
-                       for col, name in zip(cols, self.columns)]
-                before += n
+            for cols, _ in self._batches(path, text):
+                yield [_exact(col, self.scale, name, path, self.clip_bounds(a))
+                       for a, (col, name) in enumerate(zip(cols, self.columns))]
             return
         types = {c: _column_type(d) for c, d in zip(self.columns, self._domains)}
+        done = 0
         try:
-            for cols, _ in self._batches(path, types):
+            for cols, n in self._batches(path, types):
                 yield cols
+                done += n
         except _Conversion:
-            self._diagnose(path, text)
+            if self._clip_bounds is None:
+                self._diagnose(path, text)
+            # clip: a value beyond the 64-bit type is clipped too; the rows not yet
+            # yielded are read again as text and converted exactly
+            before = 0
+            for cols, n in self._batches(path, text):
+                skip = min(max(done - before, 0), n)
+                if skip < n:
+                    yield [_exact(col[skip:], None, name, path, self.clip_bounds(a))
+                           for a, (col, name) in enumerate(zip(cols, self.columns))]
+                before += n
 
     def _diagnose(self, path, text):
         """A value is no integer of its column's type: find it, reading the file as text,
-        and raise the error naming its column and row (never the value)."""
-        before = 0
-        for cols, n in self._batches(path, text):
+        and raise the error naming its column (never the value nor its row)."""
+        for cols, _ in self._batches(path, text):
             for col, name, dom in zip(cols, self.columns, self._domains):
-                miss = missing_mask(col)
-                if miss.any():          # NA, NaN: the missing-value message
-                    raise InputError(missing_message(f"{path}: ", name,
-                                                     before + int(np.argmax(miss)) + 1))
-                exact = _exact(col, None, name, path, before)
+                if missing_mask(col).any():          # NA, NaN: the missing-value message
+                    raise InputError(missing_message(f"{path}: ", name))
+                exact = _exact(col, None, name, path)
                 _column_offsets(exact, dom, name)
-            before += n
         raise InputError(f"{path}: a column is not readable as integers")
 
     def _batches(self, path, types, nulls=False):
@@ -262,28 +262,23 @@ class CsvSource(_FileSource):
         read = pacsv.ReadOptions(block_size=max(1 << 16, self.chunk_rows * 16))
         convert = pacsv.ConvertOptions(include_columns=list(self.columns), column_types=types,
                                        strings_can_be_null=True)
-        before = 0
         parse = pacsv.ParseOptions(delimiter=self.delimiter)
         try:
             reader = pacsv.open_csv(path, read_options=read, parse_options=parse,
                                     convert_options=convert)
             for batch in reader:
                 cols = [batch.column(name) for name in self.columns]
-                firsts = [(int(np.flatnonzero(np.asarray(col.is_null(), dtype=bool))[0]), a)
-                          for a, col in enumerate(cols) if col.null_count and not nulls]
-                if firsts:          # the first row holding one, and its first such column
-                    row, a = min(firsts)
-                    raise InputError(missing_message(f"{path}: ", self.columns[a],
-                                                     before + row + 1))
+                held = [a for a, col in enumerate(cols) if col.null_count and not nulls]
+                if held:            # the first column holding one (never its row)
+                    raise InputError(missing_message(f"{path}: ", self.columns[held[0]]))
                 yield [c.to_numpy(zero_copy_only=False) for c in cols], batch.num_rows
-                before += batch.num_rows
         except pa.ArrowInvalid as exc:
             text = str(exc)
             if "conversion error" in text:
                 raise _Conversion() from None
             if "parse error" in text or "Expected" in text:
-                raise InputError(f"{path}: {_ragged_row(path, read, self.delimiter)} has a different number of "
-                                 f"fields than the header") from None
+                raise InputError(f"{path}: a row has a different number of fields than the "
+                                 f"header") from None
             raise InputError(f"{path}: not a readable CSV file ({type(exc).__name__})") from None
         except OSError as exc:
             raise InputError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") \
@@ -325,30 +320,6 @@ def _csv_header(path, delimiter=","):
     if not header:
         raise InputError(f"{path}: empty CSV file (a header row naming the columns is required)")
     return [h.strip() for h in header]
-
-
-def _ragged_row(path, read, delimiter=","):
-    """Which data row of ``path`` has the wrong number of fields (a single-threaded re-read:
-    pyarrow numbers rows only then)."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    found = []
-
-    def handler(row):
-        found.append(row.number)
-        return "error"
-
-    try:
-        pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=read.block_size,
-                                                            use_threads=False),
-                       parse_options=pacsv.ParseOptions(delimiter=delimiter,
-                                                        invalid_row_handler=handler))
-    except pa.ArrowInvalid:
-        pass
-    if found and found[0] is not None:
-        return f"data row {found[0] - 1:,}"     # pyarrow counts the header as row 1
-    return "a row"
 
 
 class ParquetSource(_FileSource):
@@ -399,7 +370,6 @@ class ParquetSource(_FileSource):
         import pyarrow as pa
 
         for path in self.paths:
-            before = 0
             for batch in self._file(path).iter_batches(batch_size=self.chunk_rows,
                                                        columns=list(self.columns)):
                 if self.units is not None or self.dropna:
@@ -411,31 +381,25 @@ class ParquetSource(_FileSource):
                         utc.append(pa.types.is_timestamp(col.type) and col.type.tz is not None)
                         raw.append(col.to_numpy(zero_copy_only=False))
                     out, _ = convert_chunk(raw, self.units, self.columns, dropna=self.dropna,
-                                           where=f"{path}: ", before=before, scale=self.scale,
-                                           utc=utc)
-                    before += batch.num_rows
+                                           where=f"{path}: ", scale=self.scale,
+                                           utc=utc, clip=self._clip_bounds)
                     yield out
                     continue
                 cols = []
-                for name in self.columns:
+                for a, name in enumerate(self.columns):
                     col = batch.column(name)
                     if col.null_count:
-                        row = before + int(np.flatnonzero(
-                            np.asarray(col.is_null(), dtype=bool))[0]) + 1
-                        raise InputError(missing_message(f"{path}: ", name, row))
+                        raise InputError(missing_message(f"{path}: ", name))
                     if pa.types.is_floating(col.type):
-                        miss = missing_mask(col.to_numpy(zero_copy_only=False))
-                        if miss.any():      # NaN: a missing value too
-                            raise InputError(missing_message(f"{path}: ", name,
-                                                             before + int(np.argmax(miss)) + 1))
+                        if np.isnan(col.to_numpy(zero_copy_only=False)).any():   # NaN: missing
+                            raise InputError(missing_message(f"{path}: ", name))
                     if pa.types.is_integer(col.type) and self.scale is None:
                         cols.append(col.to_numpy())
                         continue
                     if pa.types.is_decimal(col.type):
                         col = col.cast(pa.string())
                     values = col.to_numpy(zero_copy_only=False)
-                    cols.append(_exact(values, self.scale, name, path, before))
-                before += batch.num_rows
+                    cols.append(_exact(values, self.scale, name, path, self.clip_bounds(a)))
                 yield cols
 
 
@@ -468,8 +432,8 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
         decimals, converted exactly (:mod:`pydp_synopsis.units`).
     dropna : bool
         Drop every row with a missing value (empty, ``NA``, ``NaN``, null)
-        in a used column: a per-row filter.  False: the first one is refused,
-        naming its column and data row.
+        in a used column: a per-row filter.  False: one is refused, naming
+        its column.
     **options
         For ``engine="duckdb"``: ``memory_limit``, ``threads``,
         ``temp_directory`` (DuckDB settings).
@@ -538,7 +502,7 @@ class _WholeFiles(RowSource):
             if self.fmt == "npy":
                 yield from self._npy_chunks(path)
                 continue
-            cols = read_columns(path, self._names, scale=self.scale)
+            cols = read_columns(path, self._names, scale=self.scale, clip=self._clip_bounds)
             yield from ArraySource(cols, names=self.columns, chunk_rows=self.chunk_rows).chunks()
 
     def _npy_chunks(self, path):
@@ -561,5 +525,5 @@ class _WholeFiles(RowSource):
             idx.append(int(c))
         for start in range(0, arr.shape[0], self.chunk_rows):
             block = np.asarray(arr[start:start + self.chunk_rows])
-            yield [_exact(block[:, j], self.scale, name, path, start)
-                   for j, name in zip(idx, self.columns)]
+            yield [_exact(block[:, j], self.scale, name, path, self.clip_bounds(a))
+                   for a, (j, name) in enumerate(zip(idx, self.columns))]

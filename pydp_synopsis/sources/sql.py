@@ -49,7 +49,6 @@ References
    "Configuration" (``read_only``, ``enable_external_access``).
 """
 import os
-import re
 import tempfile
 
 import numpy as np
@@ -65,7 +64,6 @@ from .engines import ENGINES, Null, quote_identifier
 __all__ = ["parse_database", "quote_identifier", "SqlSource", "duckdb_files"]
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
-_ROW = re.compile(r"(,\s*|\s*\()?data rows? [\d,]+\)?")
 _SQLITE_EXT = (".db", ".sqlite", ".sqlite3")
 
 
@@ -222,26 +220,20 @@ class SqlSource(RowSource):
         cols = ", ".join(quote_identifier(c) for c in self.columns)
         sql = f"SELECT {cols} FROM {self._relation}"
         engine = self._engine
-        before = 0
         try:
             for chunk in engine.row_chunks(sql, width, self.chunk_rows):
                 if self.units is not None:
-                    try:
-                        out, _ = convert_chunk(chunk, self.units, self.columns,
-                                               where=f"{self.shown}: ", before=before)
-                    except InputError as exc:
-                        raise InputError(_ROW.sub("", str(exc))) from None
-                    before += len(chunk[0])
+                    out, _ = convert_chunk(chunk, self.units, self.columns,
+                                           where=f"{self.shown}: ", clip=self._clip_bounds)
                     yield out
                     continue
                 out = []
-                for col, name in zip(chunk, self.columns):
+                for a, (col, name) in enumerate(zip(chunk, self.columns)):
                     try:
-                        out.append(to_fixed_point(col, self.scale, name))
+                        out.append(to_fixed_point(col, self.scale, name, self.clip_bounds(a)))
                     except InputError as exc:
                         # rows of a query have no order: no row number in the message
-                        raise InputError(f"{self.shown}: {_ROW.sub('', str(exc))}") from None
-                before += len(chunk[0])
+                        raise InputError(f"{self.shown}: {exc}") from None
                 yield out
         except Null as null:
             raise InputError(missing_message(f"{self.shown}: ", self.columns[null.index])) \
@@ -250,7 +242,7 @@ class SqlSource(RowSource):
             raise engine.failed(exc, "reading rows") from None
 
     # -- prepare: connect, check, decide pushdown or rows
-    def prepare(self, domains, progress=None):
+    def prepare(self, domains, progress=None, clip=False):
         if self.columns:
             self.check_dims(domains)
         engine = ENGINES[self.engine_name](self._target, self.shown, self._options)
@@ -263,6 +255,7 @@ class SqlSource(RowSource):
                 engine.check_query(self.sql)
             described = self._describe(engine)
             self.check_dims(domains)
+            self._clip_bounds = tuple(domains) if clip else None
             if self.dropna and not getattr(self, "_filtered", False):
                 # the per-row filter, pushed down: rows with a NULL in a used column
                 kept = " AND ".join(f"{quote_identifier(c)} IS NOT NULL" for c in self.columns)
@@ -270,11 +263,11 @@ class SqlSource(RowSource):
                 self._filtered = True
             if self.scale is None and self.units is None and all(t is None or engine.is_integer(t)
                                           for t in described):
-                prepared = _PushdownPrepared(self, engine, tuple(domains))
+                prepared = _PushdownPrepared(self, engine, tuple(domains), clip, described)
                 if prepared.pushdown:
                     return prepared
                 prepared.close(keep_engine=True)
-            return _SqlRowPrepared(self, engine, domains, progress)
+            return _SqlRowPrepared(self, engine, domains, progress, clip)
         except BaseException:
             engine.close()
             self._engine = None
@@ -309,11 +302,11 @@ class SqlSource(RowSource):
 class _SqlRowPrepared(Prepared):
     """Rows streamed and converted in Python (decimals, SQLite's other storage classes)."""
 
-    def __init__(self, source, engine, domains, progress):
+    def __init__(self, source, engine, domains, progress, clip=False):
         from .base import _RowPrepared
 
         self._engine = engine
-        self._inner = _RowPrepared(source, domains, progress)
+        self._inner = _RowPrepared(source, domains, progress, clip)
         self.rows = self._inner.rows
 
     def axis(self, a):
@@ -330,8 +323,9 @@ class _SqlRowPrepared(Prepared):
 class _PushdownPrepared(Prepared):
     """Integer columns: every aggregate computed by the database."""
 
-    def __init__(self, source, engine, domains):
+    def __init__(self, source, engine, domains, clip=False, types=None):
         self._source, self._engine, self._domains = source, engine, domains
+        self._clip, self._types = clip, types
         self._cols = [quote_identifier(c) for c in source.columns]
         self._rel = source._relation
         self._tmp = None
@@ -339,7 +333,8 @@ class _PushdownPrepared(Prepared):
 
     def _check(self):
         """One query: rows, NULLs, min, max (and SQLite's storage classes).  False when a
-        SQLite column holds non-integers (they are converted in Python instead)."""
+        SQLite column holds non-integers (they are converted in Python instead).  With
+        clip, values outside the domain are not refused: the aggregates clip them."""
         engine, parts = self._engine, ["count(*)"]
         for col in self._cols:
             parts += [f"count({col})", f"min({col})", f"max({col})"]
@@ -357,14 +352,38 @@ class _PushdownPrepared(Prepared):
                 return False
             if int(count) != self.rows:
                 raise InputError(missing_message(f"{self._source.shown}: ", name))
-            if self.rows and (int(low) < lo or int(high) > hi):
+            if self.rows and not self._clip and (int(low) < lo or int(high) > hi):
                 raise InputError(f"column {name!r} must lie in the domain [{lo}, {hi}]: some "
                                  f"value is outside it")
         return True
 
+    def _value(self, a):
+        """Column a, clipped to its domain when clipping: ``LEAST(GREATEST(col, lo), hi)``
+        before any cast (a negative value cast to DuckDB's UBIGINT would fail).  Bounds
+        beyond the engine's int8 are dropped for SQLite and PostgreSQL, whose integers
+        never pass them; DuckDB compares exactly in HUGEINT, or UHUGEINT for such a column
+        (their common type would be DOUBLE)."""
+        col = self._cols[a]
+        if not self._clip:
+            return col
+        lo, hi = self._domains[a]
+        engine = self._engine.name
+        if engine == "duckdb":
+            wide = "HUGEINT"
+            if self._types and str(self._types[a]).upper() == "UHUGEINT":
+                wide, lo = "UHUGEINT", max(lo, 0)     # its values are >= 0 anyway
+            low, high = f"CAST({lo} AS {wide})", f"CAST({hi} AS {wide})"
+            return f"LEAST(GREATEST({col}, {low}), {high})"
+        # int8 columns: bounds beyond int8 clip nothing more here (the offsets clip the rest)
+        lo, hi = min(lo, _I64_MAX), min(hi, _I64_MAX)
+        if engine == "sqlite":
+            return f"min(max({col}, {lo}), {hi})"
+        return f"LEAST(GREATEST({col}, {lo}::int8), {hi}::int8)"
+
     def _cast(self, a):
-        """Column a as the engine's 64-bit integer (the domain decides signedness)."""
-        col, hi = self._cols[a], self._domains[a][1]
+        """Column a (clipped: :meth:`_value`) as the engine's 64-bit integer (the domain
+        decides signedness)."""
+        col, hi = self._value(a), self._domains[a][1]
         if self._engine.name == "postgresql":
             return f"{col}::int8"
         if self._engine.name == "duckdb":
@@ -376,11 +395,14 @@ class _PushdownPrepared(Prepared):
 
     def _axis(self, a):
         engine, domain, name = self._engine, self._domains[a], self._source.columns[a]
+        # grouped by the (clipped) value: every value clipped to lo is one group
         sql = (f"SELECT {self._cast(a)} AS v, count(*) AS n FROM {self._rel} "
+               f"GROUP BY v ORDER BY v" if self._clip else
+               f"SELECT {self._cast(a)} AS v, count(*) AS n FROM {self._rel} "
                f"GROUP BY {self._cols[a]} ORDER BY {self._cols[a]}")
         try:
             for values, counts in engine.int_chunks(sql, 2, self._source.chunk_rows):
-                yield (_column_offsets(values, domain, name),
+                yield (_column_offsets(values, domain, name, self._clip),
                        np.ascontiguousarray(counts, dtype=np.int64))
         except engine.errors as exc:
             raise engine.failed(exc, f"aggregating column {name!r}") from None
@@ -401,7 +423,7 @@ class _PushdownPrepared(Prepared):
                 raise engine.failed(exc, "reading the columns") from None
 
         return spilled_cells(self._tmp, chunks, ends, self._domains, self._source.columns,
-                             self.rows)
+                             self.rows, self._clip)
 
     def _pg_cells(self, ends):
         """GROUP BY cell in PostgreSQL: a row's segment on axis a is the number of
@@ -413,7 +435,7 @@ class _PushdownPrepared(Prepared):
             # the released starts as an array literal of integers: no parameter, so no
             # placeholder processing of the user's query text ("LIKE 'a%'")
             array = "'{" + ",".join(map(str, starts)) + "}'::int8[]"
-            names.append(f"width_bucket({self._cols[a]}, {array})::int8" if starts
+            names.append(f"width_bucket({self._value(a)}, {array})::int8" if starts
                          else "0::int8")
         seg = ", ".join(f"{expr} AS s{a}" for a, expr in enumerate(names))
         keys = ", ".join(f"s{a}" for a in range(width))
