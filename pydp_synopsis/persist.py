@@ -30,7 +30,8 @@ import numpy as np
 
 from .errors import FormatError
 
-__all__ = ["FORMAT_VERSION", "atomic_write", "write_record", "read_record", "register", "save", "load"]
+__all__ = ["FORMAT_VERSION", "atomic_write", "write_record", "read_record", "register", "save", "load",
+           "from_record"]
 
 FORMAT_VERSION = 1
 _MAGIC = b"PDSYN\x00v"
@@ -84,7 +85,7 @@ def _umask():
     return mask
 
 
-def atomic_write(path, write, *, mode=None):
+def atomic_write(path, write, *, mode=None, tmp_dir=None):
     """Write a file so that ``path`` holds either its old content or all of the new.
 
     ``write(fh)`` writes the content to a binary file object of a temporary
@@ -104,6 +105,12 @@ def atomic_write(path, write, *, mode=None):
         written (secret content is never readable by others, even for an
         instant).  ``None``: ``0o666`` less the process umask, as ``open``
         would create it.
+    tmp_dir : str, optional
+        Where the temporary file is made (default: beside ``path``); it
+        must be on the same filesystem, so that the rename is atomic.  The
+        counter checkpoints of the command line use a private 0700
+        directory (:mod:`pydp_synopsis.checkpoint`), so that no older copy
+        of a checkpoint is ever left beside it by a killed process.
 
     Examples
     --------
@@ -116,7 +123,7 @@ def atomic_write(path, write, *, mode=None):
     path = os.fspath(path)
     mode = 0o666 & ~_umask() if mode is None else mode
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pdsyn-", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=".pdsyn-", dir=directory if tmp_dir is None else tmp_dir)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
@@ -140,7 +147,7 @@ def atomic_write(path, write, *, mode=None):
         os.close(dfd)
 
 
-def write_record(path, kind, meta, arrays, *, mode=None, annex=None):
+def write_record(path, kind, meta, arrays, *, mode=None, annex=None, tmp_dir=None):
     """Atomically write one record to ``path`` (see :func:`atomic_write`).
 
     Parameters
@@ -159,9 +166,11 @@ def write_record(path, kind, meta, arrays, *, mode=None, annex=None):
         JSON data of the caller stored beside the object (returned by
         :func:`read_record` in ``info["annex"]``); e.g. the command line's
         releases not yet confirmed written.
+    tmp_dir : str, optional
+        Directory of the temporary file (see :func:`atomic_write`).
     """
     data = _encode(kind, meta, arrays, annex)
-    atomic_write(path, lambda fh: fh.write(data), mode=mode)
+    atomic_write(path, lambda fh: fh.write(data), mode=mode, tmp_dir=tmp_dir)
 
 
 #: Largest header accepted (the JSON part; real headers are a few KiB).
@@ -323,11 +332,27 @@ def load(path, *, with_annex=False):
         The file cannot be read.
     """
     kind, meta, arrays, info = read_record(path)
+    obj = from_record(path, kind, meta, arrays)
+    return (obj, info["annex"]) if with_annex else obj
+
+
+def from_record(path, kind, meta, arrays):
+    """The object of a record returned by :func:`read_record` (what :func:`load` returns).
+
+    For a caller that must see the record itself before trusting it (the
+    command line's checkpoints compare its digest with their journal):
+    the object is built from exactly the bytes that were checked.
+
+    Raises
+    ------
+    FormatError
+        Unknown kind, or a record its loader refuses (one line naming ``path``).
+    """
     loader = _LOADERS.get(kind)
     if loader is None:
         raise FormatError(f"{os.fspath(path)}: unknown kind {kind!r}")
     try:
-        obj = loader(meta, arrays)
+        return loader(meta, arrays)
     except FormatError:
         raise
     except MemoryError:
@@ -335,4 +360,3 @@ def load(path, *, with_annex=False):
     except Exception as exc:  # a crafted record must never escape as another error
         raise FormatError(f"{os.fspath(path)}: inconsistent {kind} record "
                           f"({type(exc).__name__})") from None
-    return (obj, info["annex"]) if with_annex else obj
