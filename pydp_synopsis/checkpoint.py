@@ -233,8 +233,8 @@ class StreamCheckpoint:
     journal (module docstring); :attr:`counter` is then the counter to
     resume (its noise checked as the builder's own) and :attr:`pending` its
     checked releases of the last batch, or None and "" for a new stream.
-    :meth:`save` writes a state
-    durably and journals it; :meth:`close` cleans up and unlocks.
+    :meth:`save` writes a state durably and journals it; :meth:`close`
+    cleans up and unlocks.
 
     Parameters
     ----------
@@ -398,8 +398,7 @@ class StreamCheckpoint:
         file in the private directory), journal ``commit``; raises OSError
         (nothing may then be printed).
         """
-        # the record protocol of pydp_synopsis.save (persist.save)
-        kind, meta, arrays, mode = counter._to_record()
+        kind, meta, arrays, mode = persist.record_of(counter)
         annex = {"pending": pending, "stream": self.stream}
         digest = record_digest(kind, meta, arrays, annex)
         time = counter.time

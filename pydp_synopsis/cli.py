@@ -768,6 +768,11 @@ def cmd_count_stream(args):
     unclean stop (SIGKILL, power loss) between the save and the print, the
     resumed run first prints that batch's releases again -- the very same
     values, which costs no privacy -- and says so on stderr.
+
+    The checkpoint is locked for the run, journaled and verified before
+    anything is read (:mod:`pydp_synopsis.checkpoint`): an older copy,
+    another stream's checkpoint, an edited one or a second run at the same
+    time is refused in one line (docs/security-checkpoints.md).
     """
     ckpt = _open_checkpoint(args)
     try:

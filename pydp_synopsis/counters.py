@@ -104,6 +104,14 @@ did, so its files and JSON states still load.  A tree counter's record:
 ``pool``        array: pre-drawn noise terms, next first (secret); absent: none
 =============== ==========================================================
 
+A decoded state must also be the builder's own: its noise terms in use
+and its pool are checked as discrete Laplace draws of the counter's scale
+(:func:`~pydp_synopsis.noise_terms.check_discrete_laplace_terms`), so a
+file whose noise was zeroed and whose checksum was recomputed is refused.
+Neither ``to_state``/``from_state`` nor ``save``/``load`` can know whether
+a state was already resumed: the command line's journal
+(:mod:`pydp_synopsis.checkpoint`, docs/security-checkpoints.md) can.
+
 See the README sections "Continual counters" and "Saving and loading".
 
 References

@@ -16,7 +16,9 @@ magic, version and every offset have been checked; anything else raises
 :class:`~pydp_synopsis.errors.FormatError`.  Files are written atomically
 (temporary file in the same directory, ``fsync``, ``os.replace``), so a
 crash never leaves a partial file under the target name.  Counter
-checkpoints hold secret noise and are created with mode 0600 from the start.
+checkpoints hold secret noise and are created with mode 0600 from the start;
+the command line writes their temporary files in a private 0700 directory
+(``tmp_dir``, :mod:`pydp_synopsis.checkpoint`).
 """
 import datetime
 import hashlib
@@ -31,7 +33,7 @@ import numpy as np
 from .errors import FormatError
 
 __all__ = ["FORMAT_VERSION", "atomic_write", "write_record", "read_record", "register", "save", "load",
-           "from_record"]
+           "from_record", "record_of"]
 
 FORMAT_VERSION = 1
 _MAGIC = b"PDSYN\x00v"
@@ -308,11 +310,21 @@ def save(obj, path, *, annex=None):
 
     ``annex``: optional JSON data stored beside the object, see :func:`write_record`.
     """
+    kind, meta, arrays, mode = record_of(obj)
+    write_record(path, kind, meta, arrays, mode=mode, annex=annex)
+
+
+def record_of(obj):
+    """``(kind, meta, arrays, mode)``: the record :func:`save` writes for ``obj``.
+
+    For a caller that writes the record itself (the command line's
+    journaled checkpoints, :mod:`pydp_synopsis.checkpoint`).  TypeError for
+    an object that is not a synopsis or counter.
+    """
     to_record = getattr(obj, "_to_record", None)
     if to_record is None:
         raise TypeError(f"cannot save a {type(obj).__name__}: not a synopsis or counter")
-    kind, meta, arrays, mode = to_record()
-    write_record(path, kind, meta, arrays, mode=mode, annex=annex)
+    return to_record()
 
 
 def load(path, *, with_annex=False):

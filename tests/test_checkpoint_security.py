@@ -5,6 +5,7 @@ Attacks as the review made them, through the real command line (in-process
 kill tests) and through the public API (``to_state``/``from_state``,
 ``ps.save``/``ps.load``).  See docs/security-checkpoints.md.
 """
+import hashlib
 import io
 import os
 import random
@@ -316,9 +317,11 @@ def test_a_save_cut_before_its_rename_resumes_from_the_last_commit(tmp_path, cap
     first = stream(tmp_path, capsys, ck, 50, "--horizon", 1000, "--epsilon", 1, "--seed", 8)
     with journal.open("rb") as fh:
         lines = fh.read().splitlines(keepends=True)
-    with StreamCheckpoint(ck) as held:                         # a save whose rename never came
-        held._append("prepare", 60, "ab" * 32)
-    assert journal.read_bytes().startswith(b"".join(lines))
+    # a save whose rename never came: its prepare line, chained as the format says
+    text = f"prepare time=60 state={'ab' * 32}"
+    chain = hashlib.sha256(b"pdsyn-journal-chain\0" + bytes.fromhex(lines[-1].split(b"chain=")[1].decode())
+                           + text.encode()).hexdigest()
+    journal.write_bytes(b"".join(lines) + f"{text} chain={chain}\n".encode())
     rest = stream(tmp_path, capsys, ck, 10)
     _, out, _, _ = cli(tmp_path, capsys, ["count-stream", "--horizon", 1000, "--epsilon", 1, "--seed", 8],
                        ones(60))
