@@ -422,7 +422,10 @@ class StreamCheckpoint:
                         os.unlink(name)
                     except FileNotFoundError:
                         pass
-                os.rmdir(self.private)
+                try:
+                    os.rmdir(self.private)
+                except OSError:     # another run has just created its lock there: keep it
+                    pass
         finally:
             os.close(self._lock_fd)
             self._lock_fd = None

@@ -192,7 +192,8 @@ def test_sigkill_leaves_no_older_checkpoint_beside_it_and_never_two_values_per_p
     # 0.2 left a `.pdsyn-*` beside it after 9 of 30 such kills; this one after none)
     horizon, seed, k = 1_000_000, 4, 65535
     full = subprocess.run([sys.executable, "-m", "pydp_synopsis.cli", "count-stream", "--horizon",
-                           str(horizon), "--epsilon", "1", "--seed", str(seed), "--k", str(k)], input=ones(4000),
+                           str(horizon), "--epsilon", "1", "--seed", str(seed), "--k", str(k)],
+                          input=ones(4000),
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT),
                           timeout=120).stdout.split()
     rnd = random.Random(7)
