@@ -28,6 +28,7 @@ import numpy as np
 
 from . import persist
 from .budget import Budget
+from .checkpoint import StreamCheckpoint
 from .counters import BinaryTreeCounter, KaryTreeCounter
 from .errorbars import ErrorBars
 from .errors import HorizonError, InputError, SynopsisError, UsageError
@@ -667,13 +668,15 @@ def _new_counter(args):
     return COUNTERS[name](**kwargs)
 
 
-def _resume_counter(args):
-    """The counter of an existing checkpoint and the releases it still owes (annex).
+def _resume_counter(args, ckpt):
+    """The counter of an existing checkpoint and the releases it still owes.
 
-    Every option given on the command line must agree with the checkpoint:
+    ``ckpt`` (:class:`~pydp_synopsis.checkpoint.StreamCheckpoint`) has
+    verified the checkpoint against its journal, its noise and its pending
+    releases.  Every option given on the command line must agree with it:
     a mismatch is refused before anything is read from the stream.
     """
-    counter, annex = persist.load(args.checkpoint, with_annex=True)
+    counter = ckpt.counter
     names = {cls: name for name, cls in COUNTERS.items()}
     name = names.get(type(counter))
     if name is None:
@@ -686,10 +689,7 @@ def _resume_counter(args):
         if value is not None and value != saved:
             raise UsageError(f"{flag} {value} differs from the checkpoint's {saved} "
                              f"(omit it to continue the saved stream)")
-    pending = (annex or {}).get("pending", "")
-    if not isinstance(pending, str):
-        raise UsageError(f"{args.checkpoint}: malformed checkpoint annex")
-    return counter, pending
+    return counter, ckpt.pending
 
 
 _INTEGERS = re.compile(r"\s*(?:-?[0-9]+\s+)*(?:-?[0-9]+)?\s*")
@@ -747,12 +747,24 @@ class CheckpointError(SynopsisError, OSError):
     """A checkpoint could not be saved: the stream stops releasing."""
 
 
-def _save_checkpoint(counter, path, pending):
+def _save_checkpoint(ckpt, counter, pending):
     try:
-        persist.save(counter, path, annex={"pending": pending})
+        ckpt.save(counter, pending)
     except OSError as exc:
-        raise CheckpointError(f"could not save the checkpoint {path} ({exc.strerror or exc}): "
+        raise CheckpointError(f"could not save the checkpoint {ckpt.path} ({exc.strerror or exc}): "
                               f"stopped; nothing after the last saved state was released") from None
+
+
+def _open_checkpoint(args):
+    """The locked, verified checkpoint files of ``--checkpoint`` (None without it)."""
+    if not args.checkpoint:
+        for flag, on in (("--adopt-checkpoint", args.adopt_checkpoint), ("--new-stream", args.new_stream)):
+            if on:
+                raise UsageError(f"{flag} needs --checkpoint FILE")
+        return None
+    if not os.path.lexists(args.checkpoint):
+        _check_output(args.checkpoint)
+    return StreamCheckpoint(args.checkpoint, adopt=args.adopt_checkpoint, new_stream=args.new_stream)
 
 
 def cmd_count_stream(args):
@@ -766,13 +778,26 @@ def cmd_count_stream(args):
     unclean stop (SIGKILL, power loss) between the save and the print, the
     resumed run first prints that batch's releases again -- the very same
     values, which costs no privacy -- and says so on stderr.
+
+    The checkpoint is locked for the run, journaled and verified before
+    anything is read (:mod:`pydp_synopsis.checkpoint`): an older copy,
+    another stream's checkpoint, an edited one or a second run at the same
+    time is refused in one line (docs/security-checkpoints.md).
     """
-    if args.checkpoint and os.path.exists(args.checkpoint):
-        counter, pending = _resume_counter(args)
+    ckpt = _open_checkpoint(args)
+    try:
+        return _count_stream(args, ckpt)
+    finally:
+        if ckpt is not None:
+            ckpt.close()
+
+
+def _count_stream(args, ckpt):
+    """The stream of :func:`cmd_count_stream`, ``ckpt`` held (or None)."""
+    if ckpt is not None and ckpt.counter is not None:
+        counter, pending = _resume_counter(args, ckpt)
         resumed = True
     else:
-        if args.checkpoint:
-            _check_output(args.checkpoint)
         counter, pending, resumed = _new_counter(args), "", False
     if args.positions and not isinstance(counter, SparseStreamCounter):
         raise UsageError("--positions needs --counter sparse (the positions of the 1s of a sparse stream)")
@@ -815,7 +840,7 @@ def cmd_count_stream(args):
                 text = "\n".join(map(str, released.tolist())) + ("\n" if len(released) else "")
             if args.checkpoint:
                 saved = False
-                _save_checkpoint(counter, args.checkpoint, text)
+                _save_checkpoint(ckpt, counter, text)
                 saved, unprinted = True, text
             out.write(text)
             out.flush()
@@ -836,7 +861,7 @@ def cmd_count_stream(args):
         # nothing on a refused update): record whether its batch was printed.
         # Not after a failed save: the process stops releasing at once.
         if args.checkpoint and saved:
-            _save_checkpoint(counter, args.checkpoint, unprinted)
+            _save_checkpoint(ckpt, counter, unprinted)
             if clean:
                 resumed_from = f" (resumed after {start:,})" if resumed else ""
                 print(f"pydp-synopsis: saved after {counter.time:,} positions{resumed_from} to "
@@ -1204,7 +1229,15 @@ def build_parser():
     c.add_argument("--positions", action="store_true",
                    help="stdin holds the increasing positions of the 1s (sparse counter); "
                         "output is 'time,value' lines where the release changes")
-    c.add_argument("--checkpoint", metavar="FILE", help="resume from / save state to FILE (mode 0600)")
+    c.add_argument("--checkpoint", metavar="FILE",
+                   help="resume from / save state to FILE (mode 0600), journaled in FILE.journal and "
+                        "locked for the run (see docs/security-checkpoints.md)")
+    c.add_argument("--adopt-checkpoint", dest="adopt_checkpoint", action="store_true",
+                   help="resume a checkpoint that has no journal (release 0.2 and older) and start "
+                        "its journal: only for the one copy of its stream")
+    c.add_argument("--new-stream", dest="new_stream", action="store_true",
+                   help="start a new stream at --checkpoint FILE although its journal records an "
+                        "earlier stream whose checkpoint is gone")
     c.add_argument("--monotone", action="store_true",
                    help="print the running maximum of the releases, floored at 0 (never "
                         "decreases, never negative; post-processing, biased upward)")

@@ -104,6 +104,14 @@ did, so its files and JSON states still load.  A tree counter's record:
 ``pool``        array: pre-drawn noise terms, next first (secret); absent: none
 =============== ==========================================================
 
+A decoded state must also be the builder's own: its noise terms in use
+and its pool are checked as discrete Laplace draws of the counter's scale
+(:func:`~pydp_synopsis.noise_terms.check_discrete_laplace_terms`), so a
+file whose noise was zeroed and whose checksum was recomputed is refused.
+Neither ``to_state``/``from_state`` nor ``save``/``load`` can know whether
+a state was already resumed: the command line's journal
+(:mod:`pydp_synopsis.checkpoint`, docs/security-checkpoints.md) can.
+
 See the README sections "Continual counters" and "Saving and loading".
 
 References
@@ -129,6 +137,7 @@ from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .budget import charge
 from .noise import discrete_laplace_variance
+from .noise_terms import check_discrete_laplace_terms
 from .accounting import check_delta_or_zero, unit_shift_scale
 from .params import check_beta, check_bool, check_int, exact_epsilon, scale_parts
 from .rng import Rng, resolve_rng
@@ -1042,6 +1051,13 @@ class _TreeCounter(ContinualCounter):
         s.noise = check_int(meta["noise"], "noise", _INT64.min, _INT64.max)
         if lib.pds_counter_check(s) != lib.PDS_OK:
             raise FormatError("state is inconsistent (digits, time, noise terms or prefix)")
+        # The builder's own noise: every term in use and in the pool was drawn
+        # at the counter's scale (an unkeyed checksum lets anyone zero them).
+        high = int(s.high)
+        used = np.arange(high) < np.abs(digits)[:, None]          # level l: its first |d_l| slots
+        check_discrete_laplace_terms(slots.reshape(-1, high)[used], obj._scale, "noise terms in use")
+        check_discrete_laplace_terms(pool, obj._scale, "pool of pre-drawn noise")
+        check_discrete_laplace_terms(np.concatenate([slots.reshape(-1, high)[used], pool]), obj._scale)
         floor = max(0, int(s.prefix + s.noise))
         peak = meta.get("peak")
         obj._peak = floor if peak is None else check_int(peak, "peak", floor, _INT64.max)

@@ -16,7 +16,9 @@ magic, version and every offset have been checked; anything else raises
 :class:`~pydp_synopsis.errors.FormatError`.  Files are written atomically
 (temporary file in the same directory, ``fsync``, ``os.replace``), so a
 crash never leaves a partial file under the target name.  Counter
-checkpoints hold secret noise and are created with mode 0600 from the start.
+checkpoints hold secret noise and are created with mode 0600 from the start;
+the command line writes their temporary files in a private 0700 directory
+(``tmp_dir``, :mod:`pydp_synopsis.checkpoint`).
 """
 import datetime
 import hashlib
@@ -30,7 +32,8 @@ import numpy as np
 
 from .errors import FormatError
 
-__all__ = ["FORMAT_VERSION", "atomic_write", "write_record", "read_record", "register", "save", "load"]
+__all__ = ["FORMAT_VERSION", "atomic_write", "write_record", "read_record", "register", "save", "load",
+           "from_record", "record_of"]
 
 FORMAT_VERSION = 1
 _MAGIC = b"PDSYN\x00v"
@@ -84,7 +87,7 @@ def _umask():
     return mask
 
 
-def atomic_write(path, write, *, mode=None):
+def atomic_write(path, write, *, mode=None, tmp_dir=None):
     """Write a file so that ``path`` holds either its old content or all of the new.
 
     ``write(fh)`` writes the content to a binary file object of a temporary
@@ -104,6 +107,12 @@ def atomic_write(path, write, *, mode=None):
         written (secret content is never readable by others, even for an
         instant).  ``None``: ``0o666`` less the process umask, as ``open``
         would create it.
+    tmp_dir : str, optional
+        Where the temporary file is made (default: beside ``path``); it
+        must be on the same filesystem, so that the rename is atomic.  The
+        counter checkpoints of the command line use a private 0700
+        directory (:mod:`pydp_synopsis.checkpoint`), so that no older copy
+        of a checkpoint is ever left beside it by a killed process.
 
     Examples
     --------
@@ -116,7 +125,7 @@ def atomic_write(path, write, *, mode=None):
     path = os.fspath(path)
     mode = 0o666 & ~_umask() if mode is None else mode
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pdsyn-", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=".pdsyn-", dir=directory if tmp_dir is None else tmp_dir)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
@@ -140,7 +149,7 @@ def atomic_write(path, write, *, mode=None):
         os.close(dfd)
 
 
-def write_record(path, kind, meta, arrays, *, mode=None, annex=None):
+def write_record(path, kind, meta, arrays, *, mode=None, annex=None, tmp_dir=None):
     """Atomically write one record to ``path`` (see :func:`atomic_write`).
 
     Parameters
@@ -159,9 +168,11 @@ def write_record(path, kind, meta, arrays, *, mode=None, annex=None):
         JSON data of the caller stored beside the object (returned by
         :func:`read_record` in ``info["annex"]``); e.g. the command line's
         releases not yet confirmed written.
+    tmp_dir : str, optional
+        Directory of the temporary file (see :func:`atomic_write`).
     """
     data = _encode(kind, meta, arrays, annex)
-    atomic_write(path, lambda fh: fh.write(data), mode=mode)
+    atomic_write(path, lambda fh: fh.write(data), mode=mode, tmp_dir=tmp_dir)
 
 
 #: Largest header accepted (the JSON part; real headers are a few KiB).
@@ -299,11 +310,21 @@ def save(obj, path, *, annex=None):
 
     ``annex``: optional JSON data stored beside the object, see :func:`write_record`.
     """
+    kind, meta, arrays, mode = record_of(obj)
+    write_record(path, kind, meta, arrays, mode=mode, annex=annex)
+
+
+def record_of(obj):
+    """``(kind, meta, arrays, mode)``: the record :func:`save` writes for ``obj``.
+
+    For a caller that writes the record itself (the command line's
+    journaled checkpoints, :mod:`pydp_synopsis.checkpoint`).  TypeError for
+    an object that is not a synopsis or counter.
+    """
     to_record = getattr(obj, "_to_record", None)
     if to_record is None:
         raise TypeError(f"cannot save a {type(obj).__name__}: not a synopsis or counter")
-    kind, meta, arrays, mode = to_record()
-    write_record(path, kind, meta, arrays, mode=mode, annex=annex)
+    return to_record()
 
 
 def load(path, *, with_annex=False):
@@ -323,11 +344,27 @@ def load(path, *, with_annex=False):
         The file cannot be read.
     """
     kind, meta, arrays, info = read_record(path)
+    obj = from_record(path, kind, meta, arrays)
+    return (obj, info["annex"]) if with_annex else obj
+
+
+def from_record(path, kind, meta, arrays):
+    """The object of a record returned by :func:`read_record` (what :func:`load` returns).
+
+    For a caller that must see the record itself before trusting it (the
+    command line's checkpoints compare its digest with their journal):
+    the object is built from exactly the bytes that were checked.
+
+    Raises
+    ------
+    FormatError
+        Unknown kind, or a record its loader refuses (one line naming ``path``).
+    """
     loader = _LOADERS.get(kind)
     if loader is None:
         raise FormatError(f"{os.fspath(path)}: unknown kind {kind!r}")
     try:
-        obj = loader(meta, arrays)
+        return loader(meta, arrays)
     except FormatError:
         raise
     except MemoryError:
@@ -335,4 +372,3 @@ def load(path, *, with_annex=False):
     except Exception as exc:  # a crafted record must never escape as another error
         raise FormatError(f"{os.fspath(path)}: inconsistent {kind} record "
                           f"({type(exc).__name__})") from None
-    return (obj, info["annex"]) if with_annex else obj
