@@ -8,7 +8,8 @@ reads a whole file (or a SQLite query) into memory.
 The synopses take integers.  This module turns a user's table into int64
 columns without floating-point surprises:
 
-- CSV (numpy's C parser), ``.npy``, ``.npz``, Parquet (needs the optional
+- CSV (numpy's C parser), ``.npy``, ``.npz`` (headers and sizes checked
+  before reading, :mod:`pydp_synopsis.npyfiles`), Parquet (needs the optional
   ``pyarrow``), or a SQL query on a SQLite database (standard library,
   opened read-only);
 - ``scale=10**k`` turns decimals into integers *exactly*: a decimal string
@@ -35,6 +36,7 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import InputError, ParameterError
+from .npyfiles import read_npy, read_npz
 
 __all__ = ["parse_scale", "read_columns", "to_fixed_point"]
 
@@ -254,29 +256,11 @@ def _read_csv(path, columns):
 
 
 def _read_npz(path, columns):
-    with np.load(path, allow_pickle=False) as data:
-        out = []
-        for c in columns:
-            if c not in data.files:
-                raise InputError(f"{path}: no array {c!r} (arrays: {', '.join(data.files)})")
-            out.append(data[c])
-    return out
+    return read_npz(path, columns)
 
 
 def _read_npy(path, columns):
-    arr = np.load(path, allow_pickle=False)
-    if arr.ndim == 1:
-        if columns not in ([], ["0"]):
-            raise InputError(f"{path}: a 1-D .npy file has one column; name it 0 or omit --columns")
-        return [arr]
-    if arr.ndim != 2:
-        raise InputError(f"{path}: expected a 1-D or 2-D array, got {arr.ndim}-D")
-    out = []
-    for c in columns or [str(i) for i in range(arr.shape[1])]:
-        if not c.isdigit() or int(c) >= arr.shape[1]:
-            raise InputError(f"{path}: columns of a .npy array are 0..{arr.shape[1] - 1}, got {c!r}")
-        out.append(arr[:, int(c)])
-    return out
+    return read_npy(path, columns)
 
 
 def _read_parquet(path, columns):

@@ -8,20 +8,27 @@ Memory is measured in a child process under ``RLIMIT_AS`` (a MemoryError
 there would be a traceback, not one line).
 """
 import hashlib
+import io
 import json
 import os
+import pickle
 import resource
 import signal
 import struct
 import subprocess
 import sys
 import textwrap
+import zipfile
 
 import numpy as np
+import numpy.lib.format as npformat
 import pytest
 
 import pydp_synopsis as ps
 from pydp_synopsis import persist
+from pydp_synopsis.errors import InputError
+from pydp_synopsis.inputs import read_columns
+from pydp_synopsis.sources import files
 from pydp_synopsis.privtree import root_depth
 
 MAGIC = b"PDSYN\x00v1"
@@ -165,3 +172,125 @@ def test_large_records_still_round_trip(tmp_path):
     for name, arr in arrays.items():
         assert got[name].dtype == arr.dtype and got[name].shape == arr.shape
         assert np.array_equal(got[name], arr)
+
+
+# ------------------------------------------------------------- 3. npz / npy
+def npy_bytes(shape, descr="<i8", data=b"", fortran=False):
+    """A ``.npy`` file's bytes: numpy's own header for ``shape``, then ``data``."""
+    buf = io.BytesIO()
+    npformat.write_array_header_1_0(buf, {"descr": descr, "fortran_order": fortran,
+                                          "shape": tuple(shape)})
+    return buf.getvalue() + data
+
+
+def npz_with(path, members, compression=zipfile.ZIP_DEFLATED):
+    with zipfile.ZipFile(path, "w", compression) as zf:
+        for name, raw in members.items():
+            zf.writestr(name, raw)
+    return path
+
+
+def test_a_300_byte_npz_claiming_2_37_values_is_refused_in_one_line(tmp_path):
+    """Old: "Unable to allocate 1.00 TiB" (MemoryError) from numpy.load."""
+    path = npz_with(tmp_path / "claim.npz", {"x.npy": npy_bytes([2**37], data=b"\0" * 64)})
+    assert path.stat().st_size < 300
+    for read in (lambda: list(files(str(path), ["x"]).chunks()),
+                 lambda: read_columns(str(path), ["x"])):
+        with pytest.raises(InputError, match=r"^[^\n]*claim.npz: array 'x': the declared size does "
+                                             r"not match the archive's"):
+            read()
+
+
+def test_a_npy_claiming_more_than_the_file_holds_is_refused(tmp_path):
+    path = tmp_path / "claim.npy"
+    path.write_bytes(npy_bytes([2**37], data=b"\0" * 64))
+    for read in (lambda: list(files(str(path), []).chunks()),
+                 lambda: list(files(str(path), ["0"]).chunks()),
+                 lambda: read_columns(str(path), [])):
+        with pytest.raises(InputError, match="declared size does not match the file's"):
+            read()
+    path.write_bytes(npy_bytes([3], data=b"\0" * 24 + b"extra"))     # longer than declared
+    with pytest.raises(InputError, match="declared size does not match the file's"):
+        read_columns(str(path), [])
+
+
+@pytest.mark.parametrize("descr, fragment", [("|O", "dtype"), ("<c16", "dtype"), ("|S4", "dtype"),
+                                             ("<U1000", "dtype"), ("<M8[D]", "dtype")])
+def test_npy_dtypes_outside_numbers_are_refused(tmp_path, descr, fragment):
+    path = tmp_path / "d.npy"
+    path.write_bytes(npy_bytes([2], descr=descr, data=b"\0" * 2 * np.dtype(descr).itemsize))
+    with pytest.raises(InputError, match=fragment):
+        read_columns(str(path), [])
+
+
+def test_a_pickle_member_is_refused_without_being_unpickled(tmp_path):
+    path = npz_with(tmp_path / "p.npz", {"x.npy": pickle.dumps([1, 2, 3])})
+    with pytest.raises(InputError, match="not a .npy array"):
+        list(files(str(path), ["x"]).chunks())
+
+
+def test_a_member_whose_zip_sizes_lie_is_refused_while_streaming(tmp_path):
+    """The zip directory declares 2 GiB (consistent with the .npy header) but the member
+    holds 64 bytes: the sizes agree, so it is streamed, and refused when the data ends
+    (nothing of the declared size allocated)."""
+    raw_member = npy_bytes([2**31], descr="|i1", data=b"\0" * 64)
+    declared = len(npy_bytes([2**31], descr="|i1")) + 2**31
+    path = npz_with(tmp_path / "lie.npz", {"x.npy": raw_member}, compression=zipfile.ZIP_STORED)
+    raw = bytearray(path.read_bytes())
+    for at in [i for i in range(len(raw) - 4) if raw[i:i + 4] in (b"PK\x01\x02", b"PK\x03\x04")]:
+        struct.pack_into("<I", raw, at + (24 if raw[at + 2] == 1 else 22), declared)
+    path.write_bytes(bytes(raw))
+    with zipfile.ZipFile(path) as zf:
+        assert zf.infolist()[0].file_size == declared
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(InputError, match="array 'x': the data ends before its declared size"):
+        list(files(str(path), ["x"]).chunks())
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 100 * 1024
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_zip_bomb_is_streamed_in_bounded_memory(tmp_path):
+    """A 2 MB .npz of 2**26 zeros (512 MiB inflated): old numpy.load allocated it whole;
+    now it is read 2**20 rows at a time (RSS well under the content's size) under a
+    1.5 GB address-space limit.  About 6 s (making the archive is most of it)."""
+    path = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        with zf.open("x.npy", "w", force_zip64=True) as fh:
+            fh.write(npy_bytes([2**26]))
+            block = bytes(1 << 24)
+            for _ in range(2**29 // len(block)):
+                fh.write(block)
+    assert path.stat().st_size < 4 << 20
+    rc, out, err = run_limited(f"""
+        import resource
+        from pydp_synopsis.sources import files
+        rows = sum(len(c[0]) for c in files({str(path)!r}, ["x"]).chunks())
+        print(rows, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """, limit_bytes=3 << 29)
+    assert rc == 0 and err == "", err
+    rows, rss_kib = map(int, out.split())
+    assert rows == 2**26
+    assert rss_kib < 250 * 1024
+
+
+def test_a_normal_npz_and_npy_give_the_same_release_as_before(tmp_path):
+    """The releases of release 0.2 (numpy.load, then chunks) for a seed, to the bit."""
+    x = (np.arange(5000) * 7919) % 1000
+    y = (np.arange(5000) * 104729) % 500
+    np.savez_compressed(tmp_path / "c.npz", x=x, y=y)
+    np.save(tmp_path / "f.npy", np.asfortranarray(np.column_stack([x, y])))
+    for src in (files(str(tmp_path / "c.npz"), ["x"], chunk_rows=700),
+                files(str(tmp_path / "f.npy"), ["0"], chunk_rows=700)):
+        s = ps.IntervalSynopsis.build(src, domain=(0, 999), epsilon=1, rng=ps.Rng(seed=5))
+        assert s.count_many(np.array([0, 100, 500]), np.array([99, 499, 999])).tolist() == \
+            [500.70407481067423, 1988.0909064151188, 2482.576184908141]
+    for src in (files(str(tmp_path / "c.npz"), ["x", "y"], chunk_rows=700),
+                files(str(tmp_path / "f.npy"), [], chunk_rows=700)):
+        s = ps.RectangleSynopsis.build(src, domain=[(0, 999), (0, 499)], epsilon=1,
+                                       rng=ps.Rng(seed=5))
+        assert s.count_many(np.array([[0, 0], [100, 100]]), np.array([[499, 249], [999, 499]])
+                            ).tolist() == [1187.0780070417788, 3577.819353564272]
+    assert [c.tolist() for c in read_columns(str(tmp_path / "c.npz"), ["y", "x"])] == \
+        [y.tolist(), x.tolist()]
+    assert [c.tolist() for c in read_columns(str(tmp_path / "f.npy"), [])] == [x.tolist(), y.tolist()]
