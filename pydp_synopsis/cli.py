@@ -970,9 +970,11 @@ def _plot(path, true1, ans1, true2, ans2):
 
 # ------------------------------------------------------------------- plot
 def cmd_plot(args):
-    from .plot import plot_file, require_matplotlib
+    from .plot import MAX_BINS, check_bins, plot_file, require_matplotlib
 
     require_matplotlib("plot")             # before anything is read or drawn
+    if args.bins is not None:
+        check_bins(args.bins, MAX_BINS, "--bins")
     _check_output(args.output, args.path)
     window = None
     if args.range is not None:
@@ -996,7 +998,8 @@ def _add_plot_parser(sub):
     g.add_argument("--confidence", type=float, default=0.95,
                    help="confidence of the per-bin error band (default: %(default)s)")
     g.add_argument("--bins", type=int, default=None,
-                   help="bins per axis (default: 200 for 1-D, 60 per axis for 2-D)")
+                   help="bins per axis (default: 200 for 1-D, 60 per axis for 2-D; at most "
+                        "10000 for 1-D, 500 per axis for 2-D)")
     g.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6): axes in "
                                    "user units")
     g.add_argument("--range", metavar="LO:HI",

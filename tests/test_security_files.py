@@ -12,6 +12,7 @@ import io
 import json
 import os
 import pickle
+import re
 import resource
 import signal
 import struct
@@ -25,7 +26,7 @@ import numpy.lib.format as npformat
 import pytest
 
 import pydp_synopsis as ps
-from pydp_synopsis import persist
+from pydp_synopsis import cli, persist, plot
 from pydp_synopsis.errors import InputError
 from pydp_synopsis.inputs import read_columns
 from pydp_synopsis.sources import files
@@ -294,3 +295,36 @@ def test_a_normal_npz_and_npy_give_the_same_release_as_before(tmp_path):
     assert [c.tolist() for c in read_columns(str(tmp_path / "c.npz"), ["y", "x"])] == \
         [y.tolist(), x.tolist()]
     assert [c.tolist() for c in read_columns(str(tmp_path / "f.npy"), [])] == [x.tolist(), y.tolist()]
+
+
+# ------------------------------------------------------------------ 5. plot
+def _rect_file(tmp_path):
+    path = tmp_path / "r.pds"
+    pts = np.array([[1, 2], [3, 4], [5, 6]])
+    ps.RectangleSynopsis.build(pts, domain=[(0, 99), (0, 99)], epsilon=1,
+                               rng=ps.Rng(seed=1)).save(path)
+    return path
+
+
+@pytest.mark.parametrize("bins, allowed", [("0", r"\[1, 10000\]"), ("-1", r"\[1, 10000\]"),
+                                           ("100000", r"\[1, 10000\]"), ("501", r"\[1, 500\]")])
+def test_plot_bins_out_of_range_is_one_line_before_any_work(tmp_path, capsys, bins, allowed):
+    """Old: --bins 0 and -1 drew 200 bins; --bins 100000 on a 2-D synopsis ran out of memory."""
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "p.png"
+    assert cli.main(["plot", str(_rect_file(tmp_path)), "-o", str(out), "--bins", bins]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert re.match(rf"pydp-synopsis: error: --bins[^\n]* must be in {allowed}, got {bins}$", err)
+    assert not out.exists()
+
+
+def test_plot_api_bounds_bins(tmp_path):
+    pytest.importorskip("matplotlib")
+    syn = ps.load(_rect_file(tmp_path))
+    for bins in (0, -3, 501, 100_000):
+        with pytest.raises(ps.ParameterError, match=r"^bins must be in \[1, 500\]"):
+            plot.plot_rectangle(syn, window=[(0, 99), (0, 99)], bins=bins)
+    one = ps.IntervalSynopsis.build([1, 2, 3], domain=(0, 9), epsilon=1, rng=ps.Rng(seed=1))
+    with pytest.raises(ps.ParameterError, match=r"^bins must be in \[1, 10000\], got 0"):
+        plot.plot_interval(one, bins=0)
