@@ -33,7 +33,7 @@ from ..npyfiles import npy_array, npy_chunks, npy_column_indices, npz_chunks
 from ..units import convert_chunk, missing_mask, missing_message, needs_conversion
 from .base import CHUNK_ROWS, ArraySource, RowSource, _column_offsets
 
-__all__ = ["FORMATS", "expand_paths", "CsvSource", "ParquetSource", "files"]
+__all__ = ["FORMATS", "expand_paths", "shift_rows", "CsvSource", "ParquetSource", "files"]
 
 #: File formats by extension.
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy", ".npz": "npz"}
@@ -123,11 +123,21 @@ def _column_type(domain):
 _ROW = re.compile(r"data row ([0-9,]+)")
 
 
-def _shift_rows(exc, path, before):
-    """``exc``'s message with its data row counted from the start of ``path``."""
+def shift_rows(exc, path, before):
+    """``exc``'s message with its data row counted from the start of ``path``
+    (``before`` rows precede the chunk it was raised on), as an InputError.
+
+    Examples
+    --------
+    >>> print(shift_rows(InputError("column 'x', data row 2: not a number"), "f.csv", 1000))
+    f.csv: column 'x', data row 1,002: not a number
+    """
     text = _ROW.sub(lambda m: f"data row {int(m.group(1).replace(',', '')) + before:,}",
                     str(exc))
     return InputError(f"{path}: {text}")
+
+
+_shift_rows = shift_rows     # the name sources.sql imports
 
 
 def _exact(values, scale, column, path, before):
@@ -135,7 +145,7 @@ def _exact(values, scale, column, path, before):
     try:
         return to_fixed_point(values, scale, column)
     except InputError as exc:
-        raise _shift_rows(exc, path, before) from None
+        raise shift_rows(exc, path, before) from None
 
 
 class _FileSource(RowSource):
