@@ -400,3 +400,40 @@ def test_a_large_query_file_is_answered_in_bounded_memory(tmp_path):
     assert rc == 0
     assert grown_kib < 25 * 1024
     assert len((tmp_path / "a.csv").read_text().splitlines()) == 100_001
+
+
+# --------------------------------------------------- 6. date and time steps
+@pytest.mark.parametrize("kind, tz, step", [("date", None, 2**31), ("date", None, 10**15),
+                                            ("datetime", None, 2**31), ("datetime", "UTC", 2**31 + 1),
+                                            ("datetime", "Europe/Paris", 2**40)])
+def test_a_step_of_2_31_or_more_loads_and_counts(tmp_path, kind, tz, step):
+    """Columns allow steps up to 1e15 (a century in seconds is 3.2e9 > 2**31): a file
+    with such a step loads and answers in user units (the review saw a TypeError)."""
+    if kind == "date":
+        col, dom = ps.Column("t", "date", step=step), ("1970-01-01", "9000-01-01")
+        values = np.array(["2001-01-01", "2030-01-02"], dtype="datetime64[D]")
+    else:
+        col = ps.Column("t", "datetime", unit="s", step=step, tz=tz)
+        dom = ("1970-01-01T00:00:00", "2200-01-01T00:00:00")
+        values = np.array(["2001-01-01T00:00:00", "2030-01-02T00:00:00"], dtype="datetime64[s]")
+    path = tmp_path / "t.pds"
+    ps.IntervalSynopsis.build(values, domain=dom, columns=[col], epsilon=1000,
+                              rng=ps.Rng(seed=1)).save(path)
+    syn = with_timeout(lambda: ps.load(path))
+    assert syn.column.step == step
+    assert round(syn.count(*dom)) == 2
+    assert np.round(syn.count_many(np.array([dom[0]] * 2), np.array([dom[1]] * 2))).tolist() == [2, 2]
+
+
+@pytest.mark.parametrize("step", [0, -1, 10**15 + 1, 2**64, 1.5, True])
+def test_a_step_outside_what_columns_allow_is_one_format_error(tmp_path, step):
+    path = tmp_path / "t.pds"
+    ps.IntervalSynopsis.build(np.array(["2001-01-01"], dtype="datetime64[D]"),
+                              domain=("2001-01-01", "2001-12-31"), columns=[ps.Column("t", "date")],
+                              epsilon=1, rng=ps.Rng(seed=1)).save(path)
+    kind, meta, arrays, _ = persist.read_record(path)
+    meta["columns"][0]["step"] = step
+    persist.write_record(path, kind, meta, arrays)
+    with pytest.raises(ps.FormatError, match="malformed column description") as info:
+        ps.load(path)
+    assert "\n" not in str(info.value)
