@@ -38,7 +38,7 @@ import numpy as np
 from .errors import InputError, ParameterError
 from .npyfiles import read_npy, read_npz
 
-__all__ = ["parse_scale", "read_columns", "to_fixed_point"]
+__all__ = ["csv_header", "non_utf8_row", "parse_scale", "read_columns", "to_fixed_point"]
 
 
 def parse_scale(scale):
@@ -216,20 +216,65 @@ def _raise_non_integer(column, strings):
     raise InputError(f"column {column!r}, data row {i + 1:,}: not a number")
 
 
+def non_utf8_row(path):
+    """The data row (1-based, the header is row 0) of the first line of ``path`` that
+    is not UTF-8 text, or None: read in 1 MiB blocks, lines counted with
+    ``bytes.count`` (a row is a line here; quoted line breaks are rare in
+    numeric tables).  Only the number is ever reported, never the bytes."""
+    lines, carry = 0, b""
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(1 << 20)
+            data = carry + block
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if block and exc.reason == "unexpected end of data" and exc.end == len(data):
+                    lines += data.count(b"\n", 0, exc.start)      # a character cut by the block
+                    carry = data[exc.start:]
+                    continue
+                return lines + data.count(b"\n", 0, exc.start)
+            if not block:
+                return None
+            lines += data.count(b"\n")
+            carry = b""
+
+
+def csv_header(path, delimiter=","):
+    """The header row's names (a UTF-8 byte order mark dropped).  Bytes that are not
+    UTF-8 are kept undecoded (``surrogateescape``) while the header is parsed, so a
+    data row that is not UTF-8 is no longer reported as the header: only the
+    header's own fields are checked here.
+
+    Raises
+    ------
+    InputError
+        No header, a header that is not valid CSV or not UTF-8 text, or an
+        unreadable file (errors name the file, never a value).
+    """
+    try:
+        with open(path, newline="", encoding="utf-8-sig", errors="surrogateescape") as fh:
+            header = next(csv.reader(fh, delimiter=delimiter), None)
+    except csv.Error as exc:
+        raise InputError(f"{path}: the header row is not valid CSV ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if not header:
+        raise InputError(f"{path}: empty CSV file (a header row naming the columns is required)")
+    try:
+        "".join(header).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{path}: the header row is not UTF-8 text") from None
+    return [h.strip() for h in header]
+
+
 def _read_csv(path, columns):
     """Strict CSV: a header row naming distinct columns, every row with as many
     fields as the header (row numbers in errors; never a value).  Tolerated
     where the meaning is clear: a UTF-8 byte order mark, CRLF line ends,
     blank lines, a header with no rows (an empty table).  Nothing is a
     comment: a row starting with ``#`` is data (and not a number)."""
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        try:
-            header = next(csv.reader(fh), None)
-        except csv.Error as exc:
-            raise InputError(f"{path}: the header row is not valid CSV ({exc})") from None
-    if not header:
-        raise InputError(f"{path}: empty CSV file (a header row naming the columns is required)")
-    header = [h.strip() for h in header]
+    header = csv_header(path)
     idx = []
     for c in columns:
         if c not in header:
@@ -242,6 +287,10 @@ def _read_csv(path, columns):
         try:
             raw = np.loadtxt(fh, delimiter=",", skiprows=1, dtype=str, ndmin=2, quotechar='"',
                              comments=None)
+        except UnicodeDecodeError:
+            row = non_utf8_row(path)
+            raise InputError(f"{path}: {'a row' if row is None else f'data row {row:,}'} is "
+                             f"not UTF-8 text") from None
         except ValueError as exc:
             where = re.search(r"at row (\d+)", str(exc))
             row = f"data row {where.group(1)}" if where else "a row"

@@ -28,7 +28,7 @@ import pytest
 import pydp_synopsis as ps
 from pydp_synopsis import cli, persist, plot, queryfiles
 from pydp_synopsis.errors import InputError
-from pydp_synopsis.inputs import read_columns
+from pydp_synopsis.inputs import non_utf8_row, read_columns
 from pydp_synopsis.sources import files
 from pydp_synopsis.privtree import root_depth
 
@@ -437,3 +437,51 @@ def test_a_step_outside_what_columns_allow_is_one_format_error(tmp_path, step):
     with pytest.raises(ps.FormatError, match="malformed column description") as info:
         ps.load(path)
     assert "\n" not in str(info.value)
+
+
+# ------------------------------------------------------ 7. non-UTF-8 rows
+BAD_ROW = b"x,y\n" + b"".join(b"%d,%d\n" % (i, i) for i in range(5)) + b"3,\xffsecret\n1,2\n"
+
+
+@pytest.mark.parametrize("options", [{}, {"scale": "1e2"}, {"units": "integer"}])
+def test_a_non_utf8_data_row_is_named_by_its_number_not_as_the_header(tmp_path, options):
+    """Old: "the header row is not UTF-8 text" (the header read decoded the first 8 KiB)."""
+    path = tmp_path / "a.csv"
+    path.write_bytes(BAD_ROW)
+    if options.get("units"):
+        options = {"units": [ps.Column("y", "integer")]}
+    with pytest.raises(InputError) as info:
+        ps.IntervalSynopsis.build(files(str(path), ["y"], **options), domain=(0, 9), epsilon=1,
+                                  rng=ps.Rng(seed=1))
+    assert str(info.value) == f"{path}: data row 6 is not UTF-8 text"
+
+
+def test_read_columns_names_the_non_utf8_row_without_its_bytes(tmp_path):
+    """Old: "cannot read ('utf-8' codec can't decode byte 0xff in position 26 ...)"."""
+    path = tmp_path / "a.csv"
+    path.write_bytes(BAD_ROW)
+    with pytest.raises(InputError) as info:
+        read_columns(str(path), ["y"])
+    assert str(info.value) == f"{path}: data row 6 is not UTF-8 text"
+
+
+def test_a_non_utf8_header_is_still_the_header(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_bytes(b"x,\xffy\n1,2\n")
+    for read in (lambda: ps.IntervalSynopsis.build(files(str(path), ["x"]), domain=(0, 9),
+                                                   epsilon=1, rng=ps.Rng(seed=1)),
+                 lambda: read_columns(str(path), ["x"])):
+        with pytest.raises(InputError, match="the header row is not UTF-8 text$"):
+            read()
+
+
+def test_non_utf8_row_across_read_blocks(tmp_path):
+    """A character cut by the 1 MiB read block is not an error; a bad byte after it is
+    found on its line."""
+    k = (2**20 - 4) // 2          # "xy\n" + k lines "1\n": "é" starts at byte 2**20 - 1
+    path = tmp_path / "b.csv"
+    path.write_bytes(b"xy\n" + b"1\n" * k + "é".encode() + b"\n" + b"2\n" * 9)
+    assert non_utf8_row(path) is None
+    with open(path, "ab") as fh:
+        fh.write(b"\xe2\x82\n")
+    assert non_utf8_row(path) == k + 11

@@ -20,7 +20,6 @@ References
 .. [ARROW] Apache Arrow, ``pyarrow.csv.open_csv`` and
    ``pyarrow.parquet.ParquetFile.iter_batches`` (streaming readers).
 """
-import csv
 import glob
 import os
 import re
@@ -28,7 +27,7 @@ import re
 import numpy as np
 
 from ..errors import InputError
-from ..inputs import parse_scale, read_columns, to_fixed_point
+from ..inputs import csv_header, non_utf8_row, parse_scale, read_columns, to_fixed_point
 from ..npyfiles import npy_array, npy_chunks, npy_column_indices, npz_chunks
 from ..units import convert_chunk, missing_mask, missing_message, needs_conversion
 from .base import CHUNK_ROWS, ArraySource, RowSource, _column_offsets
@@ -211,7 +210,7 @@ class CsvSource(_FileSource):
 
     def check(self):
         for path in self.paths:
-            header = _csv_header(path, self.delimiter)
+            header = csv_header(path, self.delimiter)
             for c in self.columns:
                 if c not in header:
                     names = ", ".join(header)
@@ -291,6 +290,8 @@ class CsvSource(_FileSource):
                 before += batch.num_rows
         except pa.ArrowInvalid as exc:
             text = str(exc)
+            if "invalid UTF8" in text:
+                raise _not_utf8(path) from None
             if "conversion error" in text:
                 raise _Conversion() from None
             if "parse error" in text or "Expected" in text:
@@ -300,6 +301,13 @@ class CsvSource(_FileSource):
         except OSError as exc:
             raise InputError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") \
                 from None
+
+
+def _not_utf8(path):
+    """The error for a data row that is not UTF-8 text: its number, never its bytes."""
+    row = non_utf8_row(path)
+    return InputError(f"{path}: {'a row' if row is None else f'data row {row:,}'} is not "
+                      f"UTF-8 text")
 
 
 class _Conversion(Exception):
@@ -321,22 +329,6 @@ def check_delimiter(delimiter):
         raise InputError(f"--delimiter must be one character such as ',' ';' '|' or tab, "
                          f"got {delimiter!r}")
     return delimiter
-
-
-def _csv_header(path, delimiter=","):
-    """The header row's names (the UTF-8 byte order mark dropped); errors name the file."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            header = next(csv.reader(fh, delimiter=delimiter), None)
-    except csv.Error as exc:
-        raise InputError(f"{path}: the header row is not valid CSV ({exc})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: the header row is not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    if not header:
-        raise InputError(f"{path}: empty CSV file (a header row naming the columns is required)")
-    return [h.strip() for h in header]
 
 
 def _ragged_row(path, read, delimiter=","):
