@@ -10,9 +10,11 @@ File format (version 1), all integers little-endian::
     array payload           raw C-order array bytes at the offsets given
     SHA-256                 32 bytes over everything before it
 
-Loading never executes code (no pickle): arrays are rebuilt with
-``numpy.frombuffer`` from an allow-list of dtypes, after the checksum,
-magic, version and every offset have been checked; anything else raises
+Loading never executes code (no pickle): arrays of an allow-list of dtypes
+are read straight into their buffers after the magic, version, header and
+every size have been checked against the file's real size (the arrays tile
+the payload; the file is exactly as long as declared), and the checksum is
+computed over the same blocks; anything else raises
 :class:`~pydp_synopsis.errors.FormatError`.  Files are written atomically
 (temporary file in the same directory, ``fsync``, ``os.replace``), so a
 crash never leaves a partial file under the target name.  Counter
@@ -322,9 +324,11 @@ def read_record(path):
     the file must be exactly as long as the header declares (a longer or
     shorter one is refused).  Only then are the arrays read, block by block
     straight into their final buffers, with the SHA-256 computed over the
-    same blocks and compared at the end.  Anything wrong raises
-    :class:`~pydp_synopsis.errors.FormatError`; ``info`` holds
-    ``format_version``, ``created`` and ``annex``.
+    same blocks and compared at the end.  A header that does not add up in a
+    file of at most 64 MiB is reported as a checksum mismatch when the file's
+    checksum fails too (a damaged file), else as the header's fault.
+    Anything wrong raises :class:`~pydp_synopsis.errors.FormatError`;
+    ``info`` holds ``format_version``, ``created`` and ``annex``.
 
     Notes
     -----

@@ -485,3 +485,11 @@ def test_non_utf8_row_across_read_blocks(tmp_path):
     with open(path, "ab") as fh:
         fh.write(b"\xe2\x82\n")
     assert non_utf8_row(path) == k + 11
+
+
+def test_the_docs_example_runs_and_prints_what_it_says(capsys):
+    """docs/security-files.md: its example runs and prints its last comment line."""
+    with open(os.path.join(ROOT, "docs", "security-files.md")) as fh:
+        code = re.findall(r"```python\n(.*?)```", fh.read(), re.S)[0]
+    exec(compile(code, "security-files.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == code.strip().splitlines()[-1].lstrip("# ")
