@@ -89,6 +89,19 @@ def test_a_record_with_more_shards_than_values_is_refused_in_one_line(tmp_path):
             with_timeout(lambda: ps.load(bad))
 
 
+def test_info_and_query_on_a_record_with_too_many_shards_exit_2_in_one_line(tmp_path, capsys):
+    good = tmp_path / "good.pds"
+    ps.IntervalSynopsis.build([1, 2, 3], domain=(0, 9), epsilon=1, rng=ps.Rng(seed=1)).save(good)
+    kind, meta, arrays, _ = persist.read_record(good)
+    bad = tmp_path / "bad.pds"
+    persist.write_record(bad, kind, dict(meta, shards=16), arrays)
+    for args in (["info", str(bad)], ["query", str(bad), "--lo", "0", "--hi", "9"]):
+        assert with_timeout(lambda: cli.main(args)) == 2
+        err = capsys.readouterr().err
+        assert err == "pydp-synopsis: error: invalid interval synopsis record: shards must be " \
+                      "in [1, 10], got 16\n"
+
+
 # ----------------------------------------------------------- 2. sparse file
 def _sparse_record(tmp_path, total=2 << 30):
     """A real record followed by zeros up to ``total`` bytes (sparse: no disk used)."""
