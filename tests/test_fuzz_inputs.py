@@ -9,10 +9,11 @@ same file) or one clean :class:`~pydp_synopsis.errors.InputError` /
 :class:`~pydp_synopsis.errors.FormatError` (the command line: exit 0, or
 exit 2 with one line).  Never a MemoryError, never another exception, never
 a hang (an alarm fails the example after 10 s).  Bounded: 150 examples per
-surface, each a few milliseconds.
+surface (``PDS_FUZZ_EXAMPLES`` sets more), each a few milliseconds.
 """
 import contextlib
 import io
+import os
 import signal
 import struct
 import zipfile
@@ -20,7 +21,7 @@ import zipfile
 import numpy as np
 import numpy.lib.format as npformat
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import pydp_synopsis as ps
@@ -31,7 +32,7 @@ from pydp_synopsis.sources import files
 
 pytestmark = pytest.mark.fuzz
 
-FUZZ = settings(max_examples=150, deadline=None,
+FUZZ = settings(max_examples=int(os.environ.get("PDS_FUZZ_EXAMPLES", 150)), deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 DESCRS = ["<i8", ">i8", "<u8", "<i4", "|u1", "<f8", ">f4", "|b1", "<U3", "<U64", "<U65", "|O",
@@ -99,6 +100,9 @@ def _same_as_numpy(path, got, columns):
 
 @FUZZ
 @given(raw=npy_files())
+@example(raw=b"\x93NUMPY\x01\x00v\x00\x00'descr': '<i8', 'fortran_order': False, 'shape': (1,), }"
+             + b" " * 60 + b"\n" + b"\xfb" + b"\xff" * 7)       # tokenize.TokenError in numpy
+@example(raw=b"\x93NUMPY\x01\x006\x00{'descr': (), 'fortran_order': False, 'shape': ()}   \n")
 def test_fuzzed_npy_reads_correctly_or_raises_input_error(tmp_path, raw):
     path = tmp_path / "f.npy"
     path.write_bytes(raw)
