@@ -30,13 +30,14 @@ from . import persist
 from .budget import Budget
 from .checkpoint import StreamCheckpoint
 from .counters import BinaryTreeCounter, KaryTreeCounter
-from .errorbars import ErrorBars
 from .errors import HorizonError, InputError, SynopsisError, UsageError
 from .inputs import parse_scale, to_fixed_point
 from .sources import Source
+from .sources.files import in_file
 from .sparse_counter import SparseStreamCounter
 from .intervals import IntervalSynopsis
 from .params import check_beta, exact_epsilon
+from .queryfiles import located, query_chunks, spooled_stdout
 from .rng import Rng
 from .rectangles import RectangleSynopsis
 from .units import Column, describe_axes
@@ -574,40 +575,38 @@ def cmd_query(args):
                           args.confidence)
         return 0
     names = ["lo", "hi"] if dims == 1 else [f"lo_{a}" for a in range(dims)] + [f"hi_{a}" for a in range(dims)]
-    try:
-        with open(args.queries, newline="") as fh:
-            reader = csv.DictReader(fh, delimiter=delimiter)
-            header = reader.fieldnames or []
-            missing = [n for n in names if n not in header]
-            if missing:
-                raise UsageError(f"{args.queries}: missing column(s) {', '.join(missing)} "
-                                 f"(expected {','.join(names)})")
-            rows = list(reader)
-    except OSError as exc:
-        raise InputError(f"cannot read {args.queries}: {exc.strerror}") from None
-    if units is not None:
-        table = {n: np.array([r[n] for r in rows], dtype=object) for n in names}
-    else:
-        table = {n: to_fixed_point([r[n] for r in rows], args.scale, n) for n in names}
-    if dims == 1:
-        lo, hi = table["lo"][:, None], table["hi"][:, None]
-    else:
-        lo = np.column_stack([table[f"lo_{a}"] for a in range(dims)])
-        hi = np.column_stack([table[f"hi_{a}"] for a in range(dims)])
-    empty = np.zeros(0)
-    bars = (_bars_checked(syn, lo, hi, args.confidence, args.nonnegative) if len(rows)
-            else ErrorBars(*[empty] * 6))
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n", delimiter=delimiter)
-    writer.writerow(names + ["answer", "std", "low", "high", "simultaneous_bound"])
-    for i, r in enumerate(rows):
-        writer.writerow([r[n] for n in names]
-                        + [_full(x[i]) for x in (bars.answer, bars.std, bars.low, bars.high)]
-                        + [_full(bound)])
+
+    def write(fh):            # chunk by chunk: memory O(chunk), not O(file)
+        text = io.StringIO()
+        writer = csv.writer(text, lineterminator="\n", delimiter=delimiter)
+        writer.writerow(names + ["answer", "std", "low", "high", "simultaneous_bound"])
+        for before, rows in query_chunks(args.queries, names, delimiter):
+            if units is not None:
+                table = {n: np.array([r[n] for r in rows], dtype=object) for n in names}
+            else:
+                try:
+                    table = {n: to_fixed_point([r[n] for r in rows], args.scale, n) for n in names}
+                except InputError as exc:
+                    raise in_file(exc, args.queries) from None
+            lo = np.column_stack([table[n] for n in names[:dims]])
+            hi = np.column_stack([table[n] for n in names[dims:]])
+            try:
+                bars = _bars_checked(syn, lo, hi, args.confidence, args.nonnegative)
+            except (SynopsisError, ValueError) as exc:
+                raise located(exc, before) from None
+            for i, r in enumerate(rows):
+                writer.writerow([r[n] for n in names]
+                                + [_full(x[i]) for x in (bars.answer, bars.std, bars.low, bars.high)]
+                                + [_full(bound)])
+            fh.write(text.getvalue().encode())
+            text.seek(0)
+            text.truncate()
+        fh.write(text.getvalue().encode())
+
     if args.output:
-        persist.atomic_write(args.output, lambda fh: fh.write(buf.getvalue().encode()))
+        persist.atomic_write(args.output, write)
     else:
-        sys.stdout.write(buf.getvalue())
+        spooled_stdout(write)
     return 0
 
 
@@ -1005,9 +1004,11 @@ def _plot(path, true1, ans1, true2, ans2):
 
 # ------------------------------------------------------------------- plot
 def cmd_plot(args):
-    from .plot import plot_file, require_matplotlib
+    from .plot import MAX_BINS, check_bins, plot_file, require_matplotlib
 
     require_matplotlib("plot")             # before anything is read or drawn
+    if args.bins is not None:
+        check_bins(args.bins, MAX_BINS, "--bins")
     _check_output(args.output, args.path)
     window = None
     if args.range is not None:
@@ -1031,7 +1032,8 @@ def _add_plot_parser(sub):
     g.add_argument("--confidence", type=float, default=0.95,
                    help="confidence of the per-bin error band (default: %(default)s)")
     g.add_argument("--bins", type=int, default=None,
-                   help="bins per axis (default: 200 for 1-D, 60 per axis for 2-D)")
+                   help="bins per axis (default: 200 for 1-D, 60 per axis for 2-D; at most "
+                        "10000 for 1-D, 500 per axis for 2-D)")
     g.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6): axes in "
                                    "user units")
     g.add_argument("--range", metavar="LO:HI",

@@ -8,7 +8,8 @@ reads a whole file (or a SQLite query) into memory.
 The synopses take integers.  This module turns a user's table into int64
 columns without floating-point surprises:
 
-- CSV (numpy's C parser), ``.npy``, ``.npz``, Parquet (needs the optional
+- CSV (numpy's C parser), ``.npy``, ``.npz`` (headers and sizes checked
+  before reading, :mod:`pydp_synopsis.npyfiles`), Parquet (needs the optional
   ``pyarrow``), or a SQL query on a SQLite database (standard library,
   opened read-only);
 - ``scale=10**k`` turns decimals into integers *exactly*: a decimal string
@@ -36,11 +37,12 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import InputError, ParameterError
+from .npyfiles import read_npy, read_npz
 from .params import dtype_name
 from .readonly import (SqliteDeadline, check_statement_timeout, database_error, redact,
                        sqlite_one_select, sqlite_read_only, strip_query)
 
-__all__ = ["parse_scale", "read_columns", "to_fixed_point", "clip_integers"]
+__all__ = ["csv_header", "parse_scale", "read_columns", "to_fixed_point", "clip_integers"]
 
 
 def parse_scale(scale):
@@ -306,6 +308,34 @@ def _raise_non_integer(column, strings):
     raise InputError(f"column {column!r}: a value is not a number")
 
 
+def csv_header(path, delimiter=","):
+    """The header row's names (a UTF-8 byte order mark dropped).  Bytes that are not
+    UTF-8 are kept undecoded (``surrogateescape``) while the header is parsed, so a
+    data row that is not UTF-8 is no longer reported as the header: only the
+    header's own fields are checked here.
+
+    Raises
+    ------
+    InputError
+        No header, a header that is not valid CSV or not UTF-8 text, or an
+        unreadable file (errors name the file, never a value).
+    """
+    try:
+        with open(path, newline="", encoding="utf-8-sig", errors="surrogateescape") as fh:
+            header = next(csv.reader(fh, delimiter=delimiter), None)
+    except csv.Error as exc:
+        raise InputError(f"{path}: the header row is not valid CSV ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if not header:
+        raise InputError(f"{path}: empty CSV file (a header row naming the columns is required)")
+    try:
+        "".join(header).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{path}: the header row is not UTF-8 text") from None
+    return [h.strip() for h in header]
+
+
 def _read_csv(path, columns):
     """Strict CSV: a header row naming distinct columns, every row with as many
     fields as the header (errors name the file and the column: never a value,
@@ -313,14 +343,7 @@ def _read_csv(path, columns):
     where the meaning is clear: a UTF-8 byte order mark, CRLF line ends,
     blank lines, a header with no rows (an empty table).  Nothing is a
     comment: a row starting with ``#`` is data (and not a number)."""
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        try:
-            header = next(csv.reader(fh), None)
-        except csv.Error as exc:
-            raise InputError(f"{path}: the header row is not valid CSV ({exc})") from None
-    if not header:
-        raise InputError(f"{path}: empty CSV file (a header row naming the columns is required)")
-    header = [h.strip() for h in header]
+    header = csv_header(path)
     idx = []
     for c in columns:
         if c not in header:
@@ -333,6 +356,8 @@ def _read_csv(path, columns):
         try:
             raw = np.loadtxt(fh, delimiter=",", skiprows=1, dtype=str, ndmin=2, quotechar='"',
                              comments=None)
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: a data row is not UTF-8 text") from None
         except ValueError:
             raise InputError(f"{path}: a row has a different number of fields than the header "
                              f"({len(header)})") from None
@@ -345,29 +370,11 @@ def _read_csv(path, columns):
 
 
 def _read_npz(path, columns):
-    with np.load(path, allow_pickle=False) as data:
-        out = []
-        for c in columns:
-            if c not in data.files:
-                raise InputError(f"{path}: no array {c!r} (arrays: {', '.join(data.files)})")
-            out.append(data[c])
-    return out
+    return read_npz(path, columns)
 
 
 def _read_npy(path, columns):
-    arr = np.load(path, allow_pickle=False)
-    if arr.ndim == 1:
-        if columns not in ([], ["0"]):
-            raise InputError(f"{path}: a 1-D .npy file has one column; name it 0 or omit --columns")
-        return [arr]
-    if arr.ndim != 2:
-        raise InputError(f"{path}: expected a 1-D or 2-D array, got {arr.ndim}-D")
-    out = []
-    for c in columns or [str(i) for i in range(arr.shape[1])]:
-        if not c.isdigit() or int(c) >= arr.shape[1]:
-            raise InputError(f"{path}: columns of a .npy array are 0..{arr.shape[1] - 1}, got {c!r}")
-        out.append(arr[:, int(c)])
-    return out
+    return read_npy(path, columns)
 
 
 def _read_parquet(path, columns):

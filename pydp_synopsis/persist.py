@@ -10,9 +10,11 @@ File format (version 1), all integers little-endian::
     array payload           raw C-order array bytes at the offsets given
     SHA-256                 32 bytes over everything before it
 
-Loading never executes code (no pickle): arrays are rebuilt with
-``numpy.frombuffer`` from an allow-list of dtypes, after the checksum,
-magic, version and every offset have been checked; anything else raises
+Loading never executes code (no pickle): arrays of an allow-list of dtypes
+are read straight into their buffers after the magic, version, header and
+every size have been checked against the file's real size (the arrays tile
+the payload; the file is exactly as long as declared), and the checksum is
+computed over the same blocks; anything else raises
 :class:`~pydp_synopsis.errors.FormatError`.  Files are written atomically
 (temporary file in the same directory, ``fsync``, ``os.replace``), so a
 crash never leaves a partial file under the target name.  Counter
@@ -177,6 +179,10 @@ def write_record(path, kind, meta, arrays, *, mode=None, annex=None, tmp_dir=Non
 
 #: Largest header accepted (the JSON part; real headers are a few KiB).
 _MAX_HEADER = 1 << 24
+#: Bytes read (and hashed) at a time.
+_BLOCK = 1 << 20
+#: Largest file hashed to tell a damaged header from a crafted one (64 MiB).
+_DIAGNOSE = 1 << 26
 #: Largest array dimension and element count accepted from a header.
 _MAX_ELEMENTS = 1 << 40
 _PREFIX = len(_MAGIC) + 1 + 8
@@ -208,7 +214,7 @@ def _open_regular(path):
 def _read_exact(fd, n):
     chunks, left = [], n
     while left:
-        chunk = os.read(fd, min(left, 1 << 24))
+        chunk = os.read(fd, min(left, _BLOCK))
         if not chunk:
             break
         chunks.append(chunk)
@@ -216,12 +222,27 @@ def _read_exact(fd, n):
     return b"".join(chunks)
 
 
-def _array_specs(path, specs, payload_size):
+def _read_into(fd, buf, digest):
+    """Fill the writable byte buffer ``buf`` from ``fd`` block by block, each block
+    fed to ``digest``; False if the file ends first."""
+    pos, n = 0, len(buf)
+    while pos < n:
+        got = os.readv(fd, [buf[pos:pos + _BLOCK]])
+        if not got:
+            return False
+        digest.update(buf[pos:pos + got])
+        pos += got
+    return True
+
+
+def _array_specs(path, specs):
     """Validate the header's array list with exact integer arithmetic: names,
-    dtypes from the allow-list, shapes, and offsets tiling the payload."""
+    dtypes from the allow-list, shapes, and offsets tiling the payload in the
+    order listed (as :func:`write_record` lays them out: no gap, no overlap).
+    Returns the arrays and the payload size they declare."""
     if not isinstance(specs, list):
         raise FormatError(f"{path}: malformed header (arrays is not a list)")
-    out, seen = [], set()
+    out, seen, end = [], set(), 0
     for spec in specs:
         if not isinstance(spec, dict):
             raise FormatError(f"{path}: malformed array entry")
@@ -238,55 +259,18 @@ def _array_specs(path, specs, payload_size):
         for d in shape:
             count *= d
         if not (type(off) is int and type(nbytes) is int and count <= _MAX_ELEMENTS
-                and 0 <= off and nbytes == count * np.dtype(dtype).itemsize
-                and off + nbytes <= payload_size):
+                and off == end and nbytes == count * np.dtype(dtype).itemsize):
             raise FormatError(f"{path}: array {name!r} out of bounds")
+        end += nbytes
         seen.add(name)
-        out.append((name, np.dtype(dtype).newbyteorder("<"), tuple(shape), off, count))
-    return out
+        out.append((name, np.dtype(dtype).newbyteorder("<"), tuple(shape), count))
+    return out, end
 
 
-def read_record(path):
-    """Read and verify a record; returns ``(kind, meta, arrays, info)``.
-
-    The checks run cheapest first, before the file is read whole: a regular
-    file (a FIFO, device or directory is refused without blocking), the
-    magic and version in the first bytes, a header length that fits the
-    file; then the SHA-256 over the file, then a strict parse of the header
-    (no ``NaN``/``Infinity``, bounded nesting) and every array's dtype,
-    shape and extent computed with exact integers.  Anything wrong raises
-    :class:`~pydp_synopsis.errors.FormatError`; ``info`` holds
-    ``format_version`` and ``created``.
-
-    Notes
-    -----
-    O(file size); memory: the file once plus its arrays.  A file that is not
-    a record costs a few bytes of reading.
-    """
-    path = os.fspath(path)
-    fd, size = _open_regular(path)
+def _parse_header(path, raw, version):
+    """The header's JSON object, strictly parsed: ``(kind, meta, info, arrays)``."""
     try:
-        head = _read_exact(fd, _PREFIX)
-        if len(head) < _PREFIX or size < _PREFIX + 32 or not head.startswith(_MAGIC):
-            raise FormatError(f"{path}: not a pydp_synopsis file (bad magic or too short)")
-        version = head[len(_MAGIC)] - ord("0")
-        if version != FORMAT_VERSION:
-            raise FormatError(f"{path}: format version {version} is not supported "
-                              f"(this pydp_synopsis reads version {FORMAT_VERSION})")
-        (hlen,) = struct.unpack_from("<Q", head, len(_MAGIC) + 1)
-        if hlen > min(_MAX_HEADER, size - _PREFIX - 32):
-            raise FormatError(f"{path}: header length out of range")
-        rest = _read_exact(fd, size - _PREFIX)
-    finally:
-        os.close(fd)
-    data = head + rest
-    if len(data) != size:
-        raise FormatError(f"{path}: the file changed while it was read")
-    body, digest = data[:-32], data[-32:]
-    if hashlib.sha256(body).digest() != digest:
-        raise FormatError(f"{path}: checksum mismatch (file truncated or modified)")
-    try:
-        header = json.loads(body[_PREFIX:_PREFIX + hlen].decode(), parse_constant=_no_constant)
+        header = json.loads(raw.decode(), parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
         raise FormatError(f"{path}: malformed header ({type(exc).__name__})") from None
     if not isinstance(header, dict):
@@ -297,11 +281,101 @@ def read_record(path):
     if not isinstance(kind, str) or not isinstance(meta, dict) or info["format_version"] != version \
             or not isinstance(info["created"], str) or not isinstance(info["annex"], (dict, type(None))):
         raise FormatError(f"{path}: malformed header (kind, meta, format_version or created)")
-    payload = memoryview(body)[_PREFIX + hlen:]
-    arrays = {}
-    for name, dtype, shape, off, count in _array_specs(path, header.get("arrays"), len(payload)):
-        arr = np.frombuffer(payload, dtype=dtype, count=count, offset=off).reshape(shape)
-        arrays[name] = arr.astype(dtype.newbyteorder("="), copy=True)
+    return kind, meta, info, header.get("arrays")
+
+
+def _checked_header(path, fd, head, size, version, digest):
+    """Read and check the header after the prefix ``head`` (fed to ``digest`` with it);
+    every declared size must add up to the file's ``size`` exactly."""
+    (hlen,) = struct.unpack_from("<Q", head, len(_MAGIC) + 1)
+    if hlen > min(_MAX_HEADER, size - _PREFIX - 32):
+        raise FormatError(f"{path}: header length out of range")
+    raw = _read_exact(fd, hlen)
+    if len(raw) != hlen:
+        raise FormatError(f"{path}: the file changed while it was read")
+    digest.update(head)
+    digest.update(raw)
+    kind, meta, info, specs = _parse_header(path, raw, version)
+    specs, payload = _array_specs(path, specs)
+    if size != _PREFIX + hlen + payload + 32:
+        raise FormatError(f"{path}: the file's size does not match its header "
+                          f"(file truncated, extended or modified)")
+    return kind, meta, info, specs
+
+
+def _diagnose(path, fd, size):
+    """A header that does not add up is usually a damaged file: if the file is small
+    enough to hash at once (``_DIAGNOSE``), say so when its checksum fails too
+    (block by block, memory O(1)); a large one is refused on its header alone."""
+    if size > _DIAGNOSE:
+        return
+    os.lseek(fd, 0, os.SEEK_SET)
+    digest = hashlib.sha256()
+    body = size - 32
+    while body:
+        block = os.read(fd, min(body, _BLOCK))
+        if not block:
+            return
+        digest.update(block)
+        body -= len(block)
+    if digest.digest() != _read_exact(fd, 32):
+        raise FormatError(f"{path}: checksum mismatch (file truncated or modified)") from None
+
+
+def read_record(path):
+    """Read and verify a record; returns ``(kind, meta, arrays, info)``.
+
+    Every size the file declares is checked against the file's real size
+    before anything is allocated or read beyond the header: a regular file
+    (a FIFO, device or directory is refused without blocking), the magic and
+    version in the first bytes, a header length that fits the file
+    (at most 16 MiB); then a strict parse of the header (no
+    ``NaN``/``Infinity``, bounded nesting) and every array's dtype, shape
+    and extent computed with exact integers, the arrays tiling the payload;
+    the file must be exactly as long as the header declares (a longer or
+    shorter one is refused).  Only then are the arrays read, block by block
+    straight into their final buffers, with the SHA-256 computed over the
+    same blocks and compared at the end.  A header that does not add up in a
+    file of at most 64 MiB is reported as a checksum mismatch when the file's
+    checksum fails too (a damaged file), else as the header's fault.
+    Anything wrong raises :class:`~pydp_synopsis.errors.FormatError`;
+    ``info`` holds ``format_version``, ``created`` and ``annex``.
+
+    Notes
+    -----
+    O(file size) time; memory: the arrays once (no second copy of the file)
+    plus the header.  A file whose sizes do not add up costs its header's
+    reading, whatever its length.
+    """
+    path = os.fspath(path)
+    fd, size = _open_regular(path)
+    digest = hashlib.sha256()
+    try:
+        head = _read_exact(fd, _PREFIX)
+        if len(head) < _PREFIX or size < _PREFIX + 32 or not head.startswith(_MAGIC):
+            raise FormatError(f"{path}: not a pydp_synopsis file (bad magic or too short)")
+        version = head[len(_MAGIC)] - ord("0")
+        if version != FORMAT_VERSION:
+            raise FormatError(f"{path}: format version {version} is not supported "
+                              f"(this pydp_synopsis reads version {FORMAT_VERSION})")
+        try:
+            kind, meta, info, specs = _checked_header(path, fd, head, size, version, digest)
+        except FormatError:
+            _diagnose(path, fd, size)
+            raise
+        arrays = {}
+        for name, dtype, shape, count in specs:
+            arr = np.empty(count, dtype=dtype)
+            if not _read_into(fd, memoryview(arr.view(np.uint8)), digest):
+                raise FormatError(f"{path}: the file changed while it was read")
+            arrays[name] = arr.astype(dtype.newbyteorder("="), copy=False).reshape(shape)
+        stored = _read_exact(fd, 32)
+        if len(stored) != 32 or os.read(fd, 1):
+            raise FormatError(f"{path}: the file changed while it was read")
+    finally:
+        os.close(fd)
+    if digest.digest() != stored:
+        raise FormatError(f"{path}: checksum mismatch (file truncated or modified)")
     return kind, meta, arrays, info
 
 

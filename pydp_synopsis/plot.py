@@ -30,12 +30,14 @@ import numpy as np
 from . import persist
 from .errors import UsageError
 from .inputs import parse_scale
+from .params import check_int
 from .intervals import IntervalSynopsis
 from .rectangles import RectangleSynopsis
 from .tails import laplace_sum_tail
 
-__all__ = ["require_matplotlib", "new_figure", "plot_interval", "plot_rectangle", "plot_counter",
-           "plot_file", "read_releases", "view_window"]
+__all__ = ["MAX_BINS", "MAX_BINS_2D", "check_bins", "require_matplotlib", "new_figure",
+           "plot_interval", "plot_rectangle", "plot_counter", "plot_file", "read_releases",
+           "view_window"]
 
 
 def require_matplotlib(what="plotting"):
@@ -117,6 +119,23 @@ def view_window(partition, cumulative, share=0.005):
     return max(lo, a - pad), min(hi, b + pad)
 
 
+#: Most bins of a 1-D picture (an image 100 dpi wide shows ~900).
+MAX_BINS = 10_000
+#: Most bins per axis of a 2-D heat map (250,000 cells, each a query).
+MAX_BINS_2D = 500
+
+
+def check_bins(bins, most, name="bins"):
+    """``bins`` as an int in ``[1, most]`` (ParameterError naming ``name`` otherwise).
+
+    Examples
+    --------
+    >>> check_bins(60, MAX_BINS_2D)
+    60
+    """
+    return check_int(bins, name, 1, most)
+
+
 def _bins(lo, hi, bins):
     """``bins`` contiguous integer bins ``[starts, stops]`` covering ``[lo, hi]`` (fewer if narrow)."""
     width = hi - lo + 1
@@ -144,7 +163,7 @@ def plot_interval(syn, path=None, *, window=None, bins=200, confidence=0.95, sca
     window : (int, int), optional
         Inclusive domain range to draw; default :func:`view_window`.
     bins : int
-        Equal-width bins over the window.
+        Equal-width bins over the window, in ``[1, MAX_BINS]`` (10,000).
     confidence : float
         Of each bin's interval (``confidence_intervals``; per bin, not
         simultaneous).
@@ -158,6 +177,7 @@ def plot_interval(syn, path=None, *, window=None, bins=200, confidence=0.95, sca
     """
     if not isinstance(syn, IntervalSynopsis):
         raise TypeError(f"syn must be an IntervalSynopsis, got {type(syn).__name__}")
+    bins = check_bins(bins, MAX_BINS)
     dom, col = syn.domain, syn.column
     if window is None:
         ends = syn.partition.ends
@@ -195,7 +215,7 @@ def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None)
         Inclusive ranges of axes 0 and 1; default per axis from the private
         marginal (:func:`view_window`).
     bins : int
-        Cells per axis.
+        Cells per axis, in ``[1, MAX_BINS_2D]`` (500).
     scale : str, optional
         The fixed-point scale used at build: axes in user units.
     ax : matplotlib Axes, optional
@@ -206,6 +226,7 @@ def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None)
     """
     if not isinstance(syn, RectangleSynopsis):
         raise TypeError(f"syn must be a RectangleSynopsis, got {type(syn).__name__}")
+    bins = check_bins(bins, MAX_BINS_2D)
     dom = [(int(a), int(b)) for a, b in syn.domain]
     c, cols = len(dom), syn.columns
 
@@ -367,13 +388,18 @@ def plot_file(path, output, *, releases=None, confidence=0.95, scale=None, bins=
     A counter checkpoint holds no past releases: give the file ``count-stream``
     printed as ``releases``.  Returns a one-line description of the picture.
     """
+    if bins is not None:
+        check_bins(bins, MAX_BINS, "--bins")
     obj = persist.load(path)
+    if isinstance(obj, RectangleSynopsis) and bins is not None:
+        check_int(bins, "--bins (per axis of a rectangle synopsis)", 1, MAX_BINS_2D)
     if isinstance(obj, IntervalSynopsis):
-        plot_interval(obj, output, bins=bins or 200, confidence=confidence, scale=scale,
+        plot_interval(obj, output, bins=200 if bins is None else bins, confidence=confidence, scale=scale,
                       window=None if window is None else window[0])
         return "interval synopsis: private distribution with per-bin intervals"
     if isinstance(obj, RectangleSynopsis):
-        plot_rectangle(obj, output, bins=bins or 60, scale=scale, window=window)
+        plot_rectangle(obj, output, bins=60 if bins is None else bins, scale=scale,
+                       window=window)
         return "rectangle synopsis: heat map of private counts"
     if releases is None:
         raise UsageError(f"{path} is a {type(obj).__name__} checkpoint, which holds no past "

@@ -116,9 +116,11 @@ def privtree_parameters(epsilon):
 
 
 def _shard_bounds(lo, hi, shards):
-    """The public shard domains as offsets ``[(first, last), ...]``."""
-    from .shards import shard_domains   # shards imports partition: import late
+    """The public shard domains as offsets ``[(first, last), ...]``; ``shards`` checked
+    in ``[1, min(MAX_SHARDS, hi - lo + 1)]`` first (an empty shard has no tree)."""
+    from .shards import check_shards, shard_domains   # shards imports partition: import late
 
+    check_shards(shards, [(lo, hi)])
     return [(a - lo, b - lo) for a, b in shard_domains((lo, hi), shards)]
 
 
@@ -127,11 +129,25 @@ def root_depth(size, width):
     ``size`` values: the least ``d`` with ``ceil(size / 2^d) <= width`` (0 for the
     whole domain).  Public (sizes only); with equal power-of-two shards the shard
     roots are exactly the whole tree's nodes of that depth, so a sharded tree is
-    the unsharded one with its top levels split."""
-    d = 0
-    while -(-size // (1 << d)) > width:
-        d += 1
-    return d
+    the unsharded one with its top levels split.
+
+    At most ``size.bit_length() + 1`` steps: ``d = size.bit_length()`` always
+    gives ``ceil(size / 2^d) = 1 <= width``.
+
+    Raises
+    ------
+    ParameterError
+        ``width`` outside ``[1, size]`` (an empty shard: more shards than values).
+
+    Examples
+    --------
+    >>> root_depth(16, 4), root_depth(10, 10), root_depth(2**64, 1)
+    (2, 0, 64)
+    """
+    if not 1 <= width <= size:
+        raise ParameterError(f"shard width must be in [1, {size}] (at most as many shards as "
+                             f"values), got {width}")
+    return next(d for d in range(size.bit_length() + 1) if -(-size // (1 << d)) <= width)
 
 
 class TreePartition(Partition):

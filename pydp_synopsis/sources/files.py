@@ -5,7 +5,8 @@ Readers: pyarrow's streaming readers (``pyarrow.csv.open_csv``,
 ``pip install 'pydp-synopsis[parquet]'``), chunk by chunk, so memory does
 not grow with the file.  Without pyarrow a CSV file is read whole by
 :func:`pydp_synopsis.inputs.read_columns` (memory O(rows)).  ``.npy`` files
-are memory-mapped and read in chunks; ``.npz`` archives are read whole.
+are memory-mapped and ``.npz`` members streamed, in chunks, after their
+headers' sizes are checked against the file (:mod:`pydp_synopsis.npyfiles`).
 ``engine="duckdb"`` (:func:`duckdb_files`) lets DuckDB read and aggregate
 the files instead (:mod:`pydp_synopsis.sources.sql`).
 
@@ -19,7 +20,6 @@ References
 .. [ARROW] Apache Arrow, ``pyarrow.csv.open_csv`` and
    ``pyarrow.parquet.ParquetFile.iter_batches`` (streaming readers).
 """
-import csv
 import glob
 import os
 import re
@@ -27,7 +27,8 @@ import re
 import numpy as np
 
 from ..errors import InputError
-from ..inputs import parse_scale, read_columns, to_fixed_point
+from ..inputs import csv_header, parse_scale, read_columns, to_fixed_point
+from ..npyfiles import npy_array, npy_chunks, npy_column_indices, npz_chunks
 from ..units import convert_chunk, missing_mask, missing_message, needs_conversion
 from .base import CHUNK_ROWS, ArraySource, RowSource, _column_offsets
 
@@ -194,7 +195,7 @@ class CsvSource(_FileSource):
 
     def check(self):
         for path in self.paths:
-            header = _csv_header(path, self.delimiter)
+            header = csv_header(path, self.delimiter)
             for c in self.columns:
                 if c not in header:
                     names = ", ".join(header)
@@ -274,6 +275,8 @@ class CsvSource(_FileSource):
                 yield [c.to_numpy(zero_copy_only=False) for c in cols], batch.num_rows
         except pa.ArrowInvalid as exc:
             text = str(exc)
+            if "invalid UTF8" in text:
+                raise _not_utf8(path) from None
             if "conversion error" in text:
                 raise _Conversion() from None
             if "parse error" in text or "Expected" in text:
@@ -283,6 +286,12 @@ class CsvSource(_FileSource):
         except OSError as exc:
             raise InputError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") \
                 from None
+
+
+def _not_utf8(path):
+    """The error for a data row that is not UTF-8 text: neither its bytes nor its number
+    (a row's position is data too)."""
+    return InputError(f"{path}: a data row is not UTF-8 text")
 
 
 class _Conversion(Exception):
@@ -306,20 +315,6 @@ def check_delimiter(delimiter):
     return delimiter
 
 
-def _csv_header(path, delimiter=","):
-    """The header row's names (the UTF-8 byte order mark dropped); errors name the file."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            header = next(csv.reader(fh, delimiter=delimiter), None)
-    except csv.Error as exc:
-        raise InputError(f"{path}: the header row is not valid CSV ({exc})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: the header row is not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    if not header:
-        raise InputError(f"{path}: empty CSV file (a header row naming the columns is required)")
-    return [h.strip() for h in header]
 
 
 class ParquetSource(_FileSource):
@@ -484,7 +479,9 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
 
 
 class _WholeFiles(RowSource):
-    """Files read one whole file at a time (.npz; CSV without pyarrow), .npy memory-mapped."""
+    """``.npy`` (memory-mapped) and ``.npz`` (members streamed) files in chunks, their
+    declared sizes checked first (:mod:`pydp_synopsis.npyfiles`); CSV without pyarrow
+    read one whole file at a time."""
 
     def __init__(self, paths, columns, scale, fmt, chunk_rows):
         self.paths, self.scale, self.fmt, self.chunk_rows = paths, scale, fmt, chunk_rows
@@ -493,37 +490,19 @@ class _WholeFiles(RowSource):
             raise InputError("name the columns to use (--columns a,b)")
         self._names = list(columns)
         if not columns:     # a .npy file: its columns, from its header only
-            arr = np.load(paths[0], mmap_mode="r", allow_pickle=False)
-            columns = ["0"] if arr.ndim == 1 else [str(i) for i in range(arr.shape[1])]
+            arr = npy_array(paths[0])
+            columns = [str(i) for i in npy_column_indices(arr, [], paths[0])]
         self.columns = tuple(columns)
 
     def chunks(self):
         for path in self.paths:
-            if self.fmt == "npy":
-                yield from self._npy_chunks(path)
+            if self.fmt == "csv":
+                cols = read_columns(path, self._names, scale=self.scale, clip=self._clip_bounds)
+                yield from ArraySource(cols, names=self.columns,
+                                       chunk_rows=self.chunk_rows).chunks()
                 continue
-            cols = read_columns(path, self._names, scale=self.scale, clip=self._clip_bounds)
-            yield from ArraySource(cols, names=self.columns, chunk_rows=self.chunk_rows).chunks()
-
-    def _npy_chunks(self, path):
-        try:
-            arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path}: cannot read ({exc})") from None
-        if arr.ndim == 1:
-            if self.columns != ("0",):
-                raise InputError(f"{path}: a 1-D .npy file has one column; name it 0 or omit "
-                                 "--columns")
-            arr = arr[:, None]
-        elif arr.ndim != 2:
-            raise InputError(f"{path}: expected a 1-D or 2-D array, got {arr.ndim}-D")
-        idx = []
-        for c in self.columns:
-            if not c.isdigit() or int(c) >= arr.shape[1]:
-                raise InputError(f"{path}: columns of a .npy array are 0..{arr.shape[1] - 1}, "
-                                 f"got {c!r}")
-            idx.append(int(c))
-        for start in range(0, arr.shape[0], self.chunk_rows):
-            block = np.asarray(arr[start:start + self.chunk_rows])
-            yield [_exact(block[:, j], self.scale, name, path, self.clip_bounds(a))
-                   for a, (j, name) in enumerate(zip(idx, self.columns))]
+            raw = npy_chunks(path, self.columns, self.chunk_rows) if self.fmt == "npy" else \
+                npz_chunks(path, self.columns, self.chunk_rows)
+            for block in raw:
+                yield [_exact(col, self.scale, name, path, self.clip_bounds(a))
+                       for a, (col, name) in enumerate(zip(block, self.columns))]
