@@ -43,7 +43,6 @@ References
 import os
 import sqlite3
 import struct
-import tempfile
 import urllib.parse
 
 import numpy as np
@@ -52,6 +51,7 @@ from ..errors import InputError, ParameterError
 from ..inputs import _read_only, parse_scale, to_fixed_point
 from ..units import convert_chunk, missing_message, needs_conversion
 from ..rectangles.axes import Cells
+from ..spill import private_directory
 from .base import CHUNK_ROWS, Prepared, RowSource, _column_offsets, prefetch, spilled_cells
 
 __all__ = ["parse_database", "quote_identifier", "SqlSource", "duckdb_files"]
@@ -651,7 +651,7 @@ class _PushdownPrepared(Prepared):
         if self._engine.name == "postgresql":
             return self._pg_cells(ends)
         if self._tmp is None:
-            self._tmp = tempfile.mkdtemp(prefix="pydp-source-")
+            self._tmp = private_directory("pydp-source-")      # 0700, files 0600
         width = len(self._cols)
         sql = f"SELECT {', '.join(self._cast(a) for a in range(width))} FROM {self._rel}"
         engine = self._engine
