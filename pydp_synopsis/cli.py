@@ -31,10 +31,11 @@ from .arguments import integer, real
 from .budget import Budget
 from .counters import BinaryTreeCounter, KaryTreeCounter
 from .errorbars import ErrorBars
-from .errors import HorizonError, InputError, SynopsisError, UsageError
+from .errors import HorizonError, InputError, ParameterError, SynopsisError, UsageError
 from .outputs import OutputError, check_output
 from .inputs import parse_scale, to_fixed_point
 from .sources import Source
+from .sources.dask import CLUSTER_TIMEOUT, check_cluster_timeout, check_scheduler
 from .sparse_counter import SparseStreamCounter
 from .intervals import IntervalSynopsis
 from .params import check_beta, exact_epsilon
@@ -373,12 +374,17 @@ def _build_source(args, columns, units=None):
             raise UsageError("--engine dask reads integer and --scale decimal columns; dates "
                              "and --resolution need --engine local or duckdb")
         return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler,
-                          dropna=args.dropna)
+                          dropna=args.dropna, timeout=_cluster_timeout(args))
     options = {"memory_limit": args.memory_limit} if engine == "duckdb" else {}
     if args.delimiter is not None:
         options["delimiter"] = _delimiter(args)
     return sources.files(args.input, columns, scale=args.scale, engine=engine, units=units,
                          dropna=args.dropna, **options)
+
+
+def _cluster_timeout(args):
+    """``--cluster-timeout`` in seconds (default :data:`~pydp_synopsis.sources.dask.CLUSTER_TIMEOUT`)."""
+    return CLUSTER_TIMEOUT if args.cluster_timeout is None else args.cluster_timeout
 
 
 def _input_paths(args):
@@ -413,6 +419,15 @@ def cmd_build(args):
         raise UsageError("--delimiter applies to CSV --input files (local or duckdb engine)")
     if args.scheduler is not None and args.engine != "dask":
         raise UsageError("--scheduler needs --engine dask")
+    if args.cluster_timeout is not None and args.engine != "dask":
+        raise UsageError("--cluster-timeout needs --engine dask")
+    if args.engine == "dask":
+        try:
+            check_cluster_timeout(_cluster_timeout(args))
+            if args.scheduler is not None:
+                check_scheduler(args.scheduler)
+        except ParameterError as exc:
+            raise UsageError(str(exc)) from None
     if args.shards is not None and args.engine != "dask":
         raise UsageError("--shards needs --engine dask")
     columns = _columns(args.columns)
@@ -1104,7 +1119,12 @@ def build_parser():
     b.add_argument("--engine", choices=ENGINES, default=None,
                    help="who reads --input: local (pyarrow, default), duckdb, or dask (a cluster)")
     b.add_argument("--scheduler", metavar="ADDRESS",
-                   help="dask scheduler address (with --engine dask; default: a local cluster)")
+                   help="dask scheduler address, tcp://HOST:PORT, tls://HOST:PORT or HOST:PORT "
+                        "(with --engine dask; default: a local cluster)")
+    b.add_argument("--cluster-timeout", dest="cluster_timeout", type=real,
+                   metavar="SECONDS",
+                   help=f"dask: seconds to wait for the scheduler to connect and to acknowledge "
+                        f"each message, 1 to 86400 (default: {CLUSTER_TIMEOUT:g})")
     b.add_argument("--shards", type=integer, metavar="N",
                    help="dask: cut the domain at N-1 public points (equal widths) into N shards "
                         "partitioned in parallel")

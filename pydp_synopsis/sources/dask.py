@@ -35,6 +35,11 @@ References
 .. [DASK] Dask documentation, "Delayed" and "Persist" (``dask.persist``,
    ``to_delayed``); ``distributed.LocalCluster``.
 """
+import gc
+import logging
+import math
+import re
+
 import numpy as np
 
 from ..aggregates import SegmentIndex, aggregate, histogram, merge
@@ -46,11 +51,52 @@ from ..rectangles.axes import Cells
 from ..shards import partition_sharded, shard_domains, shard_streams
 from .base import Prepared, Source, _column_offsets, prefetch
 
-__all__ = ["DaskSource", "dask_files"]
+__all__ = ["DaskSource", "dask_files", "check_scheduler", "check_cluster_timeout",
+           "CLUSTER_TIMEOUT"]
+
+#: Seconds to wait for a dask scheduler (``--cluster-timeout``): to connect and
+#: finish the handshake, and for any message sent to it to be acknowledged
+#: (``distributed.comm.timeouts.connect`` and ``.tcp`` for the build's life).
+CLUSTER_TIMEOUT = 30.0
+
+#: ``tcp://HOST:PORT``, ``tls://HOST:PORT`` or ``HOST:PORT`` (HOST a name, an IPv4
+#: address or a bracketed IPv6 address): the addresses a separate process can reach.
+_ADDRESS = re.compile(r"(?:(?:tcp|tls)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*)"
+                      r":([0-9]{1,5})")
 
 #: An unsharded axis is streamed to the driver in equal-width value ranges of
 #: about this many aggregate entries each (16 bytes per entry).
 RANGE_ENTRIES = 1 << 22
+
+
+def check_scheduler(address):
+    """``address`` if it is a dask scheduler address a build can reach, else one line.
+
+    >>> check_scheduler("tcp://127.0.0.1:8786")
+    'tcp://127.0.0.1:8786'
+    >>> check_scheduler("inproc://x")
+    Traceback (most recent call last):
+    ...
+    pydp_synopsis.errors.ParameterError: --scheduler 'inproc://x' is not a dask scheduler address: give tcp://HOST:PORT, tls://HOST:PORT or HOST:PORT
+    """
+    match = _ADDRESS.fullmatch(address) if isinstance(address, str) else None
+    if match is None or not 0 < int(match.group(1)) < 65536:
+        raise ParameterError(f"--scheduler {address!r} is not a dask scheduler address: give "
+                             f"tcp://HOST:PORT, tls://HOST:PORT or HOST:PORT")
+    return address
+
+
+def check_cluster_timeout(seconds):
+    """``seconds`` as a float if it is a finite number of seconds in [1, 86400], else one line.
+
+    >>> check_cluster_timeout(30)
+    30.0
+    """
+    value = float(seconds)
+    if not (math.isfinite(value) and 1 <= value <= 86400):
+        raise ParameterError(f"--cluster-timeout must be between 1 and 86400 seconds, got "
+                             f"{seconds}")
+    return value
 
 
 def _compute(*tasks):
@@ -65,6 +111,10 @@ def _compute(*tasks):
     try:
         return dask.compute(*tasks)
     except Exception as exc:
+        if type(exc).__name__ == "CommClosedError" or isinstance(exc, TimeoutError):
+            raise InputError(f"lost the dask scheduler ({type(exc).__name__}): it stopped "
+                             f"answering within --cluster-timeout; nothing was released") \
+                from None
         if type(exc).__name__ != "KilledWorker":
             raise
         raise InputError("the dask cluster lost a task: its workers died on every retry; "
@@ -329,12 +379,19 @@ class _DaskPrepared(Prepared):
         self._persisted = None
 
 
-def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False):
+def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False,
+               timeout=CLUSTER_TIMEOUT):
     """CSV or Parquet files read by dask (``--engine dask``), on ``scheduler`` if given.
 
     Without a scheduler address a ``distributed.LocalCluster`` of worker
     processes is started for the build (one per core) and closed with it.
+    ``timeout`` (seconds, :data:`CLUSTER_TIMEOUT`) bounds the connection and
+    every message's acknowledgement: a scheduler that accepts and never
+    answers, or a server that is no dask scheduler, is one InputError.
     """
+    if scheduler is not None:
+        check_scheduler(scheduler)
+    timeout = check_cluster_timeout(timeout)
     try:
         import dask.dataframe  # noqa: F401 (the reader of the files, on the cluster)
         import distributed  # noqa: F401
@@ -347,34 +404,53 @@ def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False):
         raise InputError(f"--engine dask reads .csv and .parquet files, not .{fmt}")
     if not columns:
         raise InputError("name the columns to use (--columns a,b)")
-    return _ClusterSource(paths, fmt, list(columns), scale, scheduler, dropna)
+    return _ClusterSource(paths, fmt, list(columns), scale, scheduler, dropna, timeout)
 
 
 class _ClusterSource(Source):
     """Files read by dask on a cluster that lives as long as the build."""
 
-    def __init__(self, paths, fmt, columns, scale, scheduler, dropna=False):
+    def __init__(self, paths, fmt, columns, scale, scheduler, dropna=False,
+                 timeout=CLUSTER_TIMEOUT):
         self._paths, self._fmt, self.columns = paths, fmt, tuple(columns)
+        self._timeout = timeout
         self._dropna = bool(dropna)
         self._scale, self._scheduler = scale, scheduler
         parse_scale(scale)
 
     def prepare(self, domains, progress=None):
+        import dask
         import dask.dataframe as dd
         from distributed import Client, LocalCluster
 
         self.check_dims(domains)
+        wait = f"{self._timeout:g}s"
+        # for the build's life: the client's comms time out instead of hanging
+        config = dask.config.set({"distributed.comm.timeouts.connect": wait,
+                                  "distributed.comm.timeouts.tcp": wait})
+        cluster = None
         try:
             if self._scheduler:
-                client = Client(self._scheduler, timeout="5s", set_as_default=True)
-                cluster = None
+                client = Client(self._scheduler, timeout=wait, set_as_default=True)
             else:
                 cluster = LocalCluster(processes=True, dashboard_address=None)
-                client = Client(cluster, set_as_default=True)
-        except (OSError, TimeoutError) as exc:
-            raise InputError(f"cannot connect to the dask scheduler {self._scheduler}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") \
-                from None
+                client = Client(cluster, set_as_default=True, timeout=wait)
+        except (Exception, MemoryError) as exc:
+            # Its text is the other side's (an HTTP server's bytes read as a message
+            # length gave "Unable to allocate 3.07 EiB"): only its class is shown.
+            failure = type(exc).__name__
+        else:
+            failure = None
+        if failure is not None:
+            if cluster is not None:
+                cluster.close()
+            config.__exit__(None, None, None)
+            _drop_failed_comms()
+            where = f"the dask scheduler {self._scheduler}" if self._scheduler else \
+                "a local dask cluster"
+            raise InputError(f"cannot connect to {where} within --cluster-timeout "
+                             f"{self._timeout:g} s ({failure}): is a dask scheduler "
+                             f"listening there?")
         try:
             if self._fmt == "parquet":
                 frame = dd.read_parquet(self._paths, columns=list(self.columns))
@@ -388,15 +464,29 @@ class _ClusterSource(Source):
             client.close()
             if cluster is not None:
                 cluster.close()
+            config.__exit__(None, None, None)
             raise
-        return _WithClient(prepared, client, cluster)
+        return _WithClient(prepared, client, cluster, config)
+
+
+def _drop_failed_comms():
+    """Collect the comms a failed connection left, without distributed's warning about
+    each one ("Closing dangling stream"): the failure is already said in one line."""
+    log = logging.getLogger("distributed.comm.tcp")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        gc.collect()
+    finally:
+        log.setLevel(level)
 
 
 class _WithClient(Prepared):
     """A prepared dask source that closes its client (and cluster) at the end."""
 
-    def __init__(self, inner, client, cluster):
+    def __init__(self, inner, client, cluster, config):
         self._inner, self._client, self._cluster = inner, client, cluster
+        self._config = config
         self.rows = inner.rows
 
     def axis(self, a):
@@ -413,3 +503,6 @@ class _WithClient(Prepared):
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+        if self._config is not None:
+            self._config.__exit__(None, None, None)
+            self._config = None
