@@ -784,6 +784,8 @@ def cmd_count_stream(args):
     resumed run first prints that batch's releases again -- the very same
     values, which costs no privacy -- and says so on stderr.
     """
+    if args.checkpoint:     # read and replaced: a regular file (never a FIFO to block on)
+        _check_output(args.checkpoint, option="--checkpoint")
     if args.checkpoint and os.path.exists(args.checkpoint):
         counter, pending = _resume_counter(args)
         resumed = True

@@ -93,6 +93,9 @@ def test_every_command_refuses_a_fifo_output(capsys, tmp_path, synopsis):
     refused(capsys, "demo", "--write-data", fifo, fragments=("--write-data", "FIFO"))
     refused(capsys, "demo", "--plot", fifo, fragments=("--plot", "FIFO"))
     refused(capsys, "plot", synopsis, "-o", fifo, fragments=("--output", "FIFO"))
+    # an existing checkpoint is read, then replaced: a FIFO would block the read
+    refused(capsys, "count-stream", "--horizon", 8, "--epsilon", 1, "--checkpoint", fifo,
+            fragments=("--checkpoint", "FIFO"))
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
