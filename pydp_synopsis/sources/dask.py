@@ -39,6 +39,9 @@ import gc
 import logging
 import math
 import re
+import socket
+import struct
+import time
 
 import numpy as np
 
@@ -58,6 +61,7 @@ __all__ = ["DaskSource", "dask_files", "check_scheduler", "check_cluster_timeout
 #: finish the handshake, and for any message sent to it to be acknowledged
 #: (``distributed.comm.timeouts.connect`` and ``.tcp`` for the build's life).
 CLUSTER_TIMEOUT = 30.0
+_MIN_TCP_TIMEOUT = 11.0
 
 #: ``tcp://HOST:PORT``, ``tls://HOST:PORT`` or ``HOST:PORT`` (HOST a name, an IPv4
 #: address or a bracketed IPv6 address): the addresses a separate process can reach.
@@ -100,16 +104,19 @@ def check_cluster_timeout(seconds):
 
 
 def _compute(*tasks):
-    """``dask.compute(*tasks)``; a task whose workers all died becomes one InputError.
+    """``dask.compute(*tasks)``; a task whose workers all died, or a scheduler that
+    stopped answering, becomes one InputError.
 
     Dask retries a task whose worker dies (``distributed.scheduler.allowed-failures``
     times); when every retry dies it raises ``KilledWorker``.  Nothing has been
     released then: the build stops here, naming the cluster, not the data.
+    On a ``distributed`` client the computation is watched (:func:`_watched`).
     """
     import dask
 
     try:
-        return dask.compute(*tasks)
+        client = _client()
+        return dask.compute(*tasks) if client is None else _watched(client, tasks)
     except Exception as exc:
         if type(exc).__name__ == "CommClosedError" or isinstance(exc, TimeoutError):
             raise InputError(f"lost the dask scheduler ({type(exc).__name__}): it stopped "
@@ -119,6 +126,52 @@ def _compute(*tasks):
             raise
         raise InputError("the dask cluster lost a task: its workers died on every retry; "
                          "nothing was released") from None
+
+
+def _client():
+    """The default ``distributed`` client, or None (dask's local schedulers)."""
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+#: Consecutive unanswered pings after which a scheduler is taken for lost: a live
+#: scheduler on a loaded machine may miss one.
+PINGS = 3
+
+
+def _watched(client, tasks):
+    """``tasks`` computed on ``client``.  While they run, the scheduler is asked every
+    ``distributed.comm.timeouts.connect`` seconds (``--cluster-timeout``, T) whether
+    it still answers, each time with T to answer; after :data:`PINGS` unanswered
+    pings in a row (about (PINGS + 1) T of silence) TimeoutError is raised.  A slow
+    computation on a live scheduler is never cut short."""
+    import dask
+    from dask.utils import parse_timedelta
+    from distributed import wait
+
+    limit = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="s")
+    futures = client.compute(list(tasks))
+    missed = 0
+    while True:
+        try:
+            wait(futures, timeout=limit)
+            break
+        except TimeoutError:
+            pass
+        try:
+            client.sync(client.scheduler.identity, callback_timeout=limit)
+            missed = 0
+        except TimeoutError:
+            missed += 1
+            if missed >= PINGS:
+                raise
+    return tuple(client.gather(futures))
 
 
 def _kind(data):
@@ -425,12 +478,18 @@ class _ClusterSource(Source):
 
         self.check_dims(domains)
         wait = f"{self._timeout:g}s"
-        # for the build's life: the client's comms time out instead of hanging
+        # For the build's life: connections time out, an idle one is probed by TCP
+        # keepalives (distributed requires at least 11 s there), and a computation
+        # asks the scheduler every `wait` whether it still answers (_watched).
         config = dask.config.set({"distributed.comm.timeouts.connect": wait,
-                                  "distributed.comm.timeouts.tcp": wait})
+                                  "distributed.comm.timeouts.tcp":
+                                      f"{max(self._timeout, _MIN_TCP_TIMEOUT):g}s"})
         cluster = None
         try:
             if self._scheduler:
+                # distributed's handshake read has no timeout: a server that accepts and
+                # never answers hung it; an HTTP server's reply became a message length
+                _probe(self._scheduler, self._timeout)
                 client = Client(self._scheduler, timeout=wait, set_as_default=True)
             else:
                 cluster = LocalCluster(processes=True, dashboard_address=None)
@@ -467,6 +526,28 @@ class _ClusterSource(Source):
             config.__exit__(None, None, None)
             raise
         return _WithClient(prepared, client, cluster, config)
+
+
+def _probe(address, timeout):
+    """Raise unless a ``tcp://`` scheduler at ``address`` sends the start of a dask
+    handshake within ``timeout`` seconds of the connection (a dask scheduler speaks
+    first; a silent server or an HTTP server does not).  ``tls://`` is left to
+    distributed (a TLS client speaks first)."""
+    if address.startswith("tls://"):
+        return
+    host, _, port = address.split("://")[-1].rpartition(":")
+    deadline = time.monotonic() + timeout
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+        head = b""
+        while len(head) < 8:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            more = sock.recv(8 - len(head))
+            if not more:
+                raise ConnectionError("closed")
+            head += more
+    # the first frame of a dask message: its little-endian length, a few hundred bytes
+    if not 0 < struct.unpack("<Q", head)[0] < 1 << 20:
+        raise ConnectionError("no dask handshake")
 
 
 def _drop_failed_comms():
