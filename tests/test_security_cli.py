@@ -380,6 +380,7 @@ class _Http:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 @pytest.mark.parametrize("server", [_Silent, _Http])
 def test_a_server_that_is_no_scheduler_is_refused_in_time(tmp_path, csv_input, server):
     pytest.importorskip("distributed")
@@ -397,3 +398,59 @@ def test_a_server_that_is_no_scheduler_is_refused_in_time(tmp_path, csv_input, s
     assert "EiB" not in line and "Unable to allocate" not in line
     assert elapsed < 60, elapsed           # 2 s, plus starting Python and dask on a busy machine
     assert not (tmp_path / "o.syn").exists()
+
+
+@pytest.fixture
+def scheduler_process(tmp_path):
+    """A dask scheduler and one worker in their own processes (loopback only)."""
+    pytest.importorskip("distributed")
+    info = tmp_path / "scheduler.json"
+    env = dict(os.environ, PYTHONPATH=PACKAGE_PARENT)
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    scheduler = subprocess.Popen(dask + ["--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                         "--scheduler-file", str(info)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not info.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                                   "--scheduler-file", str(info), "--nthreads", "1",
+                                   "--no-dashboard", "--host", "127.0.0.1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        yield scheduler, info
+    finally:
+        for proc in (worker, scheduler):
+            if proc is not None:
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_scheduler_that_stops_answering_mid_computation_is_one_error(scheduler_process):
+    import dask
+    from dask import delayed
+    from distributed import Client
+
+    from pydp_synopsis.errors import InputError
+    from pydp_synopsis.sources.dask import _compute
+
+    scheduler, info = scheduler_process
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s",
+                          "distributed.comm.timeouts.tcp": "11s"}):
+        client = Client(scheduler_file=str(info), timeout="30s", set_as_default=True)
+        try:
+            client.wait_for_workers(1, timeout=60)
+            # alive and slow: a computation longer than the timeout is not cut short
+            assert _compute(delayed(time.sleep)(3), delayed(int)(7))[1] == 7
+            threading.Timer(1.0, scheduler.send_signal, (signal.SIGSTOP,)).start()
+            start = time.monotonic()
+            with pytest.raises(InputError, match="lost the dask scheduler"):
+                _compute(delayed(time.sleep)(30))
+            assert time.monotonic() - start < 20
+        finally:
+            scheduler.send_signal(signal.SIGCONT)
+            client.close(timeout=10)
