@@ -7,6 +7,7 @@ parsed by :func:`integer` or :func:`real`, which accept plain decimal notation
 only and say which option was wrong (argparse adds the option's name).
 """
 import argparse
+import math
 import re
 
 __all__ = ["integer", "real"]
@@ -41,7 +42,7 @@ def real(text):
     ...
     argparse.ArgumentTypeError: '1_0' is not a number (digits with an optional . and exponent, e.g. 0.5 or 1e-3)
     """
-    if not _REAL.fullmatch(text):
+    if not _REAL.fullmatch(text) or not math.isfinite(float(text)):     # 1e999 is inf
         raise argparse.ArgumentTypeError(f"{text!r} is not a number (digits with an optional "
                                          f". and exponent, e.g. 0.5 or 1e-3)")
     return float(text)

@@ -319,6 +319,7 @@ _BUILD = ["build", "--input", "x.csv", "--columns", "x", "--domain=0:9", "--outp
     ("--k", ["count-stream", "--horizon", "10", "--epsilon", "1", "--k", "1_9"]),
     ("--confidence", ["query", "s.syn", "--lo", "0", "--hi", "1", "--confidence", "0_9"]),
     ("--confidence", ["plot", "s.syn", "-o", "p.png", "--confidence", "inf"]),
+    ("--epsilon", ["demo", "--epsilon", "1e999"]),
 ])
 def test_numbers_are_digits_only(capsys, option, args):
     with pytest.raises(SystemExit) as info:
