@@ -39,13 +39,13 @@ References
 """
 import os
 import shutil
-import tempfile
 
 import numpy as np
 
 from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, ParameterError
 from .params import dtype_name, is_int
+from .spill import private_directory, read_array, write_file
 from ._threads import sort_u64
 
 __all__ = ["MAX_TOTAL_COUNT", "check_counts", "aggregate", "merge", "histogram",
@@ -395,10 +395,10 @@ class SortedAggregator:
 
     def _spill(self, part):
         if self._tmp is None:
-            self._tmp = tempfile.mkdtemp(prefix="pydp-aggregate-", dir=self._directory)
+            self._tmp = private_directory("pydp-aggregate-", self._directory)
         base = os.path.join(self._tmp, f"run{len(self._runs)}")
-        part[0].astype(np.uint64, copy=False).tofile(base + ".keys")
-        part[1].astype(np.int64, copy=False).tofile(base + ".counts")
+        write_file(base + ".keys", part[0].astype(np.uint64, copy=False))
+        write_file(base + ".counts", part[1].astype(np.int64, copy=False))
         self._runs.append((base + ".keys", base + ".counts", part[0].size))
 
     @property
@@ -459,8 +459,8 @@ class _RunReader:
         if n <= 0:
             self.keys, self.counts = _EMPTY_KEYS, _EMPTY_COUNTS
             return
-        self.keys = np.fromfile(self._paths[0], dtype=np.uint64, count=n, offset=8 * self._next)
-        self.counts = np.fromfile(self._paths[1], dtype=np.int64, count=n, offset=8 * self._next)
+        self.keys = read_array(self._paths[0], np.uint64, n, self._paths[0], 8 * self._next)
+        self.counts = read_array(self._paths[1], np.int64, n, self._paths[1], 8 * self._next)
         self._next += n
 
     def take_through(self, bound):

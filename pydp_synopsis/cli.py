@@ -27,12 +27,15 @@ import zipfile
 import numpy as np
 
 from . import persist
+from .arguments import integer, real
 from .budget import Budget
 from .checkpoint import StreamCheckpoint
 from .counters import BinaryTreeCounter, KaryTreeCounter
-from .errors import HorizonError, InputError, SynopsisError, UsageError
+from .errors import HorizonError, InputError, ParameterError, SynopsisError, UsageError
+from .outputs import OutputError, check_output
 from .inputs import parse_scale, to_fixed_point
 from .sources import Source
+from .sources.dask import CLUSTER_TIMEOUT, check_cluster_timeout, check_scheduler
 from .sources.files import in_file
 from .sparse_counter import SparseStreamCounter
 from .intervals import IntervalSynopsis
@@ -244,23 +247,14 @@ def _rng(args):
     return Rng(seed=args.seed) if getattr(args, "seed", None) is not None else None
 
 
-def _check_output(path, *inputs):
-    """Refuse an output path that cannot be written or that is one of the inputs."""
-    for src in inputs:
-        if src is not None and _same_file(path, src):
-            raise UsageError(f"the output {path} is also an input: choose another output file")
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    if not os.path.isdir(directory):
-        raise UsageError(f"cannot write {path}: directory {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise UsageError(f"cannot write {path}: directory {directory} is not writable")
-
-
-def _same_file(a, b):
+def _check_output(path, *inputs, option="--output"):
+    """Refuse, before any work, an output that exists and is not a regular file, that is
+    one of the inputs, or whose directory is missing or not writable
+    (:func:`pydp_synopsis.outputs.check_output`)."""
     try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
+        check_output(path, inputs, option)
+    except OutputError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _database_file(database):
@@ -384,7 +378,7 @@ def _build_source(args, columns, units=None):
             raise UsageError("--engine dask reads integer and --scale decimal columns; dates "
                              "and --resolution need --engine local or duckdb")
         return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler,
-                          dropna=args.dropna)
+                          dropna=args.dropna, timeout=_cluster_timeout(args))
     if args.allow_writable_role:
         raise UsageError("--allow-writable-role applies to a postgresql:// --database")
     if args.statement_timeout is not None and engine != "duckdb":
@@ -395,6 +389,11 @@ def _build_source(args, columns, units=None):
         options["delimiter"] = _delimiter(args)
     return sources.files(args.input, columns, scale=args.scale, engine=engine, units=units,
                          dropna=args.dropna, **options)
+
+
+def _cluster_timeout(args):
+    """``--cluster-timeout`` in seconds (default :data:`~pydp_synopsis.sources.dask.CLUSTER_TIMEOUT`)."""
+    return CLUSTER_TIMEOUT if args.cluster_timeout is None else args.cluster_timeout
 
 
 def _input_paths(args):
@@ -429,6 +428,15 @@ def cmd_build(args):
         raise UsageError("--delimiter applies to CSV --input files (local or duckdb engine)")
     if args.scheduler is not None and args.engine != "dask":
         raise UsageError("--scheduler needs --engine dask")
+    if args.cluster_timeout is not None and args.engine != "dask":
+        raise UsageError("--cluster-timeout needs --engine dask")
+    if args.engine == "dask":
+        try:
+            check_cluster_timeout(_cluster_timeout(args))
+            if args.scheduler is not None:
+                check_scheduler(args.scheduler)
+        except ParameterError as exc:
+            raise UsageError(str(exc)) from None
     if args.shards is not None and args.engine != "dask":
         raise UsageError("--shards needs --engine dask")
     columns = _columns(args.columns)
@@ -571,15 +579,26 @@ def cmd_query(args):
         else:
             lo = _parse_point(args.lo, dims, "--lo", args.scale)[None, :]
             hi = _parse_point(args.hi, dims, "--hi", args.scale)[None, :]
-        _print_one_answer(_bars_checked(syn, lo, hi, args.confidence, args.nonnegative), bound,
-                          args.confidence)
+        bars = _bars_checked(syn, lo, hi, args.confidence, args.nonnegative)
+        if args.output:       # the --queries file's format, one row
+            texts = [p.strip() for text in (args.lo, args.hi) for p in str(text).split(",")]
+            names = _query_columns(dims)
+
+            def write_one(fh):
+                text = io.StringIO()
+                _answer_rows(_answers_writer(text, names, delimiter), names,
+                             [dict(zip(names, texts))], bars, bound)
+                fh.write(text.getvalue().encode())
+
+            persist.atomic_write(args.output, write_one)
+            return 0
+        _print_one_answer(bars, bound, args.confidence)
         return 0
-    names = ["lo", "hi"] if dims == 1 else [f"lo_{a}" for a in range(dims)] + [f"hi_{a}" for a in range(dims)]
+    names = _query_columns(dims)
 
     def write(fh):            # chunk by chunk: memory O(chunk), not O(file)
         text = io.StringIO()
-        writer = csv.writer(text, lineterminator="\n", delimiter=delimiter)
-        writer.writerow(names + ["answer", "std", "low", "high", "simultaneous_bound"])
+        writer = _answers_writer(text, names, delimiter)
         for before, rows in query_chunks(args.queries, names, delimiter):
             if units is not None:
                 table = {n: np.array([r[n] for r in rows], dtype=object) for n in names}
@@ -594,10 +613,7 @@ def cmd_query(args):
                 bars = _bars_checked(syn, lo, hi, args.confidence, args.nonnegative)
             except (SynopsisError, ValueError) as exc:
                 raise located(exc, before) from None
-            for i, r in enumerate(rows):
-                writer.writerow([r[n] for n in names]
-                                + [_full(x[i]) for x in (bars.answer, bars.std, bars.low, bars.high)]
-                                + [_full(bound)])
+            _answer_rows(writer, names, rows, bars, bound)
             fh.write(text.getvalue().encode())
             text.seek(0)
             text.truncate()
@@ -608,6 +624,29 @@ def cmd_query(args):
     else:
         spooled_stdout(write)
     return 0
+
+
+def _query_columns(dims):
+    """The corner columns of a query file: lo,hi or lo_0..,hi_0.."""
+    if dims == 1:
+        return ["lo", "hi"]
+    return [f"lo_{a}" for a in range(dims)] + [f"hi_{a}" for a in range(dims)]
+
+
+def _answers_writer(text, names, delimiter):
+    """A CSV writer on ``text`` that has written the answers' header: the query
+    columns ``names``, then answer,std,low,high,simultaneous_bound."""
+    writer = csv.writer(text, lineterminator="\n", delimiter=delimiter)
+    writer.writerow(names + ["answer", "std", "low", "high", "simultaneous_bound"])
+    return writer
+
+
+def _answer_rows(writer, names, rows, bars, bound):
+    """One CSV row per query: its columns as given, then its answer and error bars."""
+    for i, r in enumerate(rows):
+        writer.writerow([r[n] for n in names]
+                        + [_full(x[i]) for x in (bars.answer, bars.std, bars.low, bars.high)]
+                        + [_full(bound)])
 
 
 # ------------------------------------------------------------------- info
@@ -783,6 +822,8 @@ def cmd_count_stream(args):
     another stream's checkpoint, an edited one or a second run at the same
     time is refused in one line (docs/security-checkpoints.md).
     """
+    if args.checkpoint:     # read and replaced: a regular file (never a FIFO to block on)
+        _check_output(args.checkpoint, option="--checkpoint")
     ckpt = _open_checkpoint(args)
     try:
         return _count_stream(args, ckpt)
@@ -893,7 +934,7 @@ DEMO_RECTANGLES = [
 
 def _write_demo_data(path):
     """The bundled ZIP-code centroids as a CSV file ``lat,lon`` (decimal degrees)."""
-    _check_output(path)
+    _check_output(path, option="--write-data")
     lat, lon = _demo_data()
 
     def degrees(v):
@@ -916,7 +957,7 @@ def cmd_demo(args):
         from .plot import require_matplotlib
 
         require_matplotlib("--plot")
-        _check_output(args.plot)
+        _check_output(args.plot, option="--plot")
     lat, lon = _demo_data()
     rng = _rng(args)
     eps = args.epsilon
@@ -1009,7 +1050,7 @@ def cmd_plot(args):
     require_matplotlib("plot")             # before anything is read or drawn
     if args.bins is not None:
         check_bins(args.bins, MAX_BINS, "--bins")
-    _check_output(args.output, args.path)
+    _check_output(args.output, args.path, args.releases)
     window = None
     if args.range is not None:
         obj_dims = len(args.range.split(","))
@@ -1029,9 +1070,9 @@ def _add_plot_parser(sub):
                                    "are drawn.")
     g.add_argument("path", metavar="FILE", help="a saved synopsis or counter checkpoint")
     g.add_argument("-o", "--output", required=True, metavar="FILE.png", help="the image to write")
-    g.add_argument("--confidence", type=float, default=0.95,
+    g.add_argument("--confidence", type=real, default=0.95,
                    help="confidence of the per-bin error band (default: %(default)s)")
-    g.add_argument("--bins", type=int, default=None,
+    g.add_argument("--bins", type=integer, default=None,
                    help="bins per axis (default: 200 for 1-D, 60 per axis for 2-D; at most "
                         "10000 for 1-D, 500 per axis for 2-D)")
     g.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6): axes in "
@@ -1107,16 +1148,16 @@ def build_parser():
                        description="Build an interval and a rectangle synopsis of the 42,049 US "
                                    "ZIP-code centroids shipped with the package, answer example "
                                    "queries and compare 1000 random queries with the truth.")
-    d.add_argument("--epsilon", type=float, default=1.0,
+    d.add_argument("--epsilon", type=real, default=1.0,
                    help="privacy loss of each of the two releases (default: %(default)s)")
-    d.add_argument("--queries", type=int, default=1000,
+    d.add_argument("--queries", type=integer, default=1000,
                    help="random queries in the summary (default: %(default)s)")
     d.add_argument("--plot", metavar="FILE.png",
                    help="draw true vs private answers (needs matplotlib; checked before the demo runs)")
     d.add_argument("--write-data", dest="write_data", metavar="FILE.csv",
                    help="write the bundled data (lat,lon in degrees) as CSV and stop: the "
                         "input of the README's command-line examples")
-    d.add_argument("--seed", type=int, help=seed_help)
+    d.add_argument("--seed", type=integer, help=seed_help)
     d.set_defaults(func=cmd_demo)
 
     b = sub.add_parser("build", help="build a synopsis of a table",
@@ -1131,8 +1172,13 @@ def build_parser():
     b.add_argument("--engine", choices=ENGINES, default=None,
                    help="who reads --input: local (pyarrow, default), duckdb, or dask (a cluster)")
     b.add_argument("--scheduler", metavar="ADDRESS",
-                   help="dask scheduler address (with --engine dask; default: a local cluster)")
-    b.add_argument("--shards", type=int, metavar="N",
+                   help="dask scheduler address, tcp://HOST:PORT, tls://HOST:PORT or HOST:PORT "
+                        "(with --engine dask; default: a local cluster)")
+    b.add_argument("--cluster-timeout", dest="cluster_timeout", type=real,
+                   metavar="SECONDS",
+                   help=f"dask: seconds to wait for the scheduler to connect and to acknowledge "
+                        f"each message, 1 to 86400 (default: {CLUSTER_TIMEOUT:g})")
+    b.add_argument("--shards", type=integer, metavar="N",
                    help="dask: cut the domain at N-1 public points (equal widths) into N shards "
                         "partitioned in parallel")
     b.add_argument("--partition", choices=("privtree", "dnrr"), default=None,
@@ -1160,11 +1206,11 @@ def build_parser():
     b.add_argument("--columns", help="comma-separated column names (one: intervals; several: rectangles)")
     b.add_argument("--domain", help="public bounds lo:hi per column, comma separated, or a type name "
                                     "(int32, uint64, ...); never taken from the data")
-    b.add_argument("--epsilon", type=float,
+    b.add_argument("--epsilon", type=real,
                    help="privacy loss of this release (required): smaller is more private and "
                         "noisier; 1 is a common choice, 0.1 strong, 5 weak (see the README, "
                         "'Choosing epsilon and resolution')")
-    b.add_argument("--beta", type=float, default=0.05,
+    b.add_argument("--beta", type=real, default=0.05,
                    help="failure probability of the accuracy guarantees, never of privacy "
                         "(default: %(default)s)")
     b.add_argument("--delimiter", metavar="CHAR",
@@ -1185,7 +1231,7 @@ def build_parser():
                         "column's units; a per-row map: the same epsilon) instead of refusing "
                         "them; the synopsis records it")
     b.add_argument("--output", required=True, metavar="SYN", help="where to save the synopsis")
-    b.add_argument("--seed", type=int, help=seed_help)
+    b.add_argument("--seed", type=integer, help=seed_help)
     b.set_defaults(func=cmd_build)
 
     q = sub.add_parser("query", help="answer counting queries from a saved synopsis",
@@ -1199,7 +1245,7 @@ def build_parser():
     q.add_argument("--hi", help="upper corner, inclusive")
     q.add_argument("--queries", metavar="FILE.csv", help="CSV with lo,hi (or lo_0..,hi_0..) columns")
     q.add_argument("--output", metavar="FILE.csv", help="where to write answers (default stdout)")
-    q.add_argument("--confidence", type=float, default=0.95,
+    q.add_argument("--confidence", type=real, default=0.95,
                    help="confidence of the per-query intervals and of the simultaneous bound "
                         "(default: %(default)s)")
     q.add_argument("--nonnegative", action="store_true",
@@ -1221,13 +1267,13 @@ def build_parser():
                        description="Read 0/1 items (one per line) on stdin and print a private "
                                    "running count after each; --checkpoint saves the state to "
                                    "resume later.")
-    c.add_argument("--horizon", type=int, help="maximum stream length (public, required for a "
+    c.add_argument("--horizon", type=integer, help="maximum stream length (public, required for a "
                                                "new stream)")
-    c.add_argument("--epsilon", type=float, help="privacy loss of the whole stream of releases")
+    c.add_argument("--epsilon", type=real, help="privacy loss of the whole stream of releases")
     c.add_argument("--counter", choices=sorted(COUNTERS), default=None,
                    help="kary (default for a new stream), binary or sparse")
-    c.add_argument("--k", type=int, default=None, help="fanout of the k-ary counter (default 19)")
-    c.add_argument("--beta", type=float, default=0.05, help="failure probability (sparse counter)")
+    c.add_argument("--k", type=integer, default=None, help="fanout of the k-ary counter (default 19)")
+    c.add_argument("--beta", type=real, default=0.05, help="failure probability (sparse counter)")
     c.add_argument("--positions", action="store_true",
                    help="stdin holds the increasing positions of the 1s (sparse counter); "
                         "output is 'time,value' lines where the release changes")
@@ -1243,16 +1289,44 @@ def build_parser():
     c.add_argument("--monotone", action="store_true",
                    help="print the running maximum of the releases, floored at 0 (never "
                         "decreases, never negative; post-processing, biased upward)")
-    c.add_argument("--seed", type=int, help=seed_help)
+    c.add_argument("--seed", type=integer, help=seed_help)
     c.set_defaults(func=cmd_count_stream)
     _add_plot_parser(sub)
     return p
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived: unwound like Ctrl-C, so that every ``finally`` runs
+    (spill files and temporary outputs are removed) and nothing half-done is kept."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated(signum)
+
+
+def _stop_signals():
+    """SIGTERM and SIGHUP raise :class:`Terminated` (SIGINT already raises
+    KeyboardInterrupt); returns the handlers to restore."""
+    stops = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    try:
+        return {sig: signal.signal(sig, _raise_terminated) for sig in stops}
+    except ValueError:           # not the main thread (main() called from a thread)
+        return {}
+
+
 def main(argv=None):
-    """Entry point of the ``pydp-synopsis`` command; returns the exit status."""
+    """Entry point of the ``pydp-synopsis`` command; returns the exit status.
+
+    SIGINT, SIGTERM and SIGHUP stop any command cleanly (temporary and spill files
+    removed, no output written) with status 128 + the signal's number.
+    """
     parser = build_parser()
     args = parser.parse_args(_attach_negative_values(sys.argv[1:] if argv is None else argv))
+    previous = _stop_signals()
     try:
         return args.func(args)
     except BrokenPipeError:
@@ -1260,6 +1334,13 @@ def main(argv=None):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    except MemoryError:
+        if args.debug:
+            raise
+        # numpy's text names the size it tried: never shown (it may follow the data)
+        print("pydp-synopsis: error: out of memory: an input declares or holds more than "
+              "this machine can allocate", file=sys.stderr)
+        return 2
     except (SynopsisError, ValueError, TypeError, OSError, ArithmeticError, csv.Error,
             zipfile.BadZipFile, EOFError) as exc:
         if args.debug:
@@ -1269,9 +1350,13 @@ def main(argv=None):
             message = f"{exc.filename}: {exc.strerror}"
         print(f"pydp-synopsis: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("pydp-synopsis: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        print(f"pydp-synopsis: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        return 128 + signum
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import tempfile
 import numpy as np
 
 from .errors import FormatError
+from .outputs import check_target, naming_file
 
 __all__ = ["FORMAT_VERSION", "atomic_write", "write_record", "read_record", "register", "save", "load",
            "from_record", "record_of"]
@@ -95,7 +96,10 @@ def atomic_write(path, write, *, mode=None, tmp_dir=None):
     ``write(fh)`` writes the content to a binary file object of a temporary
     file in the same directory; the file is flushed, ``fsync``-ed and renamed
     over ``path`` (``os.replace``), and the directory is ``fsync``-ed.  On any
-    exception the temporary file is removed and nothing changes at ``path``.
+    exception the temporary file is removed and nothing changes at ``path``;
+    an OSError (a full disk) names ``path``.  A ``path`` that exists and is
+    not a regular file (a device, a FIFO, a directory) is refused before
+    anything is written (:func:`pydp_synopsis.outputs.check_target`).
     The one writer of the package: synopses, checkpoints and the command
     line's CSV and PNG outputs all go through it.
 
@@ -125,9 +129,13 @@ def atomic_write(path, write, *, mode=None, tmp_dir=None):
     ('0o600', 'hello')
     """
     path = os.fspath(path)
+    check_target(path)          # the rename would replace a device, a FIFO or a directory
     mode = 0o666 & ~_umask() if mode is None else mode
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pdsyn-", dir=directory if tmp_dir is None else tmp_dir)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".pdsyn-", dir=directory if tmp_dir is None else tmp_dir)
+    except OSError as exc:
+        raise naming_file(exc, path) from None
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
@@ -135,11 +143,13 @@ def atomic_write(path, write, *, mode=None, tmp_dir=None):
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):      # a full disk names the file it could not write
+            raise naming_file(exc, path) from None
         raise
     try:
         dfd = os.open(directory, os.O_RDONLY)

@@ -29,7 +29,6 @@ import contextlib
 import os
 import queue
 import shutil
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -40,6 +39,7 @@ from ..errors import InputError, ParameterError
 from ..params import as_offsets
 from ..rectangles.axes import Cells
 from ..shards import partition_sharded
+from ..spill import create, private_directory, read_array, write_array
 
 __all__ = ["CHUNK_ROWS", "Source", "Prepared", "RowSource", "ArraySource", "as_source",
            "spilled_cells", "prefetch"]
@@ -265,37 +265,45 @@ class _RowPrepared(Prepared):
 
     def __init__(self, source, domains, progress, clip=False):
         self._source, self._domains, self._clip = source, tuple(domains), clip
-        self._tmp = tempfile.mkdtemp(prefix="pydp-source-", dir=source.spill_directory)
-        self._aggs = [SortedAggregator(source.memory_entries, directory=self._tmp)
-                      for _ in domains]
-        workers = _AxisWorkers(len(domains))
+        self._tmp, self._aggs, workers = None, [], None
         # one spill file per axis, written by that axis's worker
-        self._offsets = ([os.path.join(self._tmp, f"offsets{a}.u64") for a in range(len(domains))]
-                         if source.spill_offsets else None)
+        self._offsets = None
+        try:     # from here on, any exit (a signal too) removes the spill directory
+            self._tmp = private_directory("pydp-source-", source.spill_directory)
+            self._aggs = [SortedAggregator(source.memory_entries, directory=self._tmp)
+                          for _ in domains]
+            workers = _AxisWorkers(len(domains))
+            if source.spill_offsets:
+                self._offsets = [os.path.join(self._tmp, f"offsets{a}.u64")
+                                 for a in range(len(domains))]
 
-        def add(agg, col, dom, name, spill):
-            offsets = _column_offsets(col, dom, name, clip)
-            agg.add(offsets)
-            if spill is not None:
-                offsets.tofile(spill)
+            def add(agg, col, dom, name, spill, path):
+                offsets = _column_offsets(col, dom, name, clip)
+                agg.add(offsets)
+                if spill is not None:
+                    write_array(spill, offsets, path)
 
-        try:
             with contextlib.ExitStack() as files:
-                spills = ([files.enter_context(open(path, "wb")) for path in self._offsets]
-                          if self._offsets else [None] * len(self._domains))
+                paths = self._offsets or [None] * len(self._domains)
+                spills = [files.enter_context(create(path)) if path else None for path in paths]
                 rows = 0
                 # reading the next chunk overlaps sorting this one (both release the GIL)
                 for cols in prefetch(iter(source.chunks())):
-                    workers.map(add, self._aggs, cols, self._domains, source.columns, spills)
+                    workers.map(add, self._aggs, cols, self._domains, source.columns, spills,
+                                paths)
                     rows += len(cols[0]) if cols else 0
                     if progress is not None:
                         progress(rows)
             self.rows = rows
         except BaseException:
+            if workers is not None:      # no task may write once the directory is removed
+                workers.close()
+                workers = None
             self.close()
             raise
         finally:
-            workers.close()
+            if workers is not None:
+                workers.close()
 
     def axis(self, a):
         return prefetch(self._aggs[a].chunks())
@@ -308,8 +316,8 @@ class _RowPrepared(Prepared):
                 handles = [open(path, "rb") for path in paths]
                 try:
                     while True:
-                        cols = [np.fromfile(fh, dtype=np.uint64, count=CHUNK_ROWS)
-                                for fh in handles]
+                        cols = [read_array(fh, np.uint64, CHUNK_ROWS, path)
+                                for fh, path in zip(handles, paths)]
                         if cols[0].size == 0:
                             return
                         yield cols
@@ -348,12 +356,12 @@ def spilled_cells(directory, chunks, ends, domains, names, rows, clip=False):
     def first_pass():
         seen, workers = 0, _AxisWorkers(c)
         try:
-            with open(path, "wb") as out:
+            with create(path) as out:
                 for cols in prefetch(iter(chunks())):
                     seg = np.empty((len(cols[0]), c), dtype=np.uint32)
                     workers.map(_fill_segments, [seg] * c, range(c), index, cols,
                                 domains or [None] * c, names, [clip] * c)
-                    seg.tofile(out)
+                    write_array(out, seg, path)
                     seen += seg.shape[0]
                     yield seg, None
         finally:
@@ -376,7 +384,7 @@ def _read_cells(path, c):
     """The spilled cells, CHUNK_ROWS rows at a time (read, not memory-mapped)."""
     with open(path, "rb") as fh:
         while True:
-            seg = np.fromfile(fh, dtype=np.uint32, count=CHUNK_ROWS * c)
+            seg = read_array(fh, np.uint32, CHUNK_ROWS * c, path)
             if seg.size == 0:
                 return
             yield seg.reshape(-1, c), None

@@ -35,6 +35,14 @@ References
 .. [DASK] Dask documentation, "Delayed" and "Persist" (``dask.persist``,
    ``to_delayed``); ``distributed.LocalCluster``.
 """
+import gc
+import logging
+import math
+import re
+import socket
+import struct
+import time
+
 import numpy as np
 
 from ..aggregates import SegmentIndex, aggregate, histogram, merge
@@ -46,29 +54,124 @@ from ..rectangles.axes import Cells
 from ..shards import partition_sharded, shard_domains, shard_streams
 from .base import Prepared, Source, _column_offsets, prefetch
 
-__all__ = ["DaskSource", "dask_files"]
+__all__ = ["DaskSource", "dask_files", "check_scheduler", "check_cluster_timeout",
+           "CLUSTER_TIMEOUT"]
+
+#: Seconds to wait for a dask scheduler (``--cluster-timeout``): to connect and
+#: finish the handshake, and for any message sent to it to be acknowledged
+#: (``distributed.comm.timeouts.connect`` and ``.tcp`` for the build's life).
+CLUSTER_TIMEOUT = 30.0
+_MIN_TCP_TIMEOUT = 11.0
+
+#: ``tcp://HOST:PORT``, ``tls://HOST:PORT`` or ``HOST:PORT`` (HOST a name, an IPv4
+#: address or a bracketed IPv6 address): the addresses a separate process can reach.
+_ADDRESS = re.compile(r"(?:(?:tcp|tls)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*)"
+                      r":([0-9]{1,5})")
 
 #: An unsharded axis is streamed to the driver in equal-width value ranges of
 #: about this many aggregate entries each (16 bytes per entry).
 RANGE_ENTRIES = 1 << 22
 
 
+def check_scheduler(address):
+    """``address`` if it is a dask scheduler address a build can reach, else one line.
+
+    >>> check_scheduler("tcp://127.0.0.1:8786")
+    'tcp://127.0.0.1:8786'
+    >>> check_scheduler("inproc://x")
+    Traceback (most recent call last):
+    ...
+    pydp_synopsis.errors.ParameterError: --scheduler 'inproc://x' is not a dask scheduler address: give tcp://HOST:PORT, tls://HOST:PORT or HOST:PORT
+    """
+    match = _ADDRESS.fullmatch(address) if isinstance(address, str) else None
+    if match is None or not 0 < int(match.group(1)) < 65536:
+        raise ParameterError(f"--scheduler {address!r} is not a dask scheduler address: give "
+                             f"tcp://HOST:PORT, tls://HOST:PORT or HOST:PORT")
+    return address
+
+
+def check_cluster_timeout(seconds):
+    """``seconds`` as a float if it is a finite number of seconds in [1, 86400], else one line.
+
+    >>> check_cluster_timeout(30)
+    30.0
+    """
+    value = float(seconds)
+    if not (math.isfinite(value) and 1 <= value <= 86400):
+        raise ParameterError(f"--cluster-timeout must be between 1 and 86400 seconds, got "
+                             f"{seconds}")
+    return value
+
+
 def _compute(*tasks):
-    """``dask.compute(*tasks)``; a task whose workers all died becomes one InputError.
+    """``dask.compute(*tasks)``; a task whose workers all died, or a scheduler that
+    stopped answering, becomes one InputError.
 
     Dask retries a task whose worker dies (``distributed.scheduler.allowed-failures``
     times); when every retry dies it raises ``KilledWorker``.  Nothing has been
     released then: the build stops here, naming the cluster, not the data.
+    On a ``distributed`` client the computation is watched (:func:`_watched`).
     """
     import dask
 
     try:
-        return dask.compute(*tasks)
+        client = _client()
+        return dask.compute(*tasks) if client is None else _watched(client, tasks)
     except Exception as exc:
+        if type(exc).__name__ == "CommClosedError" or isinstance(exc, TimeoutError):
+            raise InputError(f"lost the dask scheduler ({type(exc).__name__}): it stopped "
+                             f"answering within --cluster-timeout; nothing was released") \
+                from None
         if type(exc).__name__ != "KilledWorker":
             raise
         raise InputError("the dask cluster lost a task: its workers died on every retry; "
                          "nothing was released") from None
+
+
+def _client():
+    """The default ``distributed`` client, or None (dask's local schedulers)."""
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+#: Consecutive unanswered pings after which a scheduler is taken for lost: a live
+#: scheduler on a loaded machine may miss one.
+PINGS = 3
+
+
+def _watched(client, tasks):
+    """``tasks`` computed on ``client``.  While they run, the scheduler is asked every
+    ``distributed.comm.timeouts.connect`` seconds (``--cluster-timeout``, T) whether
+    it still answers, each time with T to answer; after :data:`PINGS` unanswered
+    pings in a row (about (PINGS + 1) T of silence) TimeoutError is raised.  A slow
+    computation on a live scheduler is never cut short."""
+    import dask
+    from dask.utils import parse_timedelta
+    from distributed import wait
+
+    limit = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="s")
+    futures = client.compute(list(tasks))
+    missed = 0
+    while True:
+        try:
+            wait(futures, timeout=limit)
+            break
+        except TimeoutError:
+            pass
+        try:
+            client.sync(client.scheduler.identity, callback_timeout=limit)
+            missed = 0
+        except TimeoutError:
+            missed += 1
+            if missed >= PINGS:
+                raise
+    return tuple(client.gather(futures))
 
 
 def _kind(data):
@@ -331,12 +434,19 @@ class _DaskPrepared(Prepared):
         self._persisted = None
 
 
-def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False):
+def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False,
+               timeout=CLUSTER_TIMEOUT):
     """CSV or Parquet files read by dask (``--engine dask``), on ``scheduler`` if given.
 
     Without a scheduler address a ``distributed.LocalCluster`` of worker
     processes is started for the build (one per core) and closed with it.
+    ``timeout`` (seconds, :data:`CLUSTER_TIMEOUT`) bounds the connection and
+    every message's acknowledgement: a scheduler that accepts and never
+    answers, or a server that is no dask scheduler, is one InputError.
     """
+    if scheduler is not None:
+        check_scheduler(scheduler)
+    timeout = check_cluster_timeout(timeout)
     try:
         import dask.dataframe  # noqa: F401 (the reader of the files, on the cluster)
         import distributed  # noqa: F401
@@ -349,34 +459,59 @@ def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False):
         raise InputError(f"--engine dask reads .csv and .parquet files, not .{fmt}")
     if not columns:
         raise InputError("name the columns to use (--columns a,b)")
-    return _ClusterSource(paths, fmt, list(columns), scale, scheduler, dropna)
+    return _ClusterSource(paths, fmt, list(columns), scale, scheduler, dropna, timeout)
 
 
 class _ClusterSource(Source):
     """Files read by dask on a cluster that lives as long as the build."""
 
-    def __init__(self, paths, fmt, columns, scale, scheduler, dropna=False):
+    def __init__(self, paths, fmt, columns, scale, scheduler, dropna=False,
+                 timeout=CLUSTER_TIMEOUT):
         self._paths, self._fmt, self.columns = paths, fmt, tuple(columns)
+        self._timeout = timeout
         self._dropna = bool(dropna)
         self._scale, self._scheduler = scale, scheduler
         parse_scale(scale)
 
     def prepare(self, domains, progress=None, clip=False):
+        import dask
         import dask.dataframe as dd
         from distributed import Client, LocalCluster
 
         self.check_dims(domains)
+        wait = f"{self._timeout:g}s"
+        # For the build's life: connections time out, an idle one is probed by TCP
+        # keepalives (distributed requires at least 11 s there), and a computation
+        # asks the scheduler every `wait` whether it still answers (_watched).
+        config = dask.config.set({"distributed.comm.timeouts.connect": wait,
+                                  "distributed.comm.timeouts.tcp":
+                                      f"{max(self._timeout, _MIN_TCP_TIMEOUT):g}s"})
+        cluster = None
         try:
             if self._scheduler:
-                client = Client(self._scheduler, timeout="5s", set_as_default=True)
-                cluster = None
+                # distributed's handshake read has no timeout: a server that accepts and
+                # never answers hung it; an HTTP server's reply became a message length
+                _probe(self._scheduler, self._timeout)
+                client = Client(self._scheduler, timeout=wait, set_as_default=True)
             else:
                 cluster = LocalCluster(processes=True, dashboard_address=None)
-                client = Client(cluster, set_as_default=True)
-        except (OSError, TimeoutError) as exc:
-            raise InputError(f"cannot connect to the dask scheduler {self._scheduler}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") \
-                from None
+                client = Client(cluster, set_as_default=True, timeout=wait)
+        except (Exception, MemoryError) as exc:
+            # Its text is the other side's (an HTTP server's bytes read as a message
+            # length gave "Unable to allocate 3.07 EiB"): only its class is shown.
+            failure = type(exc).__name__
+        else:
+            failure = None
+        if failure is not None:
+            if cluster is not None:
+                cluster.close()
+            config.__exit__(None, None, None)
+            _drop_failed_comms()
+            where = f"the dask scheduler {self._scheduler}" if self._scheduler else \
+                "a local dask cluster"
+            raise InputError(f"cannot connect to {where} within --cluster-timeout "
+                             f"{self._timeout:g} s ({failure}): is a dask scheduler "
+                             f"listening there?")
         try:
             if self._fmt == "parquet":
                 frame = dd.read_parquet(self._paths, columns=list(self.columns))
@@ -390,15 +525,51 @@ class _ClusterSource(Source):
             client.close()
             if cluster is not None:
                 cluster.close()
+            config.__exit__(None, None, None)
             raise
-        return _WithClient(prepared, client, cluster)
+        return _WithClient(prepared, client, cluster, config)
+
+
+def _probe(address, timeout):
+    """Raise unless a ``tcp://`` scheduler at ``address`` sends the start of a dask
+    handshake within ``timeout`` seconds of the connection (a dask scheduler speaks
+    first; a silent server or an HTTP server does not).  ``tls://`` is left to
+    distributed (a TLS client speaks first)."""
+    if address.startswith("tls://"):
+        return
+    host, _, port = address.split("://")[-1].rpartition(":")
+    deadline = time.monotonic() + timeout
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+        head = b""
+        while len(head) < 8:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            more = sock.recv(8 - len(head))
+            if not more:
+                raise ConnectionError("closed")
+            head += more
+    # the first frame of a dask message: its little-endian length, a few hundred bytes
+    if not 0 < struct.unpack("<Q", head)[0] < 1 << 20:
+        raise ConnectionError("no dask handshake")
+
+
+def _drop_failed_comms():
+    """Collect the comms a failed connection left, without distributed's warning about
+    each one ("Closing dangling stream"): the failure is already said in one line."""
+    log = logging.getLogger("distributed.comm.tcp")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        gc.collect()
+    finally:
+        log.setLevel(level)
 
 
 class _WithClient(Prepared):
     """A prepared dask source that closes its client (and cluster) at the end."""
 
-    def __init__(self, inner, client, cluster):
+    def __init__(self, inner, client, cluster, config):
         self._inner, self._client, self._cluster = inner, client, cluster
+        self._config = config
         self.rows = inner.rows
 
     def axis(self, a):
@@ -415,3 +586,6 @@ class _WithClient(Prepared):
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+        if self._config is not None:
+            self._config.__exit__(None, None, None)
+            self._config = None

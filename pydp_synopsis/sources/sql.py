@@ -49,7 +49,6 @@ References
    "Configuration" (``read_only``, ``enable_external_access``).
 """
 import os
-import tempfile
 
 import numpy as np
 
@@ -58,6 +57,7 @@ from ..inputs import parse_scale, to_fixed_point
 from ..readonly import check_statement_timeout, redact, strip_query
 from ..units import convert_chunk, missing_message, needs_conversion
 from ..rectangles.axes import Cells
+from ..spill import private_directory
 from .base import CHUNK_ROWS, Prepared, RowSource, _column_offsets, prefetch, spilled_cells
 from .engines import ENGINES, Null, quote_identifier
 
@@ -411,7 +411,7 @@ class _PushdownPrepared(Prepared):
         if self._engine.name == "postgresql":
             return self._pg_cells(ends)
         if self._tmp is None:
-            self._tmp = tempfile.mkdtemp(prefix="pydp-source-")
+            self._tmp = private_directory("pydp-source-")      # 0700, files 0600
         width = len(self._cols)
         sql = f"SELECT {', '.join(self._cast(a) for a in range(width))} FROM {self._rel}"
         engine = self._engine
