@@ -1,7 +1,7 @@
 """Exploration, not a release: five ways to make PrivTree's leaves finer for short ranges, and DAWA's partition in its place.
 
 The interval synopsis loses short ranges (0.1% of the data) to PrivTree and
-DAWA by 1.0-2.6x (README, "Accuracy against the published peers"), mostly to
+DAWA by 1.0-2.6x (docs/benchmarks/intervals.md), mostly to
 bias: a leaf's count is spread over its span, and a leaf at depth d stops
 once it holds about ``d delta`` items, ``delta = lambda ln 2 = 2.08 /
 epsilon_p``.  Each variant below is measured next to the default build on

@@ -6,8 +6,8 @@ puts the axis' seal share ``rho_a`` on the segment's end (the per-axis seal
 counts ``S_a`` are released).  Where one segment of a cell holds a heavy
 value and its neighbours almost nothing -- NYC flight distances: 8,109
 flights at 2586 miles beside a segment (2586, 4963] of 367 -- equal shares
-move most of the heavy segment's mass onto the empty one (README, "On data
-sets that are not in this repository": 3-D uniform boxes 1.40x AG).
+move most of the heavy segment's mass onto the empty one (docs/benchmarks/intervals.md,
+"On data sets that are not in this repository": 3-D uniform boxes 1.40x AG).
 
 The model measured here releases the seal counts per segment end instead:
 one count per end of every axis, each with discrete-Laplace-like noise of

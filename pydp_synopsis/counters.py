@@ -104,7 +104,7 @@ did, so its files and JSON states still load.  A tree counter's record:
 ``pool``        array: pre-drawn noise terms, next first (secret); absent: none
 =============== ==========================================================
 
-See the README sections "Continual counters" and "Saving and loading".
+See docs/guide/counters.md and docs/guide/saving.md.
 
 References
 ----------
@@ -800,8 +800,8 @@ class _TreeCounter(ContinualCounter):
             changes.  Post-processing of the releases: free in privacy.  It
             is biased upward (the running maximum of noisy values exceeds
             the true count by about the noise's expected maximum over a
-            stretch of constant count); its error is measured in README.md,
-            "Consistent releases".  The raw releases are unbiased.
+            stretch of constant count); its error is measured in
+            docs/guide/error-bars.md, "Consistent releases".  The raw releases are unbiased.
 
         Returns
         -------
