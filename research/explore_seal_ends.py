@@ -30,8 +30,8 @@ the C answer kernel).
 
 Usage::
 
-    python benchmarks/explore_seal_ends.py --dims 3 --data extra --eps 1 --kinds uniform
-    python benchmarks/explore_seal_ends.py --dims 2 --kinds data,small,uniform
+    python research/explore_seal_ends.py --dims 3 --data extra --eps 1 --kinds uniform
+    python research/explore_seal_ends.py --dims 2 --kinds data,small,uniform
 """
 import argparse
 import os
@@ -40,7 +40,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "benchmarks"))   # peers, workloads
 if __name__ == "__main__":
     sys.path.insert(1, os.path.dirname(HERE))
 
