@@ -183,6 +183,7 @@ def test_interval_noise_weights_kary_counter(m, k, estimator):
             _assert_weights(sumsq[q, j], maxabs[q, j], beta @ inc)
 
 
+@pytest.mark.slow
 def test_consistent_weights_of_a_wide_fanout_tree():
     # 1024 children per node: the kernel walks runs of siblings, not every node
     m, f = 1500, 1024

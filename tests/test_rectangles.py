@@ -181,6 +181,7 @@ def test_noise_scales_follow_the_sensitivity():
     assert t.epsilon_partition + t.epsilon_final + t.epsilon_intermediate == t.epsilon <= 2
 
 
+@pytest.mark.slow
 def test_final_node_noise_distribution():
     """With one segment per axis every node holds n: its noise must be discrete Laplace(b)."""
     pts = np.zeros((5, 2), dtype=np.int64)
@@ -220,6 +221,7 @@ def test_max_nodes_refused_cleanly():
 
 
 # ------------------------------------------------------------------ privacy
+@pytest.mark.slow
 def test_privacy_ratio_neighbouring_databases():
     """x and x + one point; the event 'full-domain answer >= n + 1' is where the
     final node's noise carries almost all of epsilon (final_share 0.99)."""
@@ -241,6 +243,7 @@ def test_privacy_ratio_neighbouring_databases():
 
 
 # ------------------------------------------------------------------ c = 1 vs intervals
+@pytest.mark.slow
 def test_one_axis_agrees_with_interval_synopsis():
     vals = DATA.integers(0, 100, 300)
     rng = Rng(seed=9)
@@ -261,6 +264,7 @@ def test_one_axis_agrees_with_interval_synopsis():
 
 
 # ------------------------------------------------------------------ error bound
+@pytest.mark.slow
 def test_error_bound_holds():
     pts = np.unique(DATA.integers(0, 10**6, (3000, 2)), axis=0)
     # distinct coordinates per axis: DNRR's setting (max_multiplicity = 1)
@@ -462,6 +466,7 @@ def _brute(pts, lo, hi):
 
 
 @pytest.mark.parametrize("c,merge", [(1, 3), (2, 2), (2, [3, 1]), (3, 2)])
+@pytest.mark.slow
 def test_merge_exact_on_tree_segment_boundaries(c, merge):
     """merge=g: a tree segment is a run of g partition segments.  At eps = 1e6 a
     rectangle whose sides are unions of whole tree segments is answered exactly
@@ -511,6 +516,7 @@ def test_uncounted_intermediate_nodes():
     assert (count[axis == 1] != 0).any()
 
 
+@pytest.mark.slow
 def test_final_node_noise_distribution_uncounted_intermediates():
     """final_share=1 with one segment per axis: the final node's noise is
     discrete Laplace(S_fin / epsilon_tree) = Laplace(1 / epsilon_tree)."""
@@ -530,6 +536,7 @@ def test_final_node_noise_distribution_uncounted_intermediates():
     assert_gof(np.array([(np.array(vals) == v).sum() for v in z]), p)
 
 
+@pytest.mark.slow
 def test_privacy_ratio_default_configuration():
     """The default (merge auto, uncounted intermediates, factor-1 partitions):
     neighbouring x, x + one point; event 'full-domain answer >= n + 1'."""
@@ -610,6 +617,7 @@ def test_adaptive_save_load_and_tamper(tmp_path):
         persist.load(tmp_path / "b.pds")
 
 
+@pytest.mark.slow
 def test_adaptive_privacy_ratio_neighbouring_databases():
     """One coarse and one fine cell per point: on two one-cell-per-level
     databases differing in one point, P(answer >= 3) stays within e^eps."""
@@ -788,6 +796,7 @@ def test_seal_counts_are_the_points_on_segment_ends():
     assert off._mechanism.seal_counts is None
 
 
+@pytest.mark.slow
 def test_seal_model_removes_most_of_the_heavy_value_bias():
     """Every coordinate on a lattice of heavy values (flight distances in miles): boxes
     whose edges lie on data values lose most of a cut segment's end under the uniform
@@ -806,6 +815,7 @@ def test_seal_model_removes_most_of_the_heavy_value_bias():
     assert rmse[Fraction(1, 32)] < 0.4 * rmse[0], rmse      # measured: 152 vs 23
 
 
+@pytest.mark.slow
 def test_seal_noise_is_discrete_laplace_of_scale_c_over_epsilon_seal():
     """One value per axis: every point is a seal, so released minus true is the noise
     alone; its law is DLap(c / epsilon_seal) on each axis (chi-square, alpha 1e-6)."""
@@ -824,6 +834,7 @@ def test_seal_noise_is_discrete_laplace_of_scale_c_over_epsilon_seal():
     assert_gof(np.append(counts[1:-1], tail), probs, alpha=ALPHA)
 
 
+@pytest.mark.slow
 def test_seal_counts_privacy_ratio_neighbouring_databases():
     """Databases differing in one point (a seal on both axes): the event that both
     released seal counts reach 5 has probabilities within e^epsilon_seal -- the pair's
