@@ -75,6 +75,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(HERE, "peers"))     # the re-implemented peers
 if __name__ == "__main__":
     # run as a script from a checkout: its package first.  Not when a test imports this
     # module: the suite's dask workers inherit sys.path, and a clean checkout's source

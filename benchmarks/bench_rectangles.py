@@ -6,7 +6,7 @@ growth during the build and node/cell count, for
 
 * ``ours``  -- ``RectangleSynopsis`` with the default options (or ``--ours``'),
 * ``dnrr``  -- ``config="dnrr"`` (DNRR section 3.3 as written),
-* ``UG``, ``AG`` -- Qardaji, Yang & Li, ICDE 2013 (benchmarks/peers_rectangles.py),
+* ``UG``, ``AG`` -- Qardaji, Yang & Li, ICDE 2013 (benchmarks/peers/peers_rectangles.py),
 * ``flat``  -- one noisy count per cell of an equal-width grid (64 per axis in
   2-D, 16 in 3-D).
 
@@ -34,6 +34,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE / "peers"))          # the re-implemented peers
 if __name__ == "__main__":
     # run as a script from a checkout: its package first.  Not when a test imports this
     # module: the suite's dask workers inherit sys.path, and a clean checkout's source

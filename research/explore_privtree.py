@@ -87,7 +87,8 @@ from fractions import Fraction
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "benchmarks"))   # peers, workloads
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "benchmarks"))   # workloads, bench_accuracy
+sys.path.insert(1, os.path.join(os.path.dirname(HERE), "benchmarks", "peers"))
 if __name__ == "__main__":
     sys.path.insert(1, os.path.dirname(HERE))
 

@@ -1,5 +1,5 @@
-"""Sanity RMSEs of the peers alone on the shared data: python benchmarks/peers_sanity.py (~30 s)."""
-import sys; import os; sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+"""Sanity RMSEs of the peers alone on the real data: python benchmarks/peers/peers_sanity.py (~30 s)."""
+import sys; import os; sys.path.insert(0, os.path.dirname(os.path.abspath(__file__))); sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np, time
 from peers_intervals import *
 from peers_rectangles import *
