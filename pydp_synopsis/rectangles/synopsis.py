@@ -34,7 +34,7 @@ __all__ = ["RectangleSynopsis", "ErrorTerms"]
 
 _KIND = "rectangle-synopsis"
 _FORMAT = 1
-#: An adaptive grid with seal counts (release 0.3): readers of format 1 refuse it
+#: An adaptive grid with seal counts (release 0.2.0): readers of format 1 refuse it
 #: rather than answer without the seal model.
 _FORMAT_SEALS = 2
 _CONFIGS = ("default", "dnrr")
