@@ -75,6 +75,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(HERE, "peers"))     # the re-implemented peers
 if __name__ == "__main__":
     # run as a script from a checkout: its package first.  Not when a test imports this
     # module: the suite's dask workers inherit sys.path, and a clean checkout's source
@@ -91,8 +92,6 @@ from peers_dawa import Dawa  # noqa: E402
 from peers_privtree import PrivTree  # noqa: E402
 from peers_rectangles import AdaptiveGrid, UniformGrid  # noqa: E402
 
-DATA = str(workloads.data_dir())
-
 EPSILONS = (0.1, 1.0)
 KINDS = ("data", "small", "uniform")
 PEERS_1D = ("PrivTree", "DAWA", "OpenDP", "HH2", "HH16")
@@ -102,8 +101,8 @@ PEERS_CD = ("PrivTree", "AG", "UG")
 # ---------------------------------------------------------------- data
 
 def _load(subsample, seed=0):
-    fl = np.load(os.path.join(DATA, "flights-2001h1.npz"))
-    zc = np.load(os.path.join(DATA, "zipcodes.npz"))
+    fl = np.load(workloads.data_file("flights-2001h1.npz"))
+    zc = np.load(workloads.data_file("zipcodes.npz"))
     cols = {k: fl[k].astype(np.int64) for k in ("minute", "distance", "delay")}
     n = cols["minute"].size
     if subsample and subsample < n:
@@ -118,8 +117,8 @@ def _load(subsample, seed=0):
 
 
 def datasets(dims, subsample, which="default"):
-    """``[(name, values, domain), ...]``: ``which`` is "default" (the data in
-    ../shared/data), "extra" (extra_data.py's) or "all"."""
+    """``[(name, values, domain), ...]``: ``which`` is "default" (the flights in
+    $PYDP_SYNOPSIS_DATA, the packaged ZIP codes), "extra" (extra_data.py's) or "all"."""
     if which == "extra":
         return extra_data.datasets(dims, subsample)
     if which == "all":
@@ -360,8 +359,8 @@ def main(argv=None):
     ap.add_argument("--peer-buckets", type=int, default=1 << 16,
                     help="equal-width cells of DAWA and OpenDP (2^16; smaller only for smoke tests)")
     ap.add_argument("--data", choices=("default", "extra", "all"), default="default",
-                    help="data sets: ../shared/data's (default), the PyPI ones of extra_data.py, "
-                         "or all")
+                    help="data sets: the flights in $PYDP_SYNOPSIS_DATA and the packaged ZIP codes "
+                         "(default), the PyPI ones of extra_data.py, or all")
     args = ap.parse_args(argv)
     if args.data != "default":
         try:

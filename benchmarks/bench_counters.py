@@ -18,7 +18,7 @@ Prints three tables:
 2. throughput of ``update_many`` next to ``discrete_laplace`` (the floor: a
    counter draws about one noise term per step), with the ratio;
 3. a real sparse stream, departures of one airport per minute in 2001 H1
-   (../shared/data/flights-2001h1.npz): max and mean absolute error;
+   ($PYDP_SYNOPSIS_DATA/flights-2001h1.npz): max and mean absolute error;
 4. DNRR Theorem 3.1: the RMS error of the sparse counter's inner counter at
    the seal times (the release minus the true prefix there: the open
    segment is empty) for n = 10^4 items at distinct random positions of
@@ -37,11 +37,9 @@ import numpy as np
 
 import pydp_synopsis as ps
 from pydp_synopsis import BinaryTreeCounter, KaryTreeCounter, SparseStreamCounter
-from workloads import data_dir  # benchmarks/ (the script's directory)
+from workloads import data_file  # benchmarks/ (the script's directory)
 
 EPSILON = 1.0
-#: ../shared/data next to the checkout; PDS_DATA (or PDS_DATA_DIR) overrides it.
-DATA = data_dir() / "flights-2001h1.npz"
 
 
 def counters(horizon, rng):
@@ -121,7 +119,7 @@ def _timed(fn):
 
 
 def airport_stream(code):
-    data = np.load(DATA)
+    data = np.load(data_file("flights-2001h1.npz"))
     airports = list(data["airports"])
     minutes = data["minute"][data["origin"] == airports.index(code)]
     horizon = int(data["minute"].max())

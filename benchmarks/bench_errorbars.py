@@ -44,9 +44,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import pydp_synopsis as ps  # noqa: E402
-from workloads import RectangleCounter, data_dir, interval_counts  # noqa: E402
+from workloads import RectangleCounter, data_file, interval_counts  # noqa: E402
 
-DATA = data_dir()
 DEMO = HERE.parent / "pydp_synopsis" / "data" / "zipcodes.npz"
 E6 = 1_000_000
 
@@ -69,7 +68,7 @@ def _queries(gen, q, region, points):
 def workloads(quick):
     zc = np.load(DEMO)
     lat, lon = zc["latitude_e6"].astype(np.int64), zc["longitude_e6"].astype(np.int64)
-    fl = np.load(DATA / "flights-2001h1.npz")
+    fl = np.load(data_file("flights-2001h1.npz"))
     n = 300_000 if quick else fl["minute"].size
     idx = np.random.default_rng(0).permutation(fl["minute"].size)[:n]
     minute = fl["minute"][idx].astype(np.int64)
@@ -157,7 +156,7 @@ def isotonic(y):
 
 
 def run_counter(code, runs, k=19, epsilon=1.0):
-    fl = np.load(DATA / "flights-2001h1.npz")
+    fl = np.load(data_file("flights-2001h1.npz"))
     origin = int(np.flatnonzero(fl["airports"] == code)[0])
     stream = np.bincount(fl["minute"][fl["origin"] == origin] - 1, minlength=260640)
     truth = np.cumsum(stream)

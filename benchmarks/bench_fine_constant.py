@@ -42,15 +42,15 @@ from bench_accuracy import KINDS, geomean, make_workloads  # noqa: E402
 from pydp_synopsis import Rng  # noqa: E402
 from pydp_synopsis.rectangles import RectangleSynopsis  # noqa: E402
 from pydp_synopsis.rectangles.grid import fine_rule_inputs  # noqa: E402
-from workloads import data_dir  # noqa: E402
+from workloads import data_file  # noqa: E402
 
 
 def pairs(rows, seed=3):
     """``[(name, points, domain)]``: ZIP codes and five pairs of flight columns."""
-    z = np.load(data_dir() / "zipcodes.npz")
+    z = np.load(data_file("zipcodes.npz"))
     out = [("zip (lat, lon)", np.stack([z["latitude_e6"], z["longitude_e6"]], 1).astype(np.int64),
             [(-90_000_000, 90_000_000), (-180_000_000, 180_000_000)])]
-    f = np.load(data_dir() / "flights-2001h1.npz")
+    f = np.load(data_file("flights-2001h1.npz"))
     pick = np.random.default_rng(seed).choice(f["minute"].size, min(rows, f["minute"].size),
                                               replace=False)
     col = {k: f[k][pick].astype(np.int64) for k in ("minute", "distance", "delay", "origin",

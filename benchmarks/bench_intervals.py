@@ -35,13 +35,13 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
 sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import pydp_synopsis as ps  # noqa: E402
 from pydp_synopsis.intervals import IntervalSynopsis  # noqa: E402
 import peers_intervals as peers  # noqa: E402
 import workloads  # noqa: E402
 
-DATA = workloads.data_dir() / "flights-2001h1.npz"
 
 OURS = [  # (label, build options)
     ("default", dict()),
@@ -64,7 +64,7 @@ TUNE = (
 
 
 def datasets(quick):
-    minutes = np.load(DATA)["minute"].astype(np.int64)
+    minutes = np.load(workloads.data_file("flights-2001h1.npz"))["minute"].astype(np.int64)
     if quick:
         minutes = minutes[np.random.default_rng(0).choice(minutes.size, 300_000, replace=False)]
     yield "flights minutes", minutes, (0, 260_640)

@@ -26,11 +26,10 @@ import numpy as np
 import pydp_synopsis as ps
 from pydp_synopsis.params import as_offsets, check_domain, exact_epsilon
 from pydp_synopsis.partition import partition_of_sorted, private_partition
-from workloads import data_dir  # benchmarks/ (the script's directory)
+from workloads import data_file  # benchmarks/ (the script's directory)
 
 __all__ = ["main"]
 
-DATA = data_dir() / "flights-2001h1.npz"
 
 
 def _best(fn, repeat):
@@ -48,8 +47,9 @@ def _datasets(sizes):
         yield (f"uniform over [0, 2^64), n=1e{k}",
                gen.integers(0, 2**64 - 1, size=10**k, dtype=np.uint64, endpoint=True),
                (0, 2**64 - 1))
-    if DATA.exists():
-        minute = np.load(DATA)["minute"].astype(np.int64)
+    flights = data_file("flights-2001h1.npz", required=False)
+    if flights is not None:
+        minute = np.load(flights)["minute"].astype(np.int64)
         yield ("flights minute, D=2^18", minute, (0, 2**18 - 1))
         shift = np.uint64(2**63 + 12345)
         yield ("flights minute shifted into 2^64", minute.astype(np.uint64) + shift,

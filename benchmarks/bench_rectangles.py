@@ -6,7 +6,7 @@ growth during the build and node/cell count, for
 
 * ``ours``  -- ``RectangleSynopsis`` with the default options (or ``--ours``'),
 * ``dnrr``  -- ``config="dnrr"`` (DNRR section 3.3 as written),
-* ``UG``, ``AG`` -- Qardaji, Yang & Li, ICDE 2013 (benchmarks/peers_rectangles.py),
+* ``UG``, ``AG`` -- Qardaji, Yang & Li, ICDE 2013 (benchmarks/peers/peers_rectangles.py),
 * ``flat``  -- one noisy count per cell of an equal-width grid (64 per axis in
   2-D, 16 in 3-D).
 
@@ -34,6 +34,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE / "peers"))          # the re-implemented peers
 if __name__ == "__main__":
     # run as a script from a checkout: its package first.  Not when a test imports this
     # module: the suite's dask workers inherit sys.path, and a clean checkout's source
@@ -43,9 +44,8 @@ if __name__ == "__main__":
 import pydp_synopsis.rectangles as rect  # noqa: E402
 from peers_rectangles import AdaptiveGrid, FlatHistogram, UniformGrid  # noqa: E402
 from pydp_synopsis import Rng  # noqa: E402
-from workloads import data_dir, parse_options, random_rectangles, rectangle_counts  # noqa: E402
+from workloads import data_file, parse_options, random_rectangles, rectangle_counts  # noqa: E402
 
-DATA = data_dir()
 
 
 def _rss_mib():
@@ -70,12 +70,13 @@ def _clustered(gen, n, c):
 
 
 def datasets(size):
-    zc = np.load(DATA / "zipcodes.npz")
+    zc = np.load(data_file("zipcodes.npz"))
     zip_pts = np.stack([zc["latitude_e6"], zc["longitude_e6"]], 1).astype(np.int64)
     zip_dom = [(-90_000_000, 90_000_000), (-180_000_000, 180_000_000)]
-    fl = np.load(DATA / "flights-2001h1.npz")
+    fl = np.load(data_file("flights-2001h1.npz"))
     gen = np.random.default_rng(7)
-    n_fl = {"quick": 100_000, "default": 300_000, "full": 1_000_000}[size]
+    n_fl = min({"quick": 100_000, "default": 300_000, "full": 1_000_000}[size],
+               fl["minute"].size)                 # all of a smaller file (the tests' sample)
     pick = gen.choice(fl["minute"].size, n_fl, replace=False)
     minute, dist, delay = (fl[k][pick].astype(np.int64) for k in ("minute", "distance", "delay"))
     out = [("zipcodes 2-D", zip_pts, zip_dom)]

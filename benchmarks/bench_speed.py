@@ -24,7 +24,7 @@ Usage::
     python benchmarks/bench_speed.py --quick    # 10x smaller, seconds
 
 Best of ``--repeat`` (3) for every timing; seeds for reproducibility only.
-Nothing is asserted: the table is the result (README.md, "Speed").
+Nothing is asserted: the table is the result (docs/guide/speed.md).
 """
 import argparse
 import sys

@@ -5,7 +5,8 @@
   an interval between two random data values; a rectangle = bounding box of
   two random data points).
 * :func:`interval_counts`: exact counts by sort + searchsorted.
-* :func:`data_dir`: where the shared real data sets are.
+* :func:`data_dir`, :func:`data_file`: the real data sets, from ``$PYDP_SYNOPSIS_DATA``
+  (``zipcodes.npz`` also ships with the package).
 * :func:`parse_options`: a benchmark's ``--ours key=value,...`` build options.
 * :class:`RectangleCounter` / :func:`rectangle_counts`: exact c-D counts by a
   slab decomposition (points sorted by the first axis and cut into slabs;
@@ -20,6 +21,9 @@ Seeds are for reproducible benchmarks.
 from __future__ import annotations
 
 import ast
+import os
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -30,23 +34,45 @@ __all__ = [
     "RectangleCounter",
     "rectangle_counts",
     "data_dir",
+    "data_file",
+    "DATA_ENV",
     "parse_options",
 ]
 
 
-def data_dir():
-    """The directory of the shared real data sets (``flights-2001h1.npz``,
-    ``zipcodes.npz``): ``$PDS_DATA`` (or ``$PDS_DATA_DIR``) if set, else
-    ``../shared/data`` beside the checkout, else ``/work/shared/data`` (a git
-    worktree elsewhere).  The one rule every benchmark uses."""
-    import os
-    from pathlib import Path
+#: The environment variable naming the directory of the real data sets.
+DATA_ENV = "PYDP_SYNOPSIS_DATA"
+#: The data sets that ship inside the package (read from there when the directory lacks them).
+_PACKAGED = {"zipcodes.npz": Path(__file__).resolve().parents[1] / "pydp_synopsis" / "data"}
 
-    env = os.environ.get("PDS_DATA") or os.environ.get("PDS_DATA_DIR")
-    if env:
-        return Path(env)
-    beside = Path(__file__).resolve().parents[2] / "shared" / "data"
-    return beside if beside.exists() else Path("/work/shared/data")
+
+def data_dir():
+    """The directory named by ``$PYDP_SYNOPSIS_DATA``, or None when it is unset.
+
+    Nothing else is looked at: a benchmark reads only the data it is pointed at.
+    """
+    env = os.environ.get(DATA_ENV)
+    return Path(env) if env else None
+
+
+def data_file(name, *, required=True):
+    """The path of the real data set ``name`` (``flights-2001h1.npz``, ``zipcodes.npz``).
+
+    ``zipcodes.npz`` ships with the package and is read from there unless the
+    data directory has its own.  Any other file must be in ``$PYDP_SYNOPSIS_DATA``:
+    when it is not, the benchmark stops with one line saying so (or, with
+    ``required=False``, this returns None).
+    """
+    root = data_dir()
+    if root is not None and (root / name).is_file():
+        return root / name
+    if name in _PACKAGED:
+        return _PACKAGED[name] / name
+    if not required:
+        return None
+    where = f"{DATA_ENV}={root} has no {name}" if root is not None else f"{DATA_ENV} is not set"
+    raise SystemExit(f"{os.path.basename(sys.argv[0]) or 'benchmark'}: needs the data set {name}: "
+                     f"{where} (docs/benchmarks/index.md, 'Data')")
 
 
 def parse_options(text):

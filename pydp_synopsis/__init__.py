@@ -1,6 +1,7 @@
 """pydp_synopsis: pure epsilon-differentially-private synopses with exact noise.
 
-See README.md for the guarantees and examples.  Importing fails if the C
+See the documentation (docs/, starting at docs/index.md) for the guarantees
+and examples.  Importing fails if the C
 core is missing (no pure-Python fallback).
 """
 from .accounting import l2_laplace_epsilon, l2_laplace_scale
@@ -30,7 +31,7 @@ from .sqrt_counter import SqrtFactorizationCounter
 from .units import Column
 from ._threads import get_threads, set_threads
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Budget",

@@ -1156,7 +1156,7 @@ def build_parser():
                    help="draw true vs private answers (needs matplotlib; checked before the demo runs)")
     d.add_argument("--write-data", dest="write_data", metavar="FILE.csv",
                    help="write the bundled data (lat,lon in degrees) as CSV and stop: the "
-                        "input of the README's command-line examples")
+                        "input of the examples in docs/guide/cli.md")
     d.add_argument("--seed", type=integer, help=seed_help)
     d.set_defaults(func=cmd_demo)
 
@@ -1208,8 +1208,8 @@ def build_parser():
                                     "(int32, uint64, ...); never taken from the data")
     b.add_argument("--epsilon", type=real,
                    help="privacy loss of this release (required): smaller is more private and "
-                        "noisier; 1 is a common choice, 0.1 strong, 5 weak (see the README, "
-                        "'Choosing epsilon and resolution')")
+                        "noisier; 1 is a common choice, 0.1 strong, 5 weak (see "
+                        "docs/guide/choosing.md)")
     b.add_argument("--beta", type=real, default=0.05,
                    help="failure probability of the accuracy guarantees, never of privacy "
                         "(default: %(default)s)")

@@ -112,7 +112,7 @@ Neither ``to_state``/``from_state`` nor ``save``/``load`` can know whether
 a state was already resumed: the command line's journal
 (:mod:`pydp_synopsis.checkpoint`, docs/security-checkpoints.md) can.
 
-See the README sections "Continual counters" and "Saving and loading".
+See docs/guide/counters.md and docs/guide/saving.md.
 
 References
 ----------
@@ -809,8 +809,8 @@ class _TreeCounter(ContinualCounter):
             changes.  Post-processing of the releases: free in privacy.  It
             is biased upward (the running maximum of noisy values exceeds
             the true count by about the noise's expected maximum over a
-            stretch of constant count); its error is measured in README.md,
-            "Consistent releases".  The raw releases are unbiased.
+            stretch of constant count); its error is measured in
+            docs/guide/error-bars.md, "Consistent releases".  The raw releases are unbiased.
 
         Returns
         -------

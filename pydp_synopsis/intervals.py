@@ -10,9 +10,9 @@ tree nodes that cover the segments it touches.  The error is
 and the released object holds only private quantities: the segment ends and
 the noisy tree.
 
-The defaults were chosen by measured RMSE; the evidence is in README.md,
-section "Interval synopsis", subsections "Accuracy against the published
-peers" (PrivTree, the default) and "Tuning (the DNRR partition's defaults)".
+The defaults were chosen by measured RMSE; the evidence is in
+docs/benchmarks/intervals.md, sections "Accuracy against the published peers"
+(PrivTree, the default) and "Tuning (the DNRR partition's defaults)".
 
 References
 ----------
@@ -51,8 +51,8 @@ from .units import (Column, clipped_from_record, columns_from_record, columns_to
 
 __all__ = ["IntervalSynopsis"]
 
-# Defaults, chosen by measured RMSE (README.md, "Interval synopsis": "Accuracy against the
-# published peers" for PrivTree's, "Tuning" for DNRR's).
+# Defaults, chosen by measured RMSE (docs/benchmarks/intervals.md: "Accuracy against
+# the published peers" for PrivTree's, "Tuning" for DNRR's).
 DEFAULT_TREE = "hierarchical"
 DEFAULT_FANOUT = 16
 DEFAULT_PARTITION = "privtree"
@@ -257,12 +257,12 @@ class IntervalSynopsis:
     ``estimator="uniform"``, ``partition_share=0.25``;
     chosen by measured RMSE against PrivTree, DAWA, OpenDP's tree and the
     hierarchical histograms with ``python benchmarks/bench_accuracy.py
-    --only 1d`` (README.md, "Interval synopsis", "Accuracy against the
+    --only 1d`` (docs/benchmarks/intervals.md, "Accuracy against the
     published peers").  Passing ``threshold_factor`` or a seal estimator
     selects ``partition="dnrr"``, whose defaults are
     ``estimator="seal_uniform"``, ``partition_share=0.25``,
     ``threshold_factor=1`` (tuned with ``benchmarks/bench_intervals.py
-    --tune``, README "Tuning"); DNRR's own configuration is
+    --tune``, docs/benchmarks/intervals.md, "Tuning"); DNRR's own configuration is
     ``partition="dnrr", tree="binary", consistency=False,
     estimator="cover", partition_share=0.5, threshold_factor=3``.
 
@@ -380,7 +380,7 @@ class IntervalSynopsis:
             The data items (duplicates allowed), all inside ``domain``; or a
             one-column :class:`~pydp_synopsis.sources.Source` (a file, a
             database table, a dask collection), read in chunks with memory
-            independent of its length (README, "From a database").
+            independent of its length (docs/guide/sources.md).
         domain : (int, int)
             Inclusive bounds; ``hi - lo + 1`` may be up to ``2**64``.
         epsilon : float or Fraction
@@ -393,8 +393,8 @@ class IntervalSynopsis:
         tree : {"binary", "hierarchical", "kary"}
         fanout : int
             Fanout of ``tree="hierarchical"`` (2 .. 65536; ``"binary"`` is 2).
-            Small ranges favour a flatter tree (``fanout=64``: README,
-            "Accuracy against the published peers").
+            Small ranges favour a flatter tree (``fanout=64``:
+            docs/benchmarks/intervals.md).
         consistency : bool
             Least-squares post-processing of the binary/hierarchical tree
             (ignored for kary).
@@ -404,8 +404,8 @@ class IntervalSynopsis:
             7/4 for ``tree="hierarchical"`` with ``delta = 0``, else 1 (the
             equal split of DNRR and Hay et al., the only one allowed with
             ``tree="kary"`` or ``delta > 0``).  Larger ratios favour short
-            ranges, 1 the longest (README, "Accuracy against the published
-            peers").
+            ranges, 1 the longest (docs/benchmarks/intervals.md, "Accuracy against the
+            published peers").
         estimator : {"cover", "uniform", "seal", "seal_uniform"}, optional
             Default ``"uniform"`` (PrivTree; ``"cover"`` is the other one
             allowed there), ``"seal_uniform"`` (DNRR).
@@ -483,17 +483,6 @@ class IntervalSynopsis:
             ``pydp-synopsis info``): the counts at the domain's ends then
             include the values clipped there.
 
-        Values in user units -- ``datetime64`` arrays, pandas Series of
-        Timestamps (with or without a time zone), dates, nullable integers
-        (``Int64`` with NA, whole-valued floats), Python dates and
-        datetimes, ISO strings, decimal strings -- are converted exactly
-        (:mod:`pydp_synopsis.units`) when ``domain`` is given in the same
-        units (``("2001-01-01", "2001-12-31")``) or ``scale=`` /
-        ``resolution=`` / ``columns=`` say how.  The description comes from
-        the arguments, the domain and the data's dtype, never from the
-        values; queries then take the same units.  Plain integer input is
-        built exactly as before (same seeded release).
-
         Returns
         -------
         IntervalSynopsis
@@ -510,6 +499,17 @@ class IntervalSynopsis:
 
         Notes
         -----
+        Values in user units -- ``datetime64`` arrays, pandas Series of
+        Timestamps (with or without a time zone), dates, nullable integers
+        (``Int64`` with NA, whole-valued floats), Python dates and
+        datetimes, ISO strings, decimal strings -- are converted exactly
+        (:mod:`pydp_synopsis.units`) when ``domain`` is given in the same
+        units (``("2001-01-01", "2001-12-31")``) or ``scale=`` /
+        ``resolution=`` / ``columns=`` say how.  The description comes from
+        the arguments, the domain and the data's dtype, never from the
+        values; queries then take the same units.  Plain integer input is
+        built exactly as before (same seeded release).
+
         O(n log n) for the one sort, O(n + m) kernel steps for the partition
         (independent of D), O(m log n) for the segment counts, O(m) for the
         tree; memory O(n + m).  With ``counts``, n is the number of

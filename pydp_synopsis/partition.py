@@ -791,7 +791,7 @@ class OnlinePartition(_Fig1):
         The cap and the kernel's saturating segment count (2**62) replace
         any limit on the data: ``min(c, 2**62)`` grows by at most one per
         item, so Fig. 1's proof holds, and no count -- however large, in
-        any dtype -- makes a call raise (README, "Privacy guarantees").  The
+        any dtype -- makes a call raise (docs/guide/privacy.md).  The
         message names the rule, never a value.
         """
         if cnt.size and int(cnt.min()) < 0:

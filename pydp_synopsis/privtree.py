@@ -297,7 +297,7 @@ def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False, *, scal
     column with repeats, one item each.  ``release``: ``keys`` and ``cum`` are
     read-only memory maps whose pages the kernel drops behind its walk.
     ``scale_bias`` ``(lambda, delta)`` and ``theta`` replace the release's
-    parameters of ``epsilon`` (``benchmarks/explore_privtree.py`` only)."""
+    parameters of ``epsilon`` (``research/explore_privtree.py`` only)."""
     lam, delta = privtree_parameters(epsilon) if scale_bias is None else scale_bias
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     if cum is not None:

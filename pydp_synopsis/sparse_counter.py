@@ -6,7 +6,7 @@ public bound n on the stream's total weight) its inner counter runs over at
 most n + 1 segments, so its error grows with log D (the open segment) plus
 polylog n, whatever the horizon D.
 :meth:`~SparseStreamCounter.update_sparse` costs O(#items + #seals)
-whatever the horizon.  See the README section "Continual counters".
+whatever the horizon.  See docs/guide/counters.md.
 
 Checkpoint record
 -----------------
@@ -466,7 +466,7 @@ class SparseStreamCounter(ContinualCounter):
         monotone : bool
             Return ``max(0, every release so far)`` instead
             (:attr:`monotone_release`): never decreasing, never negative;
-            post-processing, biased upward (README, "Consistent releases").
+            post-processing, biased upward (docs/guide/error-bars.md, "Consistent releases").
 
         Returns
         -------

@@ -3,8 +3,7 @@
 The synopses work on integers.  A :class:`Column` says what the integers of
 one axis stand for, so that a synopsis can be built from, queried with and
 reported in its user's units (``syn.count("2001-03-01", "2001-03-31")``),
-and so that a saved file says how to read it (README, "Dates, decimals and
-units").
+and so that a saved file says how to read it (docs/guide/units.md).
 
 Kinds and their integer ("offset-space") values:
 

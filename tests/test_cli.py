@@ -13,6 +13,8 @@ import pydp_synopsis as ps
 from pydp_synopsis.cli import parse_domain
 from pydp_synopsis.inputs import to_fixed_point
 
+pytestmark = pytest.mark.integration     # the command line in subprocesses
+
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__)))
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "pydp-synopsis")

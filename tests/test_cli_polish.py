@@ -12,6 +12,8 @@ import pydp_synopsis as ps
 from pydp_synopsis import cli
 from test_cli import PACKAGE_PARENT, SCRIPT, answer_and_bound, one_line_error, read_pty, run
 
+pytestmark = pytest.mark.integration     # the command line in subprocesses
+
 
 @pytest.fixture(scope="module")
 def interval_file(tmp_path_factory):

@@ -13,6 +13,8 @@ import pydp_synopsis as ps
 from pg_cluster import Cluster, postgres_bin
 from test_cli import PACKAGE_PARENT, SCRIPT, one_line_error, read_pty, run
 
+pytestmark = pytest.mark.integration     # CLI subprocesses, a PostgreSQL cluster
+
 duckdb = pytest.importorskip("duckdb")
 
 N = 3000

@@ -10,6 +10,8 @@ from pydp_synopsis.cli import parse_user_domain
 from pydp_synopsis.units import Column
 from test_cli import one_line_error, run
 
+pytestmark = pytest.mark.integration     # the command line in subprocesses
+
 pytest.importorskip("pyarrow")
 
 

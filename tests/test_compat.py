@@ -26,7 +26,7 @@ COUNTERS = [k for k in EXPECTED if k.startswith("counter_")]
 # benchmarks only; saved files are unaffected and are checked above), each with why:
 #   rect_*  0.2: each axis's partition draws from its own stream (32 bytes drawn from
 #           the generator, child a for axis a), so the axes run in threads with the
-#           same result for any thread count (README, "Speed"); the adaptive grid's
+#           same result for any thread count (docs/guide/speed.md); the adaptive grid's
 #           cell noise comes from discrete_laplace's inversion sampler.
 #   interval_* (DNRR), partition, rect_*  0.2: the DNRR partition kernel's batched
 #           skip draws other words for the same law (csrc/partition.c).

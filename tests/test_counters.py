@@ -390,6 +390,7 @@ def test_mean_squared_error_of_any_horizon_matches_brute_force(k, sub):
                                                 ("kary", 17, False, 288), ("kary", 17, False, 1000),
                                                 ("kary", 3, False, 728), ("kary", 20, True, 210),
                                                 ("kary", 20, True, 1000), ("kary", 4, True, 170)])
+@pytest.mark.slow
 def test_empirical_mse_matches_formula(kind, k, sub, horizon):
     """Mean over runs of the per-run MSE; CLT interval at alpha = 1e-6.
 
@@ -415,6 +416,7 @@ def test_empirical_mse_matches_formula(kind, k, sub, horizon):
 # ------------------------------------------------------------------- privacy
 @pytest.mark.parametrize("kind,k,sub", [("binary", 2, False), ("kary", 3, True), ("kary", 3, False),
                                         ("kary", 4, True)])
+@pytest.mark.slow
 def test_neighbouring_streams_clopper_pearson(kind, k, sub):
     """One item flipped at position 1 shifts every release by 1.
 
@@ -666,6 +668,7 @@ def test_raising_depends_on_public_bounds_only():
 
 
 @pytest.mark.parametrize("kind,k", [("binary", 2), ("kary", 19), ("kary", 3)])
+@pytest.mark.slow
 def test_error_bound_holds_with_probability_1_minus_beta(kind, k):
     beta = 0.2
     horizon, runs = 500, 3000

@@ -8,6 +8,8 @@ from pydp_synopsis.errors import InputError
 from pydp_synopsis.shards import shard_domains
 from test_cli import run
 
+pytestmark = pytest.mark.integration     # a dask LocalCluster
+
 da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")

@@ -134,6 +134,7 @@ def test_the_l2_scale_pays_where_the_paper_says():
 
 
 # ------------------------------------------------------------------ statistical
+@pytest.mark.slow
 def test_binary_counter_node_noise_has_the_variance_of_its_l2_scale():
     """On a zero stream the release at t = 2^j is one node's noise (the node [1, 2^j]),
     independent across j and counters: 2000 counters x 13 nodes."""
@@ -148,6 +149,7 @@ def test_binary_counter_node_noise_has_the_variance_of_its_l2_scale():
     assert_mean_var(np.concatenate(samples), 0.0, discrete_laplace_variance(scale))
 
 
+@pytest.mark.slow
 def test_kary_counter_mse_matches_its_l2_scale():
     """Zero stream, k = 3, h = 13: the releases at t = 3^j (one noise term each, distinct
     levels) over 3000 counters have the discrete Laplace variance of the reported scale."""

@@ -87,6 +87,7 @@ def test_decimal_path_has_the_exact_law(scale):
 
 
 @pytest.mark.parametrize("scale", [1, 10, 10**6])
+@pytest.mark.slow
 def test_every_path_decides_the_same_draws(scale):
     """A decided draw is floor(y(U)) whoever decides it: the double tier (the
     default), the long double tier alone, the decimal fallback alone, or a
@@ -130,6 +131,7 @@ def test_the_law_test_detects_a_five_percent_scale_error():
 
 
 # ------------------------------------------------------- threads, seeds
+@pytest.mark.slow
 def test_same_draws_for_one_two_three_threads(threads):
     n = 5 * 2**16 + 12345
     runs = []

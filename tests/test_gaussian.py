@@ -257,6 +257,7 @@ def test_mean_squared_error_formula():
     assert c.mean_squared_error() == pytest.approx(ideal, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_empirical_mse_within_clt_band():
     horizon, runs = 256, 2000
     rng = ps.Rng(seed=21)
@@ -321,10 +322,12 @@ def _check_neighbours(sigma_factor, runs):
         _assert_approx_dp(k1, k0, runs, eps, delta)
 
 
+@pytest.mark.slow
 def test_neighbouring_streams_clopper_pearson():
     _check_neighbours(1, runs=20_000)
 
 
+@pytest.mark.slow
 def test_neighbour_check_detects_too_little_noise():
     """The same check fails for a counter with a quarter of the noise sd (the test has teeth)."""
     with pytest.raises(AssertionError, match="e\\^eps"):

@@ -81,6 +81,7 @@ def _cover_nodes(m, f, a, b):
 
 @pytest.mark.parametrize("m, f", [(1, 2), (2, 2), (5, 4), (9, 2), (17, 4), (33, 2), (40, 3), (70, 5),
                                   (100, 16)])
+@pytest.mark.slow
 def test_tree_cover_is_the_maximal_nodes_inside(m, f):
     """pds_tree_cover: the nodes inside [a, b) whose parent is not (top level: no parent),
     in left-to-right order; the ragged last node of a level is inside iff b = m."""
@@ -204,6 +205,7 @@ def _expected_noiseless(syn, values, lo, hi, estimator):
                                                ("hierarchical", True), ("hierarchical", False),
                                                ("kary", False)])
 @pytest.mark.parametrize("domain", [(0, 999), (0, 2**64 - 1), (-(2**63), 2**63 - 1), (5, 5 + 2**40)])
+@pytest.mark.slow
 def test_exact_when_noise_is_negligible(estimator, tree, consistency, domain):
     gen = np.random.default_rng(3)
     lo_d, hi_d = domain
@@ -268,6 +270,7 @@ def test_sum_tail_is_a_valid_chernoff_bound():
             < laplace_sum_tail(8, b, -math.log(1e-6)))
 
 
+@pytest.mark.slow
 def test_privacy_neighbouring_databases():
     eps = 0.5
     base = [10, 20, 20, 30, 40, 41, 42, 50, 60, 62]
@@ -455,6 +458,7 @@ def test_fanout_tree_noise_is_discrete_laplace_of_levels_over_epsilon(f):
     assert_mean_var(noise, 0.0, ps.discrete_laplace_variance(scale))
 
 
+@pytest.mark.slow
 def test_privacy_neighbouring_databases_defaults():
     eps = 0.5
     base = [10, 20, 20, 30, 40, 41, 42, 50, 60, 62]
@@ -512,6 +516,7 @@ def test_consistent_max_coefficient_matches_least_squares(m, f):
 
 
 # ------------------------------------------------------------- tree="kary"
+@pytest.mark.slow
 def test_kary_prefix_noise_matches_lemma_4_7():
     # partition noise-free (epsilon_p = 10^6, T = 1): 12 positions holding 2
     # items each seal, and so does the domain end: m = 13 = (3^3 - 1) / 2.
@@ -533,6 +538,7 @@ def test_kary_prefix_noise_matches_lemma_4_7():
     assert_mean_var(np.array(samples), 0.0, a_t * ps.discrete_laplace_variance(Fraction(h)))
 
 
+@pytest.mark.slow
 def test_kary_privacy_neighbouring_databases():
     eps = 0.5
     base = [10, 20, 20, 30, 40, 41, 42, 50, 60, 62]

@@ -186,6 +186,7 @@ def test_each_level_gets_the_discrete_laplace_of_its_scale():
         assert_mean_var(part, 0.0, ps.discrete_laplace_variance(b), alpha=ALPHA / 3)
 
 
+@pytest.mark.slow
 def test_answer_noise_has_the_reported_std_and_the_intervals_cover():
     """A fixed partition, 1500 trees, one query each (answers of one tree share its
     noise): (answer - noiseless answer) / std is mean 0, variance 1, and the 90%

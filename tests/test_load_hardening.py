@@ -150,6 +150,7 @@ def _exercise(obj):
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.stem)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
+@pytest.mark.fuzz
 def test_fuzz_mutated_records_only_raise_format_error(tmp_path, fixture, data):
     """Structured mutations of a record of every kind, checksum recomputed: load either
     raises FormatError or returns an object that answers (never another exception, a

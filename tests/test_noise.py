@@ -138,6 +138,7 @@ def test_bad_seed(seed):
         ps.Rng(seed=seed)
 
 
+@pytest.mark.integration
 def test_import_fails_loudly_without_native():
     code = ("import sys; sys.modules['pydp_synopsis._native'] = None\n"
             "import pydp_synopsis")
@@ -195,6 +196,7 @@ def test_geometric(num, den):
     assert_gof(counts, probs)
 
 
+@pytest.mark.slow
 def test_uniform_below_covers_range_without_bias():
     n = 300_000
     for bound in (3, 10, 2**40 + 3):

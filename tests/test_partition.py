@@ -121,6 +121,7 @@ def test_brute_force_matches_exact_law():
     assert_gof(np.bincount(seg - 1, minlength=d), EXACT_NSEG)
 
 
+@pytest.mark.slow
 def test_offline_skip_matches_exact_law():
     rng = ps.Rng(seed=12)
     runs = [ps_part.end_offsets for ps_part in
@@ -131,6 +132,7 @@ def test_offline_skip_matches_exact_law():
     assert_gof(nseg, EXACT_NSEG)
 
 
+@pytest.mark.slow
 def test_offline_exact_fallback_matches_exact_law(monkeypatch):
     """Force every non-fast-path comparison through the decimal resolver."""
     rng = ps.Rng(seed=13)
@@ -146,6 +148,7 @@ def test_offline_exact_fallback_matches_exact_law(monkeypatch):
     assert_gof(nseg, EXACT_NSEG)
 
 
+@pytest.mark.slow
 def test_online_feed_matches_exact_law():
     rng = ps.Rng(seed=14)
     runs = []
@@ -292,6 +295,7 @@ def test_theorem_2_1_accuracy(log2d):
 
 # ---------------------------------------------------------------- privacy
 
+@pytest.mark.slow
 def test_privacy_first_segment_end_ratio():
     """Neighbours: x and x plus one item; event 'first segment ends at j'."""
     d = 24

@@ -67,6 +67,7 @@ def _check_path(name, stats):
 
 
 @pytest.mark.parametrize("name", list(POLICIES))
+@pytest.mark.slow
 def test_batched_offline_matches_exact_law(name):
     """Duplicates (one item per entry: the galloping batch end), 64 positions."""
     with _exact.forcing_policy(**POLICIES[name]):
@@ -78,6 +79,7 @@ def test_batched_offline_matches_exact_law(name):
 
 
 @pytest.mark.parametrize("name", ["pairs", "unbounded"])
+@pytest.mark.slow
 def test_batched_weights_match_exact_law(name):
     """Counts per entry (the linear batch end), some zero, some split over two entries."""
     nz = np.flatnonzero(COUNTS)
@@ -95,6 +97,7 @@ def test_batched_weights_match_exact_law(name):
     assert_gof(nseg, EXACT_NSEG)
 
 
+@pytest.mark.slow
 def test_batched_exact_fallback_matches_exact_law(monkeypatch):
     """Every comparison the fast path does not settle goes to the decimal resolver,
     mid-batch and mid-block included."""
@@ -135,6 +138,7 @@ def _online(trials, seed):
 
 
 @pytest.mark.parametrize("name", ["default", "unbounded"])
+@pytest.mark.slow
 def test_batched_online_pieces_match_exact_law(name):
     """A batch never reaches past a piece (positions not given yet): pieces give
     other draws than one offline call, but the same law."""
@@ -145,6 +149,7 @@ def test_batched_online_pieces_match_exact_law(name):
     assert_gof(nseg, EXACT_NSEG)
 
 
+@pytest.mark.slow
 def test_batched_online_exact_fallback_matches_exact_law():
     """PDS_EPRECISION inside a batch of a piece: the kernel resumes it exactly."""
     with _exact.forcing_exact(slack=1e300), _exact.forcing_policy(**POLICIES["wide"]):
@@ -206,6 +211,7 @@ def _big_law(threshold):
 
 @pytest.mark.parametrize("name,weighted", [("one run", False), ("default", False),
                                            ("default", True), ("wide", False), ("wide", True)])
+@pytest.mark.slow
 def test_batched_long_runs_first_seal_matches_exact_law(name, weighted):
     """Duplicate entries (galloping batch end) or one weighted entry per position
     (linear batch end).  ("unbounded" would drop millions of candidates and
@@ -272,6 +278,7 @@ def test_reentry_after_eprecision_checks_the_batch():
 
 
 @pytest.mark.parametrize("policy", [dict(POLICIES["wide"], batch_cap=5), {}])
+@pytest.mark.slow
 def test_chunked_stream_is_the_whole_partition_under_a_seed(policy):
     """partition_of_chunks stops the kernel before a batch that could reach the
     next chunk, so chunks give exactly partition_of_sorted's draws and weights."""

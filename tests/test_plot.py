@@ -11,6 +11,8 @@ import pydp_synopsis as ps
 from pydp_synopsis import plot
 from test_cli import PACKAGE_PARENT, one_line_error, run
 
+pytestmark = pytest.mark.integration     # the command line in subprocesses, matplotlib
+
 pytest.importorskip("matplotlib")
 from matplotlib.image import imread  # noqa: E402
 

@@ -19,6 +19,7 @@ CASES = [(name, p.name) for name, m in MECHANISMS.items() for p in m.tagged("ci"
 
 
 @pytest.mark.parametrize("name,pair", CASES, ids=[f"{n}: {p}" for n, p in CASES])
+@pytest.mark.slow
 def test_no_privacy_loss_above_epsilon(name, pair):
     mech = MECHANISMS[name]
     p = mech.pair(pair)
@@ -36,6 +37,7 @@ def test_every_mechanism_has_a_tight_ci_pair():
 
 
 @pytest.mark.parametrize("name", ["discrete_laplace", "counter/binary", "partition/offline"])
+@pytest.mark.slow
 def test_identical_inputs_show_no_loss(name):
     """Calibration: with x = x' every event has the same probability, so a lower
     bound above 0 would show the selection leaking into the test."""

@@ -48,6 +48,7 @@ def _tiny_pairs(seed, count):
         yield x.tolist(), y.tolist(), eps, t
 
 
+@pytest.mark.slow
 def test_fig1_exact_loss_never_exceeds_epsilon_and_is_attained():
     """Exhaustive over outputs, random over tiny domains (and every single item
     added to every position of D = 3 streams with counts <= T + 1)."""
@@ -109,6 +110,7 @@ LAW_CASES = [([3, 0, 0, 0, 0, 0], 3, 0.5), ([0, 2, 0, 1, 0, 1], 2, 0.5)]
 
 @pytest.mark.parametrize("counts,eps,beta", LAW_CASES)
 @pytest.mark.parametrize("path", ["offline", "online", "sparse", "exact fallback"])
+@pytest.mark.slow
 def test_partition_follows_the_exact_law(counts, eps, beta, path):
     d, runs = len(counts), 6000
     t = fig1_threshold(d, Fraction(eps), beta, 3.0)
@@ -166,6 +168,7 @@ def test_counter_term_model_loss_is_epsilon(kind, k, horizon):
 
 
 @pytest.mark.parametrize("kind,k,horizon", COUNTERS[:3])
+@pytest.mark.slow
 def test_counter_noise_covariance_matches_the_model(kind, k, horizon):
     """Sample covariance of the releases on a zero stream vs the exact model: every
     entry z-tested (variance of the product estimated), Bonferroni over entries."""

@@ -16,6 +16,8 @@ from pydp_synopsis._core import lib
 from privacy import MECHANISMS, MUTANTS
 from privacy.mutants import BASELINES, background_results
 
+pytestmark = pytest.mark.mutants     # a separate C build in a child process
+
 CASES = [(name, m) for name, mech in MECHANISMS.items() for m in mech.mutants]
 
 

@@ -115,6 +115,7 @@ def test_law_is_a_distribution():
 @pytest.mark.parametrize("counts,eps", [([0, 3, 0, 0, 6, 0, 0, 1], 1.0),
                                         ([4, 4, 0, 0, 0, 0, 9, 0], 0.7),
                                         ([0] * 8, 2.0)])
+@pytest.mark.slow
 def test_leaves_follow_the_exact_law(counts, eps):
     lam, delta = privtree_parameters(Fraction(eps))
     law = _law(counts, 0, 7, float(lam), delta)
@@ -130,6 +131,7 @@ def test_leaves_follow_the_exact_law(counts, eps):
     assert_gof(seen[:-1], np.array([law[k] for k in keys]))
 
 
+@pytest.mark.slow
 def test_a_shard_root_starts_at_its_depth():
     # depth0 = 1: the law of the subtree of a depth-1 node of a twice larger domain
     counts = [3, 0, 2, 2, 0, 0, 7, 1]
@@ -190,6 +192,7 @@ def test_the_loss_oracle_sees_a_bias_below_lambda_ln_2():
 
 
 # ----------------------------------------------------------------- weight bound
+@pytest.mark.slow
 def test_weight_bound_holds_for_every_tested_leaf():
     gen = np.random.default_rng(5)
     values = np.concatenate([gen.integers(0, 2**40, 3000), np.full(2000, 12345),
@@ -384,6 +387,7 @@ def test_dnrr_options_select_dnrr():
     assert isinstance(syn.partition, TreePartition)
 
 
+@pytest.mark.slow
 def test_spilled_runs_drop_their_pages_behind_the_walk_and_agree(monkeypatch):
     # 3 * 2^20 distinct keys: the kernel releases the mapped pages behind it (window 2^20)
     gen = np.random.default_rng(21)

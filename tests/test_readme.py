@@ -1,30 +1,38 @@
-"""The README's Python examples run as written (in order, in one namespace)."""
-import os
+"""The README: short, its two set-up commands first, its Python examples run as written."""
 import re
-from pathlib import Path
 
-import pytest
+from docblocks import README, blocks, run_python_blocks
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def blocks():
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+INSTALL = "python3 -m venv .venv && . .venv/bin/activate && pip install . && pydp-synopsis demo"
+TEST = 'python3 -m venv .venv && . .venv/bin/activate && pip install ".[test]" && pytest'
 
 
-def test_readme_has_examples():
-    assert len(blocks()) >= 6
+def test_the_first_code_block_is_the_two_setup_commands():
+    first = re.search(r"^```[a-z]*\n(.*?)^```", README.read_text(encoding="utf-8"),
+                      flags=re.S | re.M).group(1)
+    assert first.splitlines() == [INSTALL, TEST]
+
+
+def test_ci_finds_the_test_command_first():
+    # .ci/run runs the first line containing pip install ".[test]" verbatim
+    line = next(l for l in README.read_text(encoding="utf-8").splitlines()
+                if 'pip install ".[test]"' in l)
+    assert line == TEST
+
+
+def test_readme_is_short_and_points_to_the_docs():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    for page in ("docs/guide/privacy.md", "docs/guide/cli.md", "docs/development.md",
+                 "docs/benchmarks/index.md", "CHANGELOG.md", "LICENSE"):
+        assert f"]({page})" in text, page
+
+
+def test_readme_links_resolve():
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8")):
+        assert (README.parent / target).exists(), target
 
 
 def test_readme_examples_run(tmp_path):
-    namespace = {}
-    cwd = os.getcwd()
-    os.chdir(tmp_path)  # examples save files
-    try:
-        for i, code in enumerate(blocks()):
-            try:
-                exec(compile(code, f"README block {i}", "exec"), namespace)
-            except Exception as exc:  # pragma: no cover - the message is the point
-                pytest.fail(f"README python block {i} failed: {exc!r}\n{code}")
-    finally:
-        os.chdir(cwd)
+    assert len(blocks(README, "python")) == 1
+    assert run_python_blocks(README, tmp_path) == 1

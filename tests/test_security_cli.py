@@ -291,7 +291,7 @@ def test_a_text_column_never_tells_its_longest_string(tmp_path):
         with pytest.raises(TypeError) as info:
             ps.IntervalSynopsis.build(source, domain=(0, 9), epsilon=1, rng=ps.Rng(seed=1))
         messages.append(str(info.value))
-    assert messages[0] == messages[1] == "column 'x' must hold integers, got text"
+    assert messages[0] == messages[1] == "column 'x' must be an array of integers, got dtype str"
 
 
 # ------------------------------------------- 7. memory, numbers, scheduler addresses

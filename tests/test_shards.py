@@ -35,6 +35,7 @@ def _same_accuracy(a, b):
 
 
 @pytest.mark.parametrize("shards", [4, 16])
+@pytest.mark.slow
 def test_sharded_interval_synopses_are_as_accurate_as_one_partition(shards):
     domain = (0, 2**16 - 1)
     values = np.concatenate([GEN.integers(0, 2**16, 1500), GEN.normal(20000, 300, 1500)
@@ -53,6 +54,7 @@ def test_sharded_interval_synopses_are_as_accurate_as_one_partition(shards):
     _same_accuracy(many, one)
 
 
+@pytest.mark.slow
 def test_sharded_rectangle_synopses_are_as_accurate_as_one_partition():
     domain = [(0, 4095), (0, 4095)]
     pts = np.concatenate([GEN.integers(0, 4096, (1500, 2)),

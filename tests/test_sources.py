@@ -202,7 +202,8 @@ def bad(make, *fragments, domain=(0, 999)):
     return text
 
 
-@pytest.fixture(params=["sqlite", "duckdb", "postgresql"])
+@pytest.fixture(params=["sqlite", "duckdb",
+                        pytest.param("postgresql", marks=pytest.mark.integration)])
 def database(request, sqlite_db, duckdb_db):
     if request.param == "sqlite":
         return f"sqlite:///{sqlite_db}", "my table"

@@ -76,6 +76,7 @@ def test_huge_horizon_costs_items_plus_seals():
         c.update(1)
 
 
+@pytest.mark.slow
 def test_error_bound_holds_in_1_minus_beta_of_runs():
     beta, runs, horizon = 0.1, 400, 20000
     fails = 0
@@ -105,6 +106,7 @@ def heavy_stream(horizon, items, seed):
 
 
 @pytest.mark.parametrize("stream", [bit_stream, heavy_stream])
+@pytest.mark.slow
 def test_rigorous_error_bound_holds_in_1_minus_beta_of_runs(stream):
     """max_t |error_t| <= error_bound() (and error_bound(weight=#non-zero)) in
     >= 1 - beta of runs, on 0/1 streams and on streams with heavy items."""
@@ -143,6 +145,7 @@ def test_error_bound_parts(monkeypatch):
 
 
 @pytest.mark.parametrize("max_items", [None, 1])
+@pytest.mark.slow
 def test_neighbouring_streams_clopper_pearson(max_items):
     """One item at position 1 or not.  The last position always seals, so the
     final release is x1 + inner noise: the event {final release >= 1}.  With
@@ -207,6 +210,7 @@ def _seal_event_ratio(make, runs):
     return _seal_event_hits(make, c0 + 1, runs), _seal_event_hits(make, c0, runs), p1, p0
 
 
+@pytest.mark.slow
 def test_neighbouring_streams_seal_event_is_nearly_tight():
     """An event with likelihood ratio e^{0.91 eps}: the CP lower bound of the
     ratio stays <= e^eps, and the hit rates match the exact probabilities."""
@@ -227,6 +231,7 @@ def test_neighbouring_streams_seal_event_is_nearly_tight():
     assert_dp_ratio(k1, runs, k0, runs, SEAL_EPS)
 
 
+@pytest.mark.slow
 def test_seal_event_detects_halved_inner_noise():
     """The same test code on a broken variant (inner counter at twice its
     budget, i.e. half the noise scale): its true ratio e^{0.91 eps + eps_c}
@@ -478,6 +483,7 @@ def test_arguments_are_checked_before_the_budget_is_charged():
     assert b.spent == Fraction(1, 2)
 
 
+@pytest.mark.slow
 def test_error_bound_with_max_items_holds_in_1_minus_beta_of_runs():
     beta, runs, horizon = 0.1, 300, 20000
     fails = 0

@@ -399,6 +399,7 @@ def test_dask_collections_drop_missing_rows_on_request():
     assert got.count([0, 0], [9, 9]) == ref.count([0, 0], [9, 9])
 
 
+@pytest.mark.slow
 def test_iso_dates_are_parsed_exactly_in_bulk():
     every = np.datetime64("0001-01-01") + np.arange(0, 3652059, 3)    # years 1 to 9999
     col = Column.date("d")
@@ -454,6 +455,7 @@ def test_iso_datetimes_in_bulk_equal_one_by_one():
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
+@pytest.mark.fuzz
 def test_fuzz_column_descriptions_load_or_raise_format_error(tmp_path, data):
     """Hostile ``columns`` fields: load raises FormatError or gives a synopsis whose
     descriptions read its domain back in user units (never another error)."""

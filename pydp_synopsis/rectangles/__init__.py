@@ -4,8 +4,8 @@ Modules: :mod:`.synopsis` (the public class: checks, partitions, budget,
 delegation), :mod:`.options` (named option profiles and how keywords
 override them), :mod:`.axes` (the per-axis private partitions),
 :mod:`.multitree` (DNRR's pruned multi-tree), :mod:`.grid` (the adaptive
-two-level grid) and :mod:`.kernels` (their C calls).  README.md, section
-"Rectangle synopsis", has the mechanism's evidence and benchmarks.
+two-level grid) and :mod:`.kernels` (their C calls).  docs/guide/rectangles.md
+and docs/benchmarks/rectangles.md have the mechanism's evidence and benchmarks.
 """
 from .synopsis import RectangleSynopsis
 

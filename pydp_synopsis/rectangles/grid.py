@@ -40,7 +40,7 @@ public rules of released numbers: at most about ``n_hat`` coarse cells and
 ``2 max(v, 0) + 1`` fine cells in a coarse cell of noisy count ``v``, so
 memory is O(n) for any epsilon; no grid over all partition cells is formed.
 The constants below are AG's; the measurements behind them are in
-README.md, section "Rectangle synopsis".
+docs/guide/rectangles.md and docs/benchmarks/rectangles.md.
 
 References
 ----------
@@ -96,7 +96,7 @@ def _coarse_index(seg, merge, shape):
 #: ``fine_constant="auto"``: AG's 5, lowered to 2 when both (a) on some axis at least
 #: 50% of the points lie on their segment's end (ramp from 20%) and (b) the top 10% of
 #: the coarse cells hold at most 35% of the released mass (ramp to 50%).  Measured on
-#: the real 2-D data sets here (README, "Rectangle synopsis").
+#: the real 2-D data sets here (docs/guide/rectangles.md).
 _AUTO_FINE = (_KAPPA_FINE, 2.0)
 #: The seal counts enter less this many noise scales (a one-sided discrete Laplace tail
 #: of about e^-6 / 2 = 0.12% per axis), so noise alone rarely moves the rule on small data.

@@ -21,8 +21,8 @@ groups).  The scales still depend on the released partitions' sizes only.  Pruni
 successor, their noise never drawn.  A query sums the final nodes of the
 product of the per-axis covers (boundary segments weighted by ``estimator``).
 
-The tuning constants below are measured; the evidence is in README.md,
-section "Rectangle synopsis".
+The tuning constants below are measured; the evidence is in
+docs/guide/rectangles.md and docs/benchmarks/rectangles.md.
 
 References
 ----------
@@ -53,7 +53,7 @@ __all__ = ["MAX_POINTS", "TreeShape", "MultiTree"]
 #: The most points a multi-tree takes (the C kernel's point ids are uint32).  A
 #: declared, public limit -- part of the input space like the domain: a larger
 #: input is refused before any budget is charged or noise drawn, with a message
-#: naming this limit only (README, "Privacy guarantees").  The adaptive grid has
+#: naming this limit only (docs/guide/privacy.md).  The adaptive grid has
 #: no limit on the number of points.
 MAX_POINTS = LIMITS.multitree_point_limit - 1
 

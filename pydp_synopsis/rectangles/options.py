@@ -11,8 +11,9 @@ ADAPTIVE_2D         adaptive   the adaptive grid on 2 axes
 ADAPTIVE            adaptive   the adaptive grid on 3 to 8 axes
 ==================  =========  =========================================================
 
-The evidence for each value (measured RMSE) is in README.md, section
-"Rectangle synopsis"; it is not repeated here.
+The evidence for each value (measured RMSE) is in
+docs/guide/rectangles.md and docs/benchmarks/rectangles.md; it is not
+repeated here.
 
 The rule (:func:`resolve`)
 --------------------------
@@ -245,7 +246,7 @@ def _check_fine_constant(value):
     return value
 
 
-#: The multi-tree's measured defaults (README, "Rectangle synopsis").
+#: The multi-tree's measured defaults (docs/guide/rectangles.md).
 DEFAULT_MULTITREE = MultiTreeOptions(
     partition_share=0.1, threshold_factor=1.0, fanout=1024, estimator="uniform",
     final_share="auto", prune="auto", threshold=None, merge="auto", max_nodes=50_000_000)
@@ -254,7 +255,7 @@ DEFAULT_MULTITREE = MultiTreeOptions(
 DNRR = MultiTreeOptions(
     partition_share=0.5, threshold_factor=3.0, fanout=2, estimator="cover",
     final_share=None, prune="dnrr", threshold=None, merge=1, max_nodes=50_000_000)
-#: The adaptive grid on two axes (README, "Adaptive defaults and why").
+#: The adaptive grid on two axes (docs/guide/rectangles.md, "Adaptive defaults and why").
 ADAPTIVE_2D = GridOptions(partition_share=0.25, threshold_factor=0.7, coarse_share=0.4,
                           seal_share=Fraction(1, 32), fine_constant="auto")
 #: The adaptive grid on three or more axes (AG's fine constant: finer grids measured worse).

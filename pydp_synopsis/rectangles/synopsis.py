@@ -35,7 +35,7 @@ __all__ = ["RectangleSynopsis", "ErrorTerms"]
 
 _KIND = "rectangle-synopsis"
 _FORMAT = 1
-#: An adaptive grid with seal counts (release 0.3): readers of format 1 refuse it
+#: An adaptive grid with seal counts (release 0.2.0): readers of format 1 refuse it
 #: rather than answer without the seal model.
 _FORMAT_SEALS = 2
 _CONFIGS = ("default", "dnrr")
@@ -89,7 +89,8 @@ class RectangleSynopsis:
 
     Options come from named profiles plus explicit keywords
     (:mod:`pydp_synopsis.rectangles.options` states the rule); the tuning
-    evidence and benchmarks are in README.md, section "Rectangle synopsis".
+    evidence and benchmarks are in docs/guide/rectangles.md and
+    docs/benchmarks/rectangles.md.
 
     Attributes
     ----------
@@ -162,11 +163,11 @@ class RectangleSynopsis:
             One row per data item, every coordinate inside its axis's domain;
             or a c-column :class:`~pydp_synopsis.sources.Source` (files, a
             database table, a dask collection), read in chunks with memory
-            independent of its length (README, "From a database").
+            independent of its length (docs/guide/sources.md).
             In memory, the multi-tree takes at most ``2**32 - 1`` rows
             (:data:`~pydp_synopsis.rectangles.multitree.MAX_POINTS`): a
-            declared, public part of the input space like the domain (README,
-            "Privacy guarantees"); the adaptive grid has no limit.
+            declared, public part of the input space like the domain
+            (docs/guide/privacy.md); the adaptive grid has no limit.
         domain : sequence of c (int, int)
             Inclusive bounds per axis; each may hold up to ``2**64`` values.
             ``1 <= c <= 8``.
@@ -352,7 +353,7 @@ class RectangleSynopsis:
                                  "by the multi-tree only (structure='multitree', config='dnrr', or "
                                  "one axis)")
         if mechanism is MultiTree and source is None and len(offsets) > MAX_POINTS:
-            # a declared public limit, like the domain (README, "Privacy guarantees")
+            # a declared public limit, like the domain (docs/guide/privacy.md)
             raise ParameterError("structure='multitree' takes at most 2**32 - 1 points "
                                  "(pydp_synopsis.rectangles.multitree.MAX_POINTS); the adaptive "
                                  "grid has no such limit")

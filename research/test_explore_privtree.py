@@ -1,4 +1,4 @@
-"""Short tier of benchmarks/explore_privtree.py.
+"""Short tier of research/explore_privtree.py.
 
 The ``ratio`` variant at x = ln 2 and the ``grid`` variant at G = 0 must be
 the package's own build, answer for answer (an independent check of how the
@@ -18,7 +18,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(os.path.dirname(HERE), "benchmarks"))
 
 import explore_privtree as ex  # noqa: E402
 import bench_accuracy  # noqa: E402

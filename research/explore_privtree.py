@@ -1,7 +1,7 @@
 """Exploration, not a release: five ways to make PrivTree's leaves finer for short ranges, and DAWA's partition in its place.
 
 The interval synopsis loses short ranges (0.1% of the data) to PrivTree and
-DAWA by 1.0-2.6x (README, "Accuracy against the published peers"), mostly to
+DAWA by 1.0-2.6x (docs/benchmarks/intervals.md), mostly to
 bias: a leaf's count is spread over its span, and a leaf at depth d stops
 once it holds about ``d delta`` items, ``delta = lambda ln 2 = 2.08 /
 epsilon_p``.  Each variant below is measured next to the default build on
@@ -64,12 +64,12 @@ changes, the tree over the leaves is the package's own release
 
 Usage::
 
-    python benchmarks/explore_privtree.py ratio 0.3 0.5 0.693 1 1.5 --peers-cache F
-    python benchmarks/explore_privtree.py staged 0.3 10 1 --reps 10
-    python benchmarks/explore_privtree.py subleaf 0.15 2 3
-    python benchmarks/explore_privtree.py grid 4 8 10 12 --reps 10
-    python benchmarks/explore_privtree.py pruned 8 0.1 4 --reps 10
-    python benchmarks/explore_privtree.py dawa 0.25 --reps 10
+    python research/explore_privtree.py ratio 0.3 0.5 0.693 1 1.5 --peers-cache F
+    python research/explore_privtree.py staged 0.3 10 1 --reps 10
+    python research/explore_privtree.py subleaf 0.15 2 3
+    python research/explore_privtree.py grid 4 8 10 12 --reps 10
+    python research/explore_privtree.py pruned 8 0.1 4 --reps 10
+    python research/explore_privtree.py dawa 0.25 --reps 10
 
 The table gives per data set, epsilon and workload the RMSE of the default
 build and of each variant (``--reps`` builds, 3 by default), and with
@@ -87,7 +87,8 @@ from fractions import Fraction
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "benchmarks"))   # workloads, bench_accuracy
+sys.path.insert(1, os.path.join(os.path.dirname(HERE), "benchmarks", "peers"))
 if __name__ == "__main__":
     sys.path.insert(1, os.path.dirname(HERE))
 

@@ -6,8 +6,8 @@ puts the axis' seal share ``rho_a`` on the segment's end (the per-axis seal
 counts ``S_a`` are released).  Where one segment of a cell holds a heavy
 value and its neighbours almost nothing -- NYC flight distances: 8,109
 flights at 2586 miles beside a segment (2586, 4963] of 367 -- equal shares
-move most of the heavy segment's mass onto the empty one (README, "On data
-sets that are not in this repository": 3-D uniform boxes 1.40x AG).
+move most of the heavy segment's mass onto the empty one (docs/benchmarks/intervals.md,
+"On data sets that are not in this repository": 3-D uniform boxes 1.40x AG).
 
 The model measured here releases the seal counts per segment end instead:
 one count per end of every axis, each with discrete-Laplace-like noise of
@@ -30,8 +30,8 @@ the C answer kernel).
 
 Usage::
 
-    python benchmarks/explore_seal_ends.py --dims 3 --data extra --eps 1 --kinds uniform
-    python benchmarks/explore_seal_ends.py --dims 2 --kinds data,small,uniform
+    python research/explore_seal_ends.py --dims 3 --data extra --eps 1 --kinds uniform
+    python research/explore_seal_ends.py --dims 2 --kinds data,small,uniform
 """
 import argparse
 import os
@@ -40,7 +40,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "benchmarks"))   # peers, workloads
 if __name__ == "__main__":
     sys.path.insert(1, os.path.dirname(HERE))
 

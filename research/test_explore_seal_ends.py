@@ -1,4 +1,4 @@
-"""Short tier of benchmarks/explore_seal_ends.py.
+"""Short tier of research/explore_seal_ends.py.
 
 Its ``equal`` model re-implements the adaptive grid's answers in numpy; it
 must equal ``count_many`` (an independent check of the C answer kernel and
@@ -10,7 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(os.path.dirname(HERE), "benchmarks"))
 
 import explore_seal_ends  # noqa: E402
 

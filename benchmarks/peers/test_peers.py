@@ -1,4 +1,4 @@
-"""Tests of the benchmark peers and workloads: python -m pytest benchmarks/test_peers.py -q"""
+"""Tests of the benchmark peers and workloads: python -m pytest -m bench benchmarks/peers -q"""
 import os
 import sys
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # workloads
 
 from peers_dawa import (Dawa, WindowDeviations, _Workload, brute_force_costs,  # noqa: E402
                         l1_partition)
