@@ -169,7 +169,8 @@ def test_neighbouring_databases_give_the_same_bytes(tmp_path, engine, make, rout
     one, two = neighbours(make, path, SECRET, OTHER,
                           lambda: sources.SqlSource(f"{engine}:///{path}", ["x"], **kw))
     assert one == two
-    assert "TOPSECRET" not in one and "51" not in one and "50" not in one
+    said = one.replace(path, "DB")          # the path holds pytest's own counters
+    assert "TOPSECRET" not in said and "51" not in said and "50" not in said
 
 
 @pytest.mark.parametrize("engine, make", [("sqlite", make_sqlite), ("duckdb", make_duckdb)])
