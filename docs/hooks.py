@@ -13,12 +13,14 @@ __all__ = ["on_config", "on_page_content"]
 
 _ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc|obj|math):<code>(~?)([^<]*)</code>")
 
-_TITLES = {"cli": "Command line", "databases": "Databases", "checkpoints": "Checkpoints",
+_TITLES = {"overview": "Threat model", "cli": "Command line", "databases": "Databases",
+           "checkpoints": "Checkpoints",
            "files": "Files", "timing": "Timing", "messages": "Messages"}
 
 
 def on_config(config):
-    pages = sorted(Path(config["docs_dir"]).glob("security-*.md"))
+    pages = sorted(Path(config["docs_dir"]).glob("security-*.md"),
+                   key=lambda p: (p.stem != "security-overview", p.stem))
     if pages and config["nav"] is not None:
         section = [{_TITLES.get(p.stem[len("security-"):], p.stem): p.name} for p in pages]
         nav = config["nav"]
