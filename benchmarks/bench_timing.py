@@ -80,8 +80,10 @@ crosses a bound (measure more updates).  Time against the *release* is no
 leak (the observer has the release); conditioning on t only, a cost that
 depends on the release (CPython's cached ints -5..256) would show up here
 too, so a row that passes also passes conditioned on the release.
-The ``(C)`` row times the C call alone with the item already in a buffer,
-the ``[x]`` row ``update_many([x])``.
+``r|changed`` is the same correlation conditioned also on whether the
+update changed the release (public: for the sparse counter, whether a
+segment sealed).  The ``(C)`` row times the C call alone with the item
+already in a buffer, the ``[x]`` row ``update_many([x])``.
 
     PYTHONPATH=. python benchmarks/bench_timing.py --secret               # that table alone, 10^6 updates
     PYTHONPATH=. python benchmarks/bench_timing.py --secret --secret-updates 200000
@@ -366,27 +368,43 @@ def row(name, make, n, m, seed, replays, timed=None):
 SECRET_TARGET = 0.005
 
 
-def within_round_r(times, labels, boot=400, seed=0):
+def within_round_r(times, labels, public=None, boot=400, seed=0):
     """Pooled within-round rank correlation of ``times`` and ``labels``, and its 95% interval.
 
     ``times`` and ``labels`` are (rounds, m) arrays, one row per public time
-    t.  The times are ranked within their row (ties averaged), ranks and
+    t.  The times are ranked within their row (ties in counter order), ranks and
     labels are centred per row, and the Pearson correlation of the pooled
     centred values is returned with a bootstrap interval over rows
     (``boot`` resamples).  A public quantity shared by a row (the time t,
-    the machine's load during those few microseconds) cancels.
+    the machine's load during those few microseconds) cancels.  With
+    ``public`` (a (rounds, m) array of small ints, e.g. whether the release
+    changed), the ranking and centring are within the cells of equal
+    ``public`` in a row: the correlation conditioned on that output too.
     """
-    ranks = stats.rankdata(times, axis=1)
-    a = ranks - ranks.mean(axis=1, keepdims=True)
-    b = labels - labels.mean(axis=1, keepdims=True)
-    sab, saa, sbb = (a * b).sum(axis=1), (a * a).sum(axis=1), (b * b).sum(axis=1)
-    r = sab.sum() / np.sqrt(saa.sum() * sbb.sum())
+    rounds, m = times.shape
+    cell = np.zeros((rounds, m), dtype=np.int64) if public is None else np.asarray(public, dtype=np.int64)
+    key = (np.arange(rounds)[:, None] * (int(cell.max()) + 1) + cell).ravel()
+    t, lab = times.ravel(), labels.ravel().astype(np.float64)
+    order = np.lexsort((t, key))
+    k_sorted = key[order]
+    starts = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]])
+    sizes = np.diff(np.r_[starts, len(order)])
+    group = np.repeat(np.arange(len(starts)), sizes)
+    rank = np.arange(len(order)) - np.repeat(starts, sizes)
+    a = np.empty(len(order))
+    a[order] = rank - (sizes[group] - 1) / 2.0                 # centred rank within its cell
+    g_of = np.empty(len(order), dtype=np.int64)
+    g_of[order] = group
+    b = lab - (np.bincount(g_of, lab) / np.bincount(g_of))[g_of]   # centred label within its cell
+    row = np.repeat(np.arange(rounds), m)
+    sab, saa, sbb = (np.bincount(row, w, minlength=rounds) for w in (a * b, a * a, b * b))
     rng = np.random.default_rng(seed)
-    rounds = len(sab)
     draws = np.empty(boot)
-    for i in range(boot):
-        idx = rng.integers(0, rounds, rounds)
-        draws[i] = sab[idx].sum() / np.sqrt(saa[idx].sum() * sbb[idx].sum())
+    with np.errstate(invalid="ignore", divide="ignore"):   # nan when no cell's labels vary
+        r = sab.sum() / np.sqrt(saa.sum() * sbb.sum())
+        for i in range(boot):
+            idx = rng.integers(0, rounds, rounds)
+            draws[i] = sab[idx].sum() / np.sqrt(saa[idx].sum() * sbb[idx].sum())
     low, high = np.quantile(draws, [0.025, 0.975])
     return float(r), float(low), float(high)
 
@@ -401,9 +419,10 @@ def verdict(low, high, target=SECRET_TARGET):
 
 
 def secret_kernel_call(counter):
-    """``call(x)``: the C update of a tree counter with the item already in a
-    buffer (written before the clock starts by :func:`secret_times`): the
-    C core alone, without the Python around it."""
+    """``call()``: the C update of a tree counter with the item already in a
+    buffer (written from a numpy scalar before the clock starts by
+    :func:`secret_times`): the C core alone, without the Python around it.
+    The call's constant 1 and status 0 are the same for every item."""
     from pydp_synopsis._core import ffi, lib
 
     x, o = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
@@ -413,13 +432,14 @@ def secret_kernel_call(counter):
     def run():
         if call(state, rng, xp, op, 1):
             raise RuntimeError("pds_counter_update_many refused")
-    run.cell = x
+    run.cell, run.out = x, o
     return run
 
 
 def secret_times(make, rounds, m, seed, how="update"):
     """Per round t and counter j: the duration (ns) of counter j's update t,
-    its secret bit and a control bit never fed; each an array (rounds, m).
+    its secret bit, a control bit never fed, and its release; each an array
+    (rounds, m).
 
     The m counters are updated round robin, in a fresh random order every
     round, through ``update(bit)`` (Python ints 0 and 1, as a user passes
@@ -434,18 +454,24 @@ def secret_times(make, rounds, m, seed, how="update"):
     items = np.take_along_axis(bits, order, axis=1).ravel().tolist()
     who = order.ravel().tolist()
     times = np.empty(rounds * m, dtype=np.int64)
+    released = np.empty(rounds * m, dtype=np.float64)
     clock = time.perf_counter_ns
     gc.disable()
     try:
         if how == "kernel":
             runs = [secret_kernel_call(c) for c in counters]
             calls, cells = [runs[j] for j in who], [runs[j].cell for j in who]
+            outs = [runs[j].out for j in who]
+            # numpy int64 scalars, not Python ints: the cached 0 and 1 objects
+            # of the items are not touched around the timed C call
+            scalars = np.take_along_axis(bits, order, axis=1).ravel()
             for i in range(rounds * m):
-                cells[i][0] = items[i]
+                cells[i][0] = scalars[i]
                 t0 = clock()
                 calls[i]()
                 t1 = clock()
                 times[i] = t1 - t0
+                released[i] = outs[i][0]
         else:
             updates = [c.update if how == "update" else c.update_many for c in counters]
             calls = [updates[j] for j in who]
@@ -455,14 +481,17 @@ def secret_times(make, rounds, m, seed, how="update"):
                 x = items[i]
                 call = calls[i]
                 t0 = clock()
-                call(x)
+                r = call(x)
                 t1 = clock()
                 times[i] = t1 - t0
+                released[i] = r[0] if how == "batch" else r
+                r = None          # freed here, outside the next timed call
     finally:
         gc.enable()
-    per = np.empty((rounds, m), dtype=np.int64)
+    per, rel = np.empty((rounds, m), dtype=np.int64), np.empty((rounds, m))
     np.put_along_axis(per, order, times.reshape(rounds, m), axis=1)
-    return per, bits, control
+    np.put_along_axis(rel, order, released.reshape(rounds, m), axis=1)
+    return per, bits, control, rel
 
 
 def secret_makers():
@@ -487,7 +516,8 @@ def secret_makers():
 
 
 def secret_row(name, make, n, m, seed, block=None, how="update"):
-    """One row of the secret-item table: (name, updates, r, low, high, control r, median ns).
+    """One row of the secret-item table: (name, updates, r, low, high, control r,
+    r conditioned on whether the release changed, median ns).
 
     The rounds run in blocks of at most ``block`` rounds (fresh counters and
     bits per block; default one block)."""
@@ -496,10 +526,14 @@ def secret_row(name, make, n, m, seed, block=None, how="update"):
     secret_times(make, min(rounds, 500), m, seed + 1, how)          # warm up
     parts = [secret_times(make, min(block, rounds - start), m, seed + 2 + start, how)
              for start in range(0, rounds, block)]
-    times, bits, control = (np.concatenate(p) for p in zip(*parts))
+    times, bits, control, rel = (np.concatenate(p) for p in zip(*parts))
     r, low, high = within_round_r(times, bits)
     rc, _, _ = within_round_r(times, control)
-    return name, rounds * m, r, low, high, rc, float(np.median(times))
+    # conditioned on the output too: did the release change at this update
+    # (the sparse counter's seals; nearly always for the others)
+    changed = np.vstack([np.ones((1, m)), np.diff(rel, axis=0) != 0]).astype(np.int64)
+    rp, _, _ = within_round_r(times, bits, changed)
+    return name, rounds * m, r, low, high, rc, rp, float(np.median(times))
 
 
 def print_secret(n, m):
@@ -507,11 +541,11 @@ def print_secret(n, m):
           f"round, secret random bits, eps = 1; r = within-round rank correlation of update time "
           f"and item, pooled; target |r| < {SECRET_TARGET}")
     print(f"{'counter':<18} {'updates':>8} {'r(secret)':>9} {'95% interval':>19} {'control':>8} "
-          f"{'median ns':>9}  verdict")
+          f"{'r|changed':>9} {'median ns':>9}  verdict")
     for name, make, block, how in secret_makers():
-        name, count, r, low, high, rc, med = secret_row(name, make, n, m, 3, block, how)
+        name, count, r, low, high, rc, rp, med = secret_row(name, make, n, m, 3, block, how)
         print(f"{name:<18} {count:>8} {r:>+9.4f} [{low:>+8.4f}, {high:>+8.4f}] {rc:>+8.4f} "
-              f"{med:>9.0f}  {verdict(low, high)}", flush=True)
+              f"{rp:>+9.4f} {med:>9.0f}  {verdict(low, high)}", flush=True)
 
 
 def main(argv=None):
