@@ -79,11 +79,12 @@ inside (-0.005, 0.005), ``LEAK`` if it lies outside, ``unclear`` if it
 crosses a bound (measure more updates).  Time against the *release* is no
 leak (the observer has the release); conditioning on t only, a cost that
 depends on the release (CPython's cached ints -5..256) would show up here
-too, so a row that passes also passes conditioned on the release.
+too, so ``r(secret)`` is the stricter test.
 ``r|changed`` is the same correlation conditioned also on whether the
 update changed the release (public: for the sparse counter, whether a
-segment sealed).  The ``(C)`` row times the C call alone with the item
-already in a buffer, the ``[x]`` row ``update_many([x])``.
+segment sealed).  The ``(C)`` row times the C call alone, its item read
+from an array written before the loop; the ``[x]`` row times
+``update_many([x])``.
 
     PYTHONPATH=. python benchmarks/bench_timing.py --secret               # that table alone, 10^6 updates
     PYTHONPATH=. python benchmarks/bench_timing.py --secret --secret-updates 200000
@@ -418,22 +419,21 @@ def verdict(low, high, target=SECRET_TARGET):
     return "unclear"
 
 
-def secret_kernel_call(counter):
-    """``call()``: the C update of a tree counter with the item already in a
-    buffer (written from a numpy scalar before the clock starts by
-    :func:`secret_times`): the C core alone, without the Python around it.
-    The call's constant 1 and status 0 are the same for every item."""
+def secret_kernel_args(counter):
+    """``(call, state, rng, out)``: the C update of a tree counter
+    (``pds_counter_update_many`` of one item) and its arguments but the item,
+    for :func:`secret_times`' ``"kernel"`` rows: the C core alone, without
+    the Python around it."""
     from pydp_synopsis._core import ffi, lib
 
-    x, o = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    xp, op = ffi.from_buffer("int64_t[]", x), ffi.from_buffer("int64_t[]", o)
-    state, rng, call = counter._state, counter._rng._state, lib.pds_counter_update_many
+    return lib.pds_counter_update_many, counter._state, counter._rng._state, ffi.new("int64_t[1]")
 
-    def run():
-        if call(state, rng, xp, op, 1):
-            raise RuntimeError("pds_counter_update_many refused")
-    run.cell, run.out = x, o
-    return run
+
+def secret_item_pointer(stream):
+    """A C pointer to the int64 array ``stream`` (kept alive by the caller)."""
+    from pydp_synopsis._core import ffi
+
+    return ffi.from_buffer("int64_t[]", stream)
 
 
 def secret_times(make, rounds, m, seed, how="update"):
@@ -459,19 +459,21 @@ def secret_times(make, rounds, m, seed, how="update"):
     gc.disable()
     try:
         if how == "kernel":
-            runs = [secret_kernel_call(c) for c in counters]
-            calls, cells = [runs[j] for j in who], [runs[j].cell for j in who]
-            outs = [runs[j].out for j in who]
-            # numpy int64 scalars, not Python ints: the cached 0 and 1 objects
-            # of the items are not touched around the timed C call
-            scalars = np.take_along_axis(bits, order, axis=1).ravel()
+            args = [secret_kernel_args(c) for c in counters]
+            # every item in one int64 array, written before the loop: no
+            # Python int of an item, and no store of it, near a timed call
+            stream = np.ascontiguousarray(np.take_along_axis(bits, order, axis=1).ravel(), dtype=np.int64)
+            base = secret_item_pointer(stream)
             for i in range(rounds * m):
-                cells[i][0] = scalars[i]
+                call, state, rng, out = args[who[i]]
+                item = base + i
                 t0 = clock()
-                calls[i]()
+                status = call(state, rng, item, out, 1)
                 t1 = clock()
                 times[i] = t1 - t0
-                released[i] = outs[i][0]
+                released[i] = out[0]
+                if status:
+                    raise RuntimeError(f"pds_counter_update_many returned {status}")
         else:
             updates = [c.update if how == "update" else c.update_many for c in counters]
             calls = [updates[j] for j in who]

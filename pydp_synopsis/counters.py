@@ -68,10 +68,10 @@ removes the offset and checks ``[0, max_item]``; the C work is the same for
 every admissible item.  The entry answers a bool and the release is read
 as an attribute, so the update touches no cached int 0 (a status 0, a
 subscript ``[0]``): reference counts written to the same object as the
-caller's item made an item 0 measurably slower.  :meth:`~ContinualCounter.update_many` compares its
-batch's minimum and maximum as numpy scalars for the same reason.  Items of
-other types (numpy integers) take the checked path, which is not held to
-this.
+caller's item made an item 0 measurably slower.
+:meth:`~ContinualCounter.update_many` compares its batch's minimum and
+maximum as numpy scalars for the same reason.  Items of other types (numpy
+integers) take the checked path, which is not held to this.
 
 Threads and copies
 ------------------

@@ -943,6 +943,7 @@ def test_the_monotone_peak_lives_in_the_c_state_and_moves_only_with_releases():
 
 # ------------------------------------- timing against the item (issue #30 s.6)
 TIMING_KINDS = [("binary", 2, False), ("kary", 19, True), ("kary", 20, True), ("kary", 17, False)]
+RANGE_MESSAGE = r"x must be an integer in \[0, \d+\] \({what}, public\)"
 
 
 def _spy_on_the_one_item_entry(counter):
@@ -993,7 +994,7 @@ def test_update_refusals_reach_c_once_and_change_nothing(kind, k, sub):
     counter.update(1)
     before = counter.to_state()
     for bad in (-1, -1025, counter.max_item + 1, 2**63, 2**80, -2**80):
-        with pytest.raises(DomainError, match=r"x must be an integer in \[0, \d+\] \(max_item, public\)") as e:
+        with pytest.raises(DomainError, match=RANGE_MESSAGE.format(what="max_item")) as e:
             counter.update(bad)
         assert str(bad) not in str(e.value).replace(str(counter.max_item), "")
         assert counter.to_state() == before
@@ -1022,14 +1023,15 @@ def test_sqrt_counter_update_draws_alike_for_0_and_1_and_never_echoes_the_item()
     the value (before: "x must be in [0, ...], got -3")."""
     g = np.random.default_rng(5)
     a, b = g.integers(0, 2, 40), g.integers(0, 2, 40)
-    ca, cb, cc = (ps.SqrtFactorizationCounter(horizon=40, epsilon=1, delta=1e-6, rng=Rng(6)) for _ in range(3))
+    ca, cb, cc = (ps.SqrtFactorizationCounter(horizon=40, epsilon=1, delta=1e-6, rng=Rng(6))
+                  for _ in range(3))
     one = [ca.update(int(x)) for x in a]
     assert all(type(r) is float for r in one)
     ra, rb = np.array(one), np.array([cb.update(int(x)) for x in b])
     np.testing.assert_allclose(ra - rb, np.cumsum(a) - np.cumsum(b), atol=1e-6)
     np.testing.assert_allclose(ra, cc.update_many(a), atol=1e-6)    # one batch: the O(t log t) path
     for bad in (-3, -123457, 2**70, ca.max_total + 1):
-        with pytest.raises(DomainError, match=r"x must be an integer in \[0, \d+\] \(max_total, public\)") as e:
+        with pytest.raises(DomainError, match=RANGE_MESSAGE.format(what="max_total")) as e:
             ps.SqrtFactorizationCounter(horizon=4, epsilon=1, delta=1e-6, rng=Rng(1)).update(bad)
         assert str(bad) not in str(e.value).replace(str(ca.max_total), "")
     with pytest.raises(TypeError, match="got bool"):
