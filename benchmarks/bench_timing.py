@@ -64,6 +64,31 @@ Python around a call cost ~10 us with jitter far above the effect
 measured before ``update`` took its one-item path (~1 us of Python now),
 so the C rows show what the Python rows can only bound.
 
+The last table, "Time against the secret item" (:func:`secret_row`,
+issue #30 section 6), measures what an observer of one update's duration
+learns about the item beyond what is public.  ``--counters`` counters of
+one kind are stepped round robin, in a fresh random order every round;
+counter j's item at round t is a secret random bit.  Within each round
+(a public time t shared by all counters) the update times are ranked, and
+the ranks, centred per round, are correlated with the centred bits, pooled
+over all rounds: ``r(secret)``.  The same times against a second random bit
+that is never fed (``control``) show the statistic's null spread in the
+same run.  The 95% interval resamples rounds (bootstrap, 400 draws).
+Verdict against the target ``|r| < 0.005``: ``ok`` if the interval lies
+inside (-0.005, 0.005), ``LEAK`` if it lies outside, ``unclear`` if it
+crosses a bound (measure more updates).  Time against the *release* is no
+leak (the observer has the release); conditioning on t only, a cost that
+depends on the release (CPython's cached ints -5..256) would show up here
+too, so ``r(secret)`` is the stricter test.
+``r|changed`` is the same correlation conditioned also on whether the
+update changed the release (public: for the sparse counter, whether a
+segment sealed).  The ``(C)`` row times the C call alone, its item read
+from an array written before the loop; the ``[x]`` row times
+``update_many([x])``.
+
+    PYTHONPATH=. python benchmarks/bench_timing.py --secret               # that table alone, 10^6 updates
+    PYTHONPATH=. python benchmarks/bench_timing.py --secret --secret-updates 200000
+
 Seeds are fixed (benchmark only).  Nothing is asserted.
 """
 
@@ -340,14 +365,205 @@ def row(name, make, n, m, seed, replays, timed=None):
           f"{auc(hi, lo):>7.4f} {len(hi):>7} {len(lo):>8} {np.median(times):>9.0f}")
 
 
-def main():
+#: Target of issue #30: |r(time, secret item | t)| below this.
+SECRET_TARGET = 0.005
+
+
+def within_round_r(times, labels, public=None, boot=400, seed=0):
+    """Pooled within-round rank correlation of ``times`` and ``labels``, and its 95% interval.
+
+    ``times`` and ``labels`` are (rounds, m) arrays, one row per public time
+    t.  The times are ranked within their row (ties in counter order), ranks and
+    labels are centred per row, and the Pearson correlation of the pooled
+    centred values is returned with a bootstrap interval over rows
+    (``boot`` resamples).  A public quantity shared by a row (the time t,
+    the machine's load during those few microseconds) cancels.  With
+    ``public`` (a (rounds, m) array of small ints, e.g. whether the release
+    changed), the ranking and centring are within the cells of equal
+    ``public`` in a row: the correlation conditioned on that output too.
+    """
+    rounds, m = times.shape
+    cell = np.zeros((rounds, m), dtype=np.int64) if public is None else np.asarray(public, dtype=np.int64)
+    key = (np.arange(rounds)[:, None] * (int(cell.max()) + 1) + cell).ravel()
+    t, lab = times.ravel(), labels.ravel().astype(np.float64)
+    order = np.lexsort((t, key))
+    k_sorted = key[order]
+    starts = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]])
+    sizes = np.diff(np.r_[starts, len(order)])
+    group = np.repeat(np.arange(len(starts)), sizes)
+    rank = np.arange(len(order)) - np.repeat(starts, sizes)
+    a = np.empty(len(order))
+    a[order] = rank - (sizes[group] - 1) / 2.0                 # centred rank within its cell
+    g_of = np.empty(len(order), dtype=np.int64)
+    g_of[order] = group
+    b = lab - (np.bincount(g_of, lab) / np.bincount(g_of))[g_of]   # centred label within its cell
+    row = np.repeat(np.arange(rounds), m)
+    sab, saa, sbb = (np.bincount(row, w, minlength=rounds) for w in (a * b, a * a, b * b))
+    rng = np.random.default_rng(seed)
+    draws = np.empty(boot)
+    with np.errstate(invalid="ignore", divide="ignore"):   # nan when no cell's labels vary
+        r = sab.sum() / np.sqrt(saa.sum() * sbb.sum())
+        for i in range(boot):
+            idx = rng.integers(0, rounds, rounds)
+            draws[i] = sab[idx].sum() / np.sqrt(saa[idx].sum() * sbb[idx].sum())
+    low, high = np.quantile(draws, [0.025, 0.975])
+    return float(r), float(low), float(high)
+
+
+def verdict(low, high, target=SECRET_TARGET):
+    """``ok`` when the interval is inside (-target, target), ``LEAK`` when it is outside, else ``unclear``."""
+    if -target < low and high < target:
+        return "ok"
+    if low >= target or high <= -target:
+        return "LEAK"
+    return "unclear"
+
+
+def secret_kernel_args(counter):
+    """``(call, state, rng, out)``: the C update of a tree counter
+    (``pds_counter_update_many`` of one item) and its arguments but the item,
+    for :func:`secret_times`' ``"kernel"`` rows: the C core alone, without
+    the Python around it."""
+    from pydp_synopsis._core import ffi, lib
+
+    return lib.pds_counter_update_many, counter._state, counter._rng._state, ffi.new("int64_t[1]")
+
+
+def secret_item_pointer(stream):
+    """A C pointer to the int64 array ``stream`` (kept alive by the caller)."""
+    from pydp_synopsis._core import ffi
+
+    return ffi.from_buffer("int64_t[]", stream)
+
+
+def secret_times(make, rounds, m, seed, how="update"):
+    """Per round t and counter j: the duration (ns) of counter j's update t,
+    its secret bit, a control bit never fed, and its release; each an array
+    (rounds, m).
+
+    The m counters are updated round robin, in a fresh random order every
+    round, through ``update(bit)`` (Python ints 0 and 1, as a user passes
+    them; ``how="update"``), ``update_many([bit])`` (``"batch"``) or the C
+    call alone (``"kernel"``).
+    """
+    g = np.random.default_rng(seed)
+    bits = g.integers(0, 2, (rounds, m))
+    control = g.integers(0, 2, (rounds, m))
+    order = np.argsort(g.random((rounds, m)), axis=1)
+    counters = [make(j, rounds) for j in range(m)]
+    items = np.take_along_axis(bits, order, axis=1).ravel().tolist()
+    who = order.ravel().tolist()
+    times = np.empty(rounds * m, dtype=np.int64)
+    released = np.empty(rounds * m, dtype=np.float64)
+    clock = time.perf_counter_ns
+    gc.disable()
+    try:
+        if how == "kernel":
+            args = [secret_kernel_args(c) for c in counters]
+            # every item in one int64 array, written before the loop: no
+            # Python int of an item, and no store of it, near a timed call
+            stream = np.ascontiguousarray(np.take_along_axis(bits, order, axis=1).ravel(), dtype=np.int64)
+            base = secret_item_pointer(stream)
+            for i in range(rounds * m):
+                call, state, rng, out = args[who[i]]
+                item = base + i
+                t0 = clock()
+                status = call(state, rng, item, out, 1)
+                t1 = clock()
+                times[i] = t1 - t0
+                released[i] = out[0]
+                if status:
+                    raise RuntimeError(f"pds_counter_update_many returned {status}")
+        else:
+            updates = [c.update if how == "update" else c.update_many for c in counters]
+            calls = [updates[j] for j in who]
+            if how == "batch":
+                items = [[x] for x in items]
+            for i in range(rounds * m):
+                x = items[i]
+                call = calls[i]
+                t0 = clock()
+                r = call(x)
+                t1 = clock()
+                times[i] = t1 - t0
+                released[i] = r[0] if how == "batch" else r
+                r = None          # freed here, outside the next timed call
+    finally:
+        gc.enable()
+    per, rel = np.empty((rounds, m), dtype=np.int64), np.empty((rounds, m))
+    np.put_along_axis(per, order, times.reshape(rounds, m), axis=1)
+    np.put_along_axis(rel, order, released.reshape(rounds, m), axis=1)
+    return per, bits, control, rel
+
+
+def secret_makers():
+    """(name, make(j, rounds), most rounds per block, how) per counter kind;
+    eps = 1, horizon = rounds of the block, seeds 7 + j.  The square-root
+    counter's update is O(t): it runs blocks of 6250 rounds, fresh counters
+    each."""
+    def tree(cls, **kw):
+        return lambda j, rounds: cls(horizon=rounds, epsilon=1.0, rng=ps.Rng(7 + j), **kw)
+
+    return [
+        ("binary", tree(ps.BinaryTreeCounter), None, "update"),
+        ("kary k=19", tree(ps.KaryTreeCounter), None, "update"),
+        ("kary k=19 (C)", tree(ps.KaryTreeCounter), None, "kernel"),
+        ("kary k=19 [x]", tree(ps.KaryTreeCounter), None, "batch"),
+        ("kary k=20", tree(ps.KaryTreeCounter, k=20), None, "update"),
+        ("kary k=17 no sub", tree(ps.KaryTreeCounter, k=17, subtraction=False), None, "update"),
+        ("sparse", tree(ps.SparseStreamCounter), None, "update"),
+        ("sqrt (delta=1e-6)", lambda j, rounds: ps.SqrtFactorizationCounter(
+            horizon=rounds, epsilon=1.0, delta=1e-6, rng=ps.Rng(7 + j)), 6250, "update"),
+    ]
+
+
+def secret_row(name, make, n, m, seed, block=None, how="update"):
+    """One row of the secret-item table: (name, updates, r, low, high, control r,
+    r conditioned on whether the release changed, median ns).
+
+    The rounds run in blocks of at most ``block`` rounds (fresh counters and
+    bits per block; default one block)."""
+    rounds = max(2, n // m)
+    block = rounds if block is None else block
+    secret_times(make, min(rounds, 500), m, seed + 1, how)          # warm up
+    parts = [secret_times(make, min(block, rounds - start), m, seed + 2 + start, how)
+             for start in range(0, rounds, block)]
+    times, bits, control, rel = (np.concatenate(p) for p in zip(*parts))
+    r, low, high = within_round_r(times, bits)
+    rc, _, _ = within_round_r(times, control)
+    # conditioned on the output too: did the release change at this update
+    # (the sparse counter's seals; nearly always for the others)
+    changed = np.vstack([np.ones((1, m)), np.diff(rel, axis=0) != 0]).astype(np.int64)
+    rp, _, _ = within_round_r(times, bits, changed)
+    return name, rounds * m, r, low, high, rc, rp, float(np.median(times))
+
+
+def print_secret(n, m):
+    print(f"## Time against the secret item (issue #30): {m} counters round robin, fresh order each "
+          f"round, secret random bits, eps = 1; r = within-round rank correlation of update time "
+          f"and item, pooled; target |r| < {SECRET_TARGET}")
+    print(f"{'counter':<18} {'updates':>8} {'r(secret)':>9} {'95% interval':>19} {'control':>8} "
+          f"{'r|changed':>9} {'median ns':>9}  verdict")
+    for name, make, block, how in secret_makers():
+        name, count, r, low, high, rc, rp, med = secret_row(name, make, n, m, 3, block, how)
+        print(f"{name:<18} {count:>8} {r:>+9.4f} [{low:>+8.4f}, {high:>+8.4f}] {rc:>+8.4f} "
+              f"{rp:>+9.4f} {med:>9.0f}  {verdict(low, high)}", flush=True)
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 * 10^4 updates per row")
     parser.add_argument("--counters", type=int, default=16, help="counters updated round robin")
     parser.add_argument("--replays", type=int, default=1, help="seeded replays; each update's least time")
     parser.add_argument("--speed", action="store_true", help="the speed table alone")
     parser.add_argument("--calls", type=int, default=10**5, help="update calls per speed row (10^5)")
-    args = parser.parse_args()
+    parser.add_argument("--secret", action="store_true", help="the secret-item table alone")
+    parser.add_argument("--secret-updates", type=int, default=10**6,
+                        help="updates per row of the secret-item table (10^6; --quick: 10^5)")
+    args = parser.parse_args(argv)
+    if args.secret:
+        print_secret(args.secret_updates, args.counters)
+        return
     print_speed(args.calls)
     if args.speed:
         return
@@ -368,6 +584,8 @@ def main():
         row(name, make, n, m, 1, args.replays)
     for name, make in makers:
         row(name + " (C)", make, n, m, 1, args.replays, timed_kernel_calls)
+    print()
+    print_secret(10**5 if args.quick else args.secret_updates, m)
 
 
 if __name__ == "__main__":

@@ -365,6 +365,25 @@ pds_status pds_counter_update_many(pds_counter *c, pds_rng *rng, const int64_t *
  * draws and release), the release in *release: the one-item entry of
  * update(x), which passes x by value.  PDS_EINVAL for release NULL. */
 pds_status pds_counter_update_one(pds_counter *c, pds_rng *rng, int64_t x, int64_t *release);
+/* Offset of the item passed to pds_counter_update_item: update(x) passes
+ * x + PDS_COUNTER_ITEM_BIAS, so that every item in [0, 2^30 - 1024) reaches C
+ * as a one-digit CPython int above the cached range (0 and 1 alike: the
+ * same interpreter paths; see counters.c, "Timing against the item"). */
+enum { PDS_COUNTER_ITEM_BIAS = 1024 };
+/* What pds_counter_update_item writes: the release, or why it refused. */
+typedef struct pds_counter_output {
+    int64_t release;       /* the release after the item (when true is returned) */
+    pds_status status;     /* PDS_OK after a release, else pds_counter_update_one's status */
+} pds_counter_output;
+/* pds_counter_update_one of the item x = biased - PDS_COUNTER_ITEM_BIAS,
+ * which must lie in [0, max_item] (else status PDS_EINVAL, nothing changed;
+ * also for max_item < 0).  Returns true after a release (out->release),
+ * false otherwise (out->status): a bool, so the caller reads no status int
+ * (CPython's cached 0, which an item 0 shares) and the range check runs in
+ * C with a branch that goes the same way for every item in range.  out must
+ * not be NULL. */
+_Bool pds_counter_update_item(pds_counter *c, pds_rng *rng, int64_t biased, int64_t max_item,
+                              pds_counter_output *out);
 
 /* --------------------------------------------------------------- tree.c --
  * DNRR section 3.2: a noisy tree of fanout f (2 <= f <= 2^24; f = 2 is

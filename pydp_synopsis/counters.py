@@ -58,6 +58,21 @@ one-item path at ~1 us that 30 ns branch was measurable.  What remains is
 CPython's cache of the ints -5..256 (a release in that range allocates no
 object): a function of the released value, which the observer has.
 
+Nor does the duration depend on the item beyond what the release shows
+(issue #30; ``docs/security-timing.md``).  CPython stores 0 with no digit
+and 1 with one, and its int comparisons and conversions branch on that, so
+``update(x)`` touches a Python int item only once, in ``x + 1024`` (a
+one-digit addition without a branch on the value, giving an uncached
+one-digit int for every item below ``2**30 - 1024``), and the C entry
+removes the offset and checks ``[0, max_item]``; the C work is the same for
+every admissible item.  The entry answers a bool and the release is read
+as an attribute, so the update touches no cached int 0 (a status 0, a
+subscript ``[0]``): reference counts written to the same object as the
+caller's item made an item 0 measurably slower.
+:meth:`~ContinualCounter.update_many` compares its batch's minimum and
+maximum as numpy scalars for the same reason.  Items of other types (numpy
+integers) take the checked path, which is not held to this.
+
 Threads and copies
 ------------------
 Every state-changing method and every read of the state holds the
@@ -160,8 +175,13 @@ MAX_NOISE_SCALE = 2**40
 STATE_VERSION = 1
 
 _INT64 = np.iinfo(np.int64)
-# Statuses with which the C core refuses an update before changing anything.
-_EHORIZON, _ESTATE = lib.PDS_EHORIZON, lib.PDS_ESTATE
+# Statuses with which the C core refuses an update before changing anything
+# (PDS_EINVAL: from update(x)'s one-item entry, an item outside [0, max_item]).
+_EHORIZON, _ESTATE, _EINVAL = lib.PDS_EHORIZON, lib.PDS_ESTATE, lib.PDS_EINVAL
+#: update(x) passes ``x + _ITEM_BIAS`` to C: every item below 2**30 - 1024 is
+#: then a one-digit int outside CPython's cache, 0 and 1 alike (module
+#: docstring, "Timing").
+_ITEM_BIAS = lib.PDS_COUNTER_ITEM_BIAS
 
 
 def digit_low(k, subtraction):
@@ -341,7 +361,9 @@ class ContinualCounter(abc.ABC):
         if room and len(xs) > left:
             raise HorizonError(f"{name} has {len(xs)} items but only {left} remain before the "
                                f"horizon {self.horizon}")
-        if len(xs) and xs.dtype.kind != "b" and (int(xs.min()) < 0 or int(xs.max()) > self.max_item):
+        # numpy scalar comparisons: no branch on the values (a Python int
+        # comparison branches on 0 having no digit: module docstring, "Timing")
+        if len(xs) and xs.dtype.kind != "b" and bool((xs.min() < 0) | (xs.max() > self.max_item)):
             raise DomainError(f"{name} must hold integers in [0, {self.max_item}] (max_item, public)")
         return np.ascontiguousarray(xs, dtype=np.int64)
 
@@ -625,7 +647,7 @@ class _TreeCounter(ContinualCounter):
         self._digits = ffi.new("int32_t[]", height)
         self._slots = ffi.new("int64_t[]", capacity)
         self._pool = ffi.new("int64_t[]", pool)
-        self._out = ffi.new("int64_t[1]")        # update(x): its release
+        self._out = ffi.new("pds_counter_output *")   # update(x): its release or status
         scale_t, scale_s = scale_parts(self._scale)
         check(lib.pds_counter_init(self._state, k, int(subtraction), horizon, scale_t, scale_s,
                                    self._digits, self._slots, self._pool, height, capacity, pool))
@@ -634,7 +656,7 @@ class _TreeCounter(ContinualCounter):
         # of a ~1.5 us update; `with` on an RLock ~0.2 us more than these).
         lock = self._lock
         self._fast = (lock.acquire, lock.release, rng._lock.acquire, rng._lock.release,
-                      lib.pds_counter_update_one, self._state, rng._state, self._out)
+                      lib.pds_counter_update_item, self._state, rng._state, self._out, max_item)
 
     def _fill_pool(self):
         """Draw the pool of noise terms before the first release (counters.c, case (a))."""
@@ -746,13 +768,16 @@ class _TreeCounter(ContinualCounter):
     def update(self, x, *, monotone=False):
         """Feed one item and return the release after it (see :meth:`update_many`).
 
-        A Python int in ``[0, max_item]`` goes straight to the C entry
-        ``pds_counter_update_one`` (``update_many``'s checks, pool and draws
-        for one item: the same release, seed for seed), holding the
+        A Python int goes straight to the C entry
+        ``pds_counter_update_item`` (``update_many``'s checks, pool and
+        draws for one item: the same release, seed for seed), holding the
         counter's lock and then the generator's, as :meth:`update_many`
-        does.  Anything else, and an update the C core refuses before
-        changing anything (past the horizon, a failed counter), takes the
-        checked path, which raises the documented error.
+        does; it is passed as ``x + 1024`` and range-checked in C, so 0 and
+        1 take the same interpreter paths (module docstring, "Timing").
+        Anything else, and an update the C core refuses before changing
+        anything (an item outside ``[0, max_item]``, past the horizon, a
+        failed counter), takes the checked path, which raises the
+        documented error.
 
         Examples
         --------
@@ -763,20 +788,28 @@ class _TreeCounter(ContinualCounter):
         """
         if monotone is not False and monotone is not True:
             monotone = check_bool(monotone, "monotone")
-        if type(x) is int and 0 <= x <= self._max_item:
-            acquire, release, rng_acquire, rng_release, update_one, state, rng, out = self._fast
+        if type(x) is int:
+            acquire, release, rng_acquire, rng_release, update_item, state, rng, out, bound = self._fast
             acquire()
             try:
                 rng_acquire()
                 try:
-                    st = update_one(state, rng, x, out)
+                    # x is touched once, by a branch-free one-digit addition;
+                    # C removes the offset and checks [0, max_item].  The
+                    # entry answers a bool and the release is read as an
+                    # attribute: no status int 0, no subscript [0], so the
+                    # cached int 0 (an item 0 itself) is never touched here
+                    released = update_item(state, rng, x + _ITEM_BIAS, bound, out)
+                except OverflowError:        # beyond int64: the checked path's error
+                    released = None
                 finally:
                     rng_release()
-                if not st:
+                if released:
                     # the C core keeps the monotone peak: no Python work here
                     # depends on whether the release is a new maximum
-                    return state.peak if monotone else out[0]
-                if st != _EHORIZON and st != _ESTATE:
+                    return state.peak if monotone else out.release
+                st = _EINVAL if released is None else out.status
+                if st != _EHORIZON and st != _ESTATE and st != _EINVAL:
                     self._raise_status(st)
                 # refused before any change: the checked path's error
             finally:

@@ -65,6 +65,7 @@ References
 """
 import functools
 import math
+import operator
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -88,6 +89,8 @@ _MIN_PRECISION = 8
 _SIGMA2_TARGET = 1 << 60
 #: update_many batches longer than this use the O(t log t) transforms.
 _DIRECT_BATCH = 8
+#: update(x) converts ``x + _ITEM_BIAS``: a one-digit uncached int for 0 and 1 alike.
+_ITEM_BIAS = lib.PDS_COUNTER_ITEM_BIAS
 
 
 def sqrt_factor_coefficients(n):
@@ -245,7 +248,7 @@ class SqrtFactorizationCounter:
         self._x = np.zeros(horizon, dtype=np.int64)
         self._w = np.zeros(horizon, dtype=np.int64)
         self._time = 0
-        self._total = 0
+        self._total = np.int64(0)   # a numpy scalar: compared without Python int branches
 
     # ------------------------------------------------------------ properties
     @property
@@ -302,12 +305,34 @@ class SqrtFactorizationCounter:
         x : int
             Non-negative integer item (the total stays at most :attr:`max_total`).
 
+        Raises
+        ------
+        TypeError
+            ``x`` is not an integer (bools are refused).
+        DomainError
+            ``x`` outside ``[0, max_total]``, or the total would exceed
+            :attr:`max_total` (the message gives the range, never the value).
+
         Notes
         -----
-        O(t) at time t.
+        O(t) at time t.  The item is touched once, as ``x + 1024`` (the tree
+        counters' offset), and checked as a numpy scalar, so 0 and 1 take
+        the same interpreter paths (``docs/security-timing.md``).
         """
-        x = check_int(x, "x", 0, self.max_total, DomainError)
-        return float(self.update_many(np.array([x], dtype=np.int64))[0])
+        if type(x) is not int:
+            if isinstance(x, (bool, np.bool_)):
+                raise TypeError("x must be an integer, got bool")
+            try:
+                x = operator.index(x)
+            except TypeError:
+                raise TypeError(f"x must be an integer, got {type(x).__name__}") from None
+        try:
+            xs = np.array([x + _ITEM_BIAS], dtype=np.int64) - _ITEM_BIAS
+        except OverflowError:
+            xs = None
+        if xs is None or bool((xs.min() < 0) | (xs.max() > self.max_total)):
+            raise DomainError(f"x must be an integer in [0, {self.max_total}] (max_total, public)")
+        return self.update_many(xs).item()
 
     def update_many(self, xs):
         """Feed a batch of items; return the estimates after each one (float64 array).
@@ -337,13 +362,15 @@ class SqrtFactorizationCounter:
                                f"before the horizon {self._horizon}")
         batch = 0
         if n:
-            if xs.dtype.kind != "b" and int(xs.min()) < 0:
+            # numpy scalar comparisons: a Python int comparison branches on 0
+            # having no digit (docs/security-timing.md)
+            if xs.dtype.kind != "b" and bool(xs.min() < 0):
                 raise DomainError("xs must be non-negative integers")
-            if int(xs.max()) > self.max_total:
+            if bool(xs.max() > self.max_total):
                 raise DomainError(f"xs must be at most max_total = 2**{62 - self.precision_bits} - 1")
-            batch = int(xs.sum(dtype=np.int64))  # at most 2^22 items below 2^38 each
-        total = self._total + batch
-        if total > self.max_total:
+            batch = xs.sum(dtype=np.int64)  # at most 2^22 items below 2^38 each
+        total = self._total + batch      # an int64 scalar
+        if bool(total > self.max_total):
             raise DomainError(f"xs would make the total exceed max_total = 2**{62 - self.precision_bits} - 1")
         xs = xs.astype(np.int64)
         if n == 0:

@@ -942,3 +942,100 @@ def test_the_monotone_peak_lives_in_the_c_state_and_moves_only_with_releases():
     with pytest.raises(DomainError, match="representable range"):
         c.update_many([0] * 5 + [2000])                    # the sixth release overflows
     assert c._state.failed and c.time == 55 and c.monotone_release == before  # five were computed
+
+
+# ------------------------------------- timing against the item (issue #30 s.6)
+TIMING_KINDS = [("binary", 2, False), ("kary", 19, True), ("kary", 20, True), ("kary", 17, False)]
+RANGE_MESSAGE = r"x must be an integer in \[0, \d+\] \({what}, public\)"
+
+
+def _spy_on_the_one_item_entry(counter):
+    """Wrap the C entry of ``counter.update(x)`` (element 4 of its bound
+    arguments) so that every call's arguments and answer are recorded; the
+    real entry still does the work (a spy, not a stand-in)."""
+    calls = []
+    fast = list(counter._fast)
+    entry = fast[4]
+
+    def spy(*args):
+        answer = entry(*args)
+        calls.append((args, answer))
+        return answer
+    fast[4] = spy
+    counter._fast = tuple(fast)
+    return calls
+
+
+@pytest.mark.parametrize("kind,k,sub", TIMING_KINDS)
+def test_update_passes_items_0_and_1_to_c_in_the_same_shape(kind, k, sub):
+    """update(x) hands C the item as one uncached one-digit CPython int for 0
+    and 1 alike, and the entry answers a bool, so no status int 0 (the very
+    object an item 0 is) is touched: CPython branches on 0 having no digit
+    and on reference counts of one shared object, which made an update's
+    duration depend on the secret item (issue #30: r = -0.017; before the
+    fix the item itself was passed and a status int returned)."""
+    counter = make(kind, 50, 1.0, Rng(4), k, sub)
+    twin = make(kind, 50, 1.0, Rng(4), k, sub)
+    calls = _spy_on_the_one_item_entry(counter)
+    items = [0, 1, 1, 0, 0, 1]
+    releases = [counter.update(x) for x in items]
+    assert releases == twin.update_many(items).tolist()           # the same releases, seed for seed
+    passed = [args[2] for args, _ in calls]
+    assert len(passed) == len(items)
+    assert all(type(a) is int and not -5 <= a <= 256 for a in passed)   # outside CPython's cache
+    assert len({sys.getsizeof(a) for a in passed}) == 1                   # one digit count for 0 and 1
+    assert [b - a for a, b in zip(passed, passed[1:])] == np.diff(items).tolist()
+    assert all(answer is True for _, answer in calls)
+
+
+@pytest.mark.parametrize("kind,k,sub", TIMING_KINDS)
+def test_update_refusals_reach_c_once_and_change_nothing(kind, k, sub):
+    """An item outside [0, max_item] (also beyond int64) is refused by the C
+    entry before anything changes, and update raises the checked path's
+    error, which names the range and never the item."""
+    counter = make(kind, 20, 1.0, Rng(8), k, sub)
+    counter.update(1)
+    before = counter.to_state()
+    for bad in (-1, -1025, counter.max_item + 1, 2**63, 2**80, -2**80):
+        with pytest.raises(DomainError, match=RANGE_MESSAGE.format(what="max_item")) as e:
+            counter.update(bad)
+        assert str(bad) not in str(e.value).replace(str(counter.max_item), "")
+        assert counter.to_state() == before
+    assert counter.update(counter.max_item) == counter.release   # the top of the range is admitted
+
+
+@pytest.mark.parametrize("kind,k,sub", TIMING_KINDS)
+def test_the_item_changes_only_the_prefix_not_the_draws(kind, k, sub):
+    """Two counters on one seed fed different bit streams draw the same noise
+    (the same generator position after) and release values differing exactly
+    by the difference of the prefix sums: the C work does not depend on the
+    items (csrc/counters.c, "Timing against the item")."""
+    g = np.random.default_rng(k)
+    a, b = g.integers(0, 2, 300), g.integers(0, 2, 300)
+    ca, cb = make(kind, 300, 1.0, Rng(9), k, sub), make(kind, 300, 1.0, Rng(9), k, sub)
+    ra = np.array([ca.update(int(x)) for x in a])
+    rb = np.array([cb.update(int(x)) for x in b])
+    np.testing.assert_array_equal(ra - rb, np.cumsum(a) - np.cumsum(b))
+    assert ca._rng._to_state() == cb._rng._to_state()
+
+
+def test_sqrt_counter_update_draws_alike_for_0_and_1_and_never_echoes_the_item():
+    """The square-root counter: the same draws for any items (releases differ
+    by the prefix sums up to float rounding), update(x) equal to
+    update_many([x]), and a refused item's message gives the range, never
+    the value (before: "x must be in [0, ...], got -3")."""
+    g = np.random.default_rng(5)
+    a, b = g.integers(0, 2, 40), g.integers(0, 2, 40)
+    ca, cb, cc = (ps.SqrtFactorizationCounter(horizon=40, epsilon=1, delta=1e-6, rng=Rng(6))
+                  for _ in range(3))
+    one = [ca.update(int(x)) for x in a]
+    assert all(type(r) is float for r in one)
+    ra, rb = np.array(one), np.array([cb.update(int(x)) for x in b])
+    np.testing.assert_allclose(ra - rb, np.cumsum(a) - np.cumsum(b), atol=1e-6)
+    np.testing.assert_allclose(ra, cc.update_many(a), atol=1e-6)    # one batch: the O(t log t) path
+    for bad in (-3, -123457, 2**70, ca.max_total + 1):
+        with pytest.raises(DomainError, match=RANGE_MESSAGE.format(what="max_total")) as e:
+            ps.SqrtFactorizationCounter(horizon=4, epsilon=1, delta=1e-6, rng=Rng(1)).update(bad)
+        assert str(bad) not in str(e.value).replace(str(ca.max_total), "")
+    with pytest.raises(TypeError, match="got bool"):
+        ca.update(True)
