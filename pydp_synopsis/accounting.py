@@ -99,7 +99,7 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import ParameterError
-from .params import MAX_SCALE, exact_epsilon, exact_scale
+from .params import MAX_SCALE, dtype_name, exact_epsilon, exact_scale
 
 __all__ = [
     "check_delta",
@@ -474,7 +474,7 @@ def discrete_laplace_delta(shifts, scale, epsilon):
     """
     d = np.asarray(shifts)
     if d.dtype.kind not in "iu" and not (d.size == 0 and d.dtype.kind == "f"):
-        raise TypeError(f"shifts must be integers, got dtype {d.dtype}")
+        raise TypeError(f"shifts must be integers, got dtype {dtype_name(d.dtype)}")
     if d.ndim != 1:
         raise ParameterError(f"shifts must be one-dimensional, got shape {d.shape}")
     mags = np.abs(d.astype(np.int64))

@@ -154,7 +154,7 @@ from .budget import charge
 from .noise import discrete_laplace_variance
 from .noise_terms import check_discrete_laplace_terms
 from .accounting import check_delta_or_zero, unit_shift_scale
-from .params import check_beta, check_bool, check_int, exact_epsilon, scale_parts
+from .params import check_beta, check_bool, check_int, dtype_name, exact_epsilon, scale_parts
 from .rng import Rng, resolve_rng
 from .tails import laplace_sum_tail
 
@@ -354,7 +354,7 @@ class ContinualCounter(abc.ABC):
         if xs.size == 0 and xs.ndim == 1:
             xs = xs.astype(np.int64)  # [] is float64 to numpy
         if xs.dtype.kind not in "biu":
-            raise TypeError(f"{name} must hold integers, got dtype {xs.dtype}")
+            raise TypeError(f"{name} must hold integers, got dtype {dtype_name(xs.dtype)}")
         if xs.ndim != 1:
             raise DomainError(f"{name} must be one-dimensional, got shape {xs.shape}")
         left = self.horizon - self.time
@@ -939,7 +939,7 @@ class _TreeCounter(ContinualCounter):
         scalar = times is None or np.ndim(times) == 0
         t = np.asarray(self.time if times is None else times)
         if t.dtype.kind not in "iu" or t.dtype == np.bool_:
-            raise TypeError(f"times must be integers, got dtype {t.dtype}")
+            raise TypeError(f"times must be integers, got dtype {dtype_name(t.dtype)}")
         if t.size and (int(t.min()) < 0 or int(t.max()) > self.horizon):
             raise DomainError(f"times must be in [0, {self.horizon}] (the horizon, public)")
         k, low = self.k, int(self._state.low)

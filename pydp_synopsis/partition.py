@@ -50,7 +50,7 @@ from ._core import LIMITS, check, ffi, lib
 from .aggregates import SegmentIndex, aggregate, check_counts
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .params import (as_offsets, check_beta, check_bool, check_domain, check_positions,
-                     check_threshold_factor, exact_epsilon, is_int, scale_parts)
+                     check_threshold_factor, dtype_name, exact_epsilon, is_int, scale_parts)
 from .rng import resolve_rng
 from ._threads import sort_u64
 
@@ -920,7 +920,7 @@ class OnlinePartition(_Fig1):
         if arr.dtype.kind == "b":
             arr = arr.astype(np.int64)
         if arr.dtype.kind not in "iu":
-            raise TypeError(f"counts must be an array of integers, got dtype {arr.dtype}")
+            raise TypeError(f"counts must be an array of integers, got dtype {dtype_name(arr.dtype)}")
         n = self._count_of_positions(len(arr), "feed")
         nz = np.flatnonzero(arr)
         cnt = self._kernel_counts(arr[nz])
@@ -1004,7 +1004,7 @@ class OnlinePartition(_Fig1):
             cnt = cnt.astype(np.int64)
         for arr, name in ((pos, "positions"), (cnt, "counts")):
             if arr.ndim != 1 or arr.dtype.kind not in "iu":
-                raise TypeError(f"{name} must be a 1-D array of integers, got dtype {arr.dtype}, "
+                raise TypeError(f"{name} must be a 1-D array of integers, got dtype {dtype_name(arr.dtype)}, "
                                 f"{arr.ndim} dimensions")
         # The messages name the rule and the public range, never a position,
         # a count or how many there are: those are data.

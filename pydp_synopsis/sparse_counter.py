@@ -57,7 +57,8 @@ from .budget import charge
 from .counters import (MAX_HORIZON, STATE_VERSION, BinaryTreeCounter, ContinualCounter, KaryTreeCounter,
                        check_pure_epsilon, int64_array, state_delta, state_fraction)
 from .errors import DomainError, FormatError, HorizonError
-from .params import check_beta, check_bool, check_choice, check_int, check_share, exact_epsilon, split_epsilon
+from .params import (check_beta, check_bool, check_choice, check_int, check_share, dtype_name,
+                     exact_epsilon, split_epsilon)
 from .partition import OnlinePartition, fig1_threshold
 from .rng import resolve_rng
 
@@ -552,7 +553,7 @@ class SparseStreamCounter(ContinualCounter):
             if pos.size == 0 and pos.ndim == 1:
                 pos = pos.astype(np.int64)
             if pos.dtype.kind not in "iu":
-                raise TypeError(f"positions must hold integers, got dtype {pos.dtype}")
+                raise TypeError(f"positions must hold integers, got dtype {dtype_name(pos.dtype)}")
             if pos.ndim != 1:
                 raise DomainError(f"positions must be one-dimensional, got shape {pos.shape}")
             if weights is None:

@@ -76,7 +76,7 @@ from .accounting import check_delta, zcdp_rho
 from .budget import charge, describe
 from .errors import DomainError, HorizonError, ParameterError
 from .gaussian import MAX_SIGMA2, _fill, discrete_gaussian_variance, exact_sigma2
-from .params import check_int, exact_epsilon
+from .params import check_int, dtype_name, exact_epsilon
 from .rng import Rng, resolve_rng  # noqa: F401  (Rng: doctests)
 
 __all__ = ["SqrtFactorizationCounter", "sqrt_factor_coefficients", "MAX_HORIZON"]
@@ -353,7 +353,7 @@ class SqrtFactorizationCounter:
         if xs.size == 0 and xs.ndim == 1:
             xs = xs.astype(np.int64)
         if xs.dtype.kind not in "biu":
-            raise TypeError(f"xs must hold integers, got dtype {xs.dtype}")
+            raise TypeError(f"xs must hold integers, got dtype {dtype_name(xs.dtype)}")
         if xs.ndim != 1:
             raise DomainError(f"xs must be one-dimensional, got shape {xs.shape}")
         n = xs.shape[0]

@@ -164,3 +164,20 @@ def test_cli_build_prints_the_same_bytes_for_neighbours(tmp_path, refusal):
         printed.append(proc.stdout + b"\0" + proc.stderr)
     assert printed[0] == printed[1]
     assert printed[0].count(b"\n") == 1 and not ROW_NUMBER.search(printed[0].decode())
+
+
+@pytest.mark.parametrize("call", [
+    lambda xs: ps.KaryTreeCounter(horizon=100, epsilon=1, rng=ps.Rng(seed=1)).update_many(xs),
+    lambda xs: ps.SqrtFactorizationCounter(horizon=100, epsilon=1, delta=1e-6,
+                                           rng=ps.Rng(seed=1)).update_many(xs),
+    lambda xs: ps.SparseStreamCounter(horizon=100, epsilon=1, rng=ps.Rng(seed=1)).update_sparse(xs),
+    lambda xs: ps.private_partition(xs, domain=(0, 99), epsilon=1, counts=np.ones(2, np.int64)),
+], ids=["kary", "sqrt", "sparse-positions", "partition-counts"])
+def test_stream_and_partition_inputs_never_tell_a_string_length(call):
+    """'got dtype <U9' would tell the longest string's length: every neighbour reads 'str'."""
+    said = []
+    for xs in (np.array(["1", "TOPSECRET"]), np.array(["1", "x"])):
+        with pytest.raises(TypeError) as info:
+            call(xs)
+        said.append(str(info.value))
+    assert said[0] == said[1] and "<U" not in said[0]
