@@ -269,17 +269,17 @@ def test_demo_plot(tmp_path):
 def test_progress_line_only_on_a_terminal_after_two_seconds(monkeypatch):
     import io
 
-    from pydp_synopsis import cli
+    from pydp_synopsis.cli import progress
 
     class Tty(io.StringIO):
         def isatty(self):
             return True
 
     clock = [100.0]
-    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
     tty, pipe = Tty(), io.StringIO()
     for stream in (tty, pipe):
-        p = cli.Progress("counting", total=10, stream=stream)
+        p = progress.Progress("counting", total=10, stream=stream)
         p.update(1)          # before 2 s: silent
         clock[0] += 3
         p.update(5)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
-from pydp_synopsis import cli
+from pydp_synopsis.cli import common, parse, progress
 from test_cli import PACKAGE_PARENT, SCRIPT, answer_and_bound, one_line_error, read_pty, run
 
 pytestmark = pytest.mark.integration     # the command line in subprocesses
@@ -63,10 +63,11 @@ def test_batch_answers_are_written_in_full_precision_without_negative_zero(tmp_p
 
 
 def test_number_formats_never_print_negative_zero():
-    assert cli._full(-0.0) == "0.0" and cli._full(4998554.3) == "4998554.3"
-    assert cli._full(0.1 + 0.2) == "0.30000000000000004"
-    assert cli._shown(-0.0) == "0.0" and cli._shown(-0.04) == "0.0" and cli._shown(-0.06) == "-0.1"
-    assert cli._shown(-12.0) == "-12.0"
+    assert common.full_text(-0.0) == "0.0" and common.full_text(4998554.3) == "4998554.3"
+    assert common.full_text(0.1 + 0.2) == "0.30000000000000004"
+    assert common.shown_text(-0.0) == "0.0" and common.shown_text(-0.04) == "0.0"
+    assert common.shown_text(-0.06) == "-0.1"
+    assert common.shown_text(-12.0) == "-12.0"
 
 
 def test_negative_domain_needs_no_equals_sign(tmp_path):
@@ -88,7 +89,7 @@ def test_negative_domain_needs_no_equals_sign(tmp_path):
 
 
 def test_attach_negative_values_touches_only_value_options():
-    f = cli._attach_negative_values
+    f = parse.attach_negative_values
     assert f(["build", "--domain", "-5:5"]) == ["build", "--domain=-5:5"]
     assert f(["query", "s", "--lo", "-1,-2", "--hi", "3,-1"]) == ["query", "s", "--lo=-1,-2", "--hi", "3,-1"]
     assert f(["build", "--domain", "--epsilon"]) == ["build", "--domain", "--epsilon"]
@@ -191,7 +192,7 @@ def test_progress_stays_off_when_the_releases_go_to_the_terminal():
         def flush(self):
             pass
 
-    p = cli.Progress("x", stream=Tty(), quiet_if=Tty())
+    p = progress.Progress("x", stream=Tty(), quiet_if=Tty())
     assert not p.enabled
     p.update(10)
     p.close()
