@@ -21,22 +21,24 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 import zipfile
 
 import numpy as np
 
-from . import persist
+from . import __version__, persist, sources
 from .arguments import integer, real
 from .budget import Budget
 from .checkpoint import StreamCheckpoint
 from .counters import BinaryTreeCounter, KaryTreeCounter
 from .errors import HorizonError, InputError, ParameterError, SynopsisError, UsageError
 from .outputs import OutputError, check_output
+from .plot import MAX_BINS, check_bins, new_figure, plot_file, require_matplotlib
 from .inputs import parse_scale, to_fixed_point
-from .sources import Source
-from .sources.dask import CLUSTER_TIMEOUT, check_cluster_timeout, check_scheduler
-from .sources.files import in_file
+from .sources import Source, expand_paths, parse_database
+from .sources.dask import CLUSTER_TIMEOUT, check_cluster_timeout, check_scheduler, dask_files
+from .sources.files import check_delimiter, in_file
 from .sparse_counter import SparseStreamCounter
 from .intervals import IntervalSynopsis
 from .params import check_beta, exact_epsilon
@@ -288,8 +290,6 @@ class _BuildProgress:
         self.start = time.monotonic()
         self.phase, self.rows, self.shown = "reading", None, False
         self._stop = None
-        import threading
-
         self._lock = threading.Lock()
         if self.enabled:
             self._stop = threading.Event()
@@ -347,8 +347,6 @@ def _columns(text):
 
 def _build_source(args, columns, units=None):
     """The source the arguments name (files are expanded, nothing is opened)."""
-    from . import sources
-
     if args.database is not None or args.table is not None or args.sql is not None:
         if args.input is not None:
             raise UsageError("give --input files or --database with --table/--sql, not both")
@@ -371,8 +369,6 @@ def _build_source(args, columns, units=None):
                          "(--database with --table or --sql)")
     engine = args.engine or "local"
     if engine == "dask":
-        from .sources.dask import dask_files
-
         if units is not None and any(col.kind in ("date", "datetime") or col.resolution
                                      is not None for col in units):
             raise UsageError("--engine dask reads integer and --scale decimal columns; dates "
@@ -398,8 +394,6 @@ def _cluster_timeout(args):
 
 def _input_paths(args):
     """The files a build reads (for the output-is-an-input check), globs expanded."""
-    from .sources import expand_paths, parse_database
-
     paths = []
     if args.input is not None:
         try:
@@ -954,8 +948,6 @@ def cmd_demo(args):
     if args.write_data:
         return _write_demo_data(args.write_data)
     if args.plot:
-        from .plot import require_matplotlib
-
         require_matplotlib("--plot")
         _check_output(args.plot, option="--plot")
     lat, lon = _demo_data()
@@ -1027,8 +1019,6 @@ def cmd_demo(args):
 
 
 def _plot(path, true1, ans1, true2, ans2):
-    from .plot import new_figure
-
     fig = new_figure((10, 4.5))
     axes = fig.subplots(1, 2)
     for ax, t, a, title in ((axes[0], true1, ans1, "intervals (latitude)"),
@@ -1045,8 +1035,6 @@ def _plot(path, true1, ans1, true2, ans2):
 
 # ------------------------------------------------------------------- plot
 def cmd_plot(args):
-    from .plot import MAX_BINS, check_bins, plot_file, require_matplotlib
-
     require_matplotlib("plot")             # before anything is read or drawn
     if args.bins is not None:
         check_bins(args.bins, MAX_BINS, "--bins")
@@ -1117,8 +1105,6 @@ def _attach_negative_values(argv):
 
 def _delimiter(args):
     """The checked ``--delimiter`` (one character), or ``","``."""
-    from .sources.files import check_delimiter
-
     if getattr(args, "delimiter", None) is None:
         return ","
     try:
@@ -1129,8 +1115,6 @@ def _delimiter(args):
 
 # ----------------------------------------------------------------- parser
 def _version():
-    from . import __version__
-
     return __version__
 
 

@@ -33,17 +33,19 @@ import numpy as np
 from . import persist, trees
 from .accounting import check_delta_or_zero
 from .budget import charge, describe
-from .counters import KaryTreeCounter, check_pure_epsilon, state_delta
+from .counters import KaryTreeCounter
+from .persist import check_pure_epsilon, state_delta
 from .errorbars import assemble, noise_std
 from .errors import DomainError, FormatError, ParameterError
 from .params import (MAX_SCALE, as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
                      check_ratio, check_share, check_threshold_factor, exact_epsilon, is_int,
                      split_epsilon)
 from .aggregates import aggregate, check_counts
-from .partition import Partition, fig1_threshold, partition_of_sorted
-from .privtree import PRIVTREE, TreePartition, privtree_of_sorted, privtree_parameters
-from .shards import MAX_SHARDS, check_shards, partition_sharded
+from .partitions import Partition, TreePartition, fig1_threshold, partition_of_sorted, partition_source_axis
+from .partitions.privtree import PRIVTREE, privtree_parameters
+from .partitions.sharded import MAX_SHARDS, check_shards
 from .rng import resolve_rng
+from .sources import as_source, is_source
 from ._threads import THREAD_ROWS, halves, run_parts, sort_u64
 from .tails import laplace_sum_tail, laplace_weighted_tail
 from .units import (Column, clipped_from_record, columns_from_record, columns_to_record,
@@ -93,7 +95,7 @@ def _check_method(partition, estimator, partition_share, threshold_factor):
                                  f"partition='privtree' (the seal estimators need DNRR's "
                                  f"seal points), got {estimator!r}")
         share = DEFAULT_SHARE if partition_share is None else partition_share
-        return method, estimator, share, PRIVTREE
+        return method, estimator, share, None
     estimator = DNRR_ESTIMATOR if estimator is None else estimator
     share = DNRR_SHARE if partition_share is None else partition_share
     factor = check_threshold_factor(DNRR_FACTOR if threshold_factor is None
@@ -537,7 +539,7 @@ class IntervalSynopsis:
                                                   "epsilon * (1 - partition_share)"))
         values, (domain,), counts, described = prepare_build(
             values, [domain], counts=counts, columns=columns, scale=scale,
-            resolution=resolution, dropna=dropna, clip=clip)
+            resolution=resolution, dropna=dropna, clip=clip, source=is_source(values))
         domain = check_domain(domain)
         if method == "dnrr":
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
@@ -548,14 +550,15 @@ class IntervalSynopsis:
         rng = resolve_rng(rng)
         what = describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t,
                         **({"delta": dlt} if dlt else {}))
-        source = _as_source(values, counts)
+        source = as_source(values, counts, dropna)
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
             # clip= only when asked: a Source written before it keeps working
             with source.prepare([domain], **({"clip": True} if clip else {})) as prepared:
                 charge(budget, eps_p + eps_t, what, dlt)
-                part, counts = prepared.partition(0, domain, eps_p, beta / 2, factor, rng,
-                                                  n_shards)
+                part, counts = partition_source_axis(prepared, 0, domain, eps_p, beta / 2, rng,
+                                                     n_shards, method=method,
+                                                     threshold_factor=factor)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
                                     estimator=estimator, k=k, dlt=dlt, ratio=ratio)
@@ -567,22 +570,15 @@ class IntervalSynopsis:
         charge(budget, eps_p + eps_t, what, dlt)
 
         if weights is not None or n_shards > 1:
-            part, counts = partition_sharded(
-                [aggregate(offsets, None if weights is None else weights.ravel())], domain,
-                n_shards, eps_p, beta / 2, factor, rng)
+            # the distinct values with their counts (the streamed builds' form)
+            srt, cnt = aggregate(offsets, None if weights is None else weights.ravel())
         else:
             # One sort (in threads) serves the partition and the segment counts.
-            srt = sort_u64(np.ascontiguousarray(offsets, dtype=np.uint64))
-            if method == "privtree":
-                # the kernel reports each leaf's true count as it walks
-                part, counts = privtree_of_sorted(srt, domain, eps_p, beta / 2, rng,
-                                                  leaf_counts=True)
-            else:
-                part = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng)
-                cut = np.searchsorted(srt, part.end_offsets, side="right")
-                counts = np.diff(cut, prepend=0).astype(np.int64)
-            if int(counts.sum()) != offsets.size:
-                raise AssertionError("partition weights do not add up to the number of values")
+            srt, cnt = sort_u64(np.ascontiguousarray(offsets, dtype=np.uint64)), None
+        part, counts = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng, cnt,
+                                           method=method, shards=n_shards, weights=True)
+        if cnt is None and int(counts.sum()) != offsets.size:
+            raise AssertionError("partition weights do not add up to the number of values")
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
                                 consistency=consistency, estimator=estimator, k=k,
                                 dlt=dlt, ratio=ratio)
@@ -1179,14 +1175,6 @@ class IntervalSynopsis:
             meta["clipped"] = True
         arrays = {"end_offsets": self._ends, "released": self._released}
         return _KIND, meta, arrays, None
-
-
-def _as_source(values, counts):
-    """``values`` as a :class:`~pydp_synopsis.sources.Source` if it is one (or a dask
-    collection), else None (an array: the in-memory build)."""
-    from .sources import as_source   # the sources import the synopses: import late
-
-    return as_source(values, counts)
 
 
 @persist.register(_KIND)
