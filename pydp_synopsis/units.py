@@ -49,6 +49,7 @@ import datetime as _dt
 import math
 import re
 import warnings
+import zoneinfo
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -607,9 +608,8 @@ def _zone(tz):
     if tz.upper() == "UTC":
         return _dt.timezone.utc
     try:
-        import zoneinfo
         return zoneinfo.ZoneInfo(tz)
-    except (ImportError, ValueError, OSError, LookupError):
+    except (ValueError, OSError, LookupError):
         raise ParameterError(f"unknown time zone {tz!r} (an IANA name such as 'Europe/Paris')") \
             from None
 

@@ -24,26 +24,28 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
 #: works without them)
 OPTIONAL = {"duckdb", "psycopg", "pyarrow", "dask", "distributed", "pandas", "matplotlib"}
 
-#: standard-library imports allowed inside a function, with the reason
-LOCAL_STDLIB = {
-    "zoneinfo": "a time zone is looked up only for datetime columns (tzdata may be absent)",
-}
+#: standard-library imports allowed inside a function, with the reason (none)
+LOCAL_STDLIB = {}
 
-#: private names that may be imported across modules, with the reason
-PRIVATE_ALLOWED = {
-    # (importing module, imported module, name): reason
-    ("_core", "_native", "ffi"): "the compiled cffi module is private by name; _core is its one importer",
-    ("_core", "_native", "lib"): "the compiled cffi module is private by name; _core is its one importer",
-}
+#: private names (``_x``) that may be imported from another module of the
+#: package, as (importing module, imported module, name): reason.  None today.
+PRIVATE_ALLOWED = {}
 
-#: private modules that other modules may import from (their names are private
-#: to the package, not to one module)
+#: private *modules* of the package and who may import them (None: any module),
+#: with the reason: their names are private to the package, not to one module
 PRIVATE_MODULES = {
-    "_core": "the one loader of the compiled C core (status -> exception, LIMITS, buffer views)",
-    "_threads": "the package's thread pool and parallel sort",
-    "_exact": "the exact decimal decisions of the kernels' rare undecided cases",
-    "_native": "the compiled cffi module (imported by _core only)",
+    "_native": (("_core",), "cffi's compiled module: _core is its one loader (status -> "
+                            "exception, LIMITS, buffer views)"),
+    "_core": (None, "the one loader of the compiled C core; every wrapper calls C through it"),
+    "_threads": (None, "the package's thread pool and parallel sort"),
+    "_exact": (None, "the exact decimal decisions of the kernels' rare undecided cases"),
 }
+
+#: modules that run a mechanism (draw noise or decide a release): the sources
+#: read data and may import none of them
+MECHANISMS = ("partitions.entry", "partitions.dnrr", "partitions.online", "partitions.privtree",
+              "partitions.runner", "noise", "gaussian", "trees", "counters", "sparse_counter",
+              "intervals", "rectangles", "partition", "privtree", "shards")
 
 
 def _module_name(path, root):
@@ -138,9 +140,10 @@ def _graph(root=ROOT):
                 # a private module imported by name (``from . import _exact``) is fine only
                 # for the modules listed in PRIVATE_MODULES
                 last = target.split(".")[-1]
-                if target in modules and last.startswith("_") and not last.startswith("__") \
-                        and last not in PRIVATE_MODULES:
-                    private_imports.append((name, node.lineno, target, last))
+                if target in modules and last.startswith("_") and not last.startswith("__"):
+                    importers = PRIVATE_MODULES.get(last, ((),))[0]
+                    if importers is not None and name.split(".")[-1] not in importers:
+                        private_imports.append((name, node.lineno, target, last))
     return edges, local_imports, private_imports
 
 
@@ -198,6 +201,15 @@ def test_no_import_inside_a_function():
 def test_no_private_name_across_modules():
     _, _, private_imports = _graph()
     assert [f"{m}:{line} imports {name} from {src}" for m, line, src, name in private_imports] == []
+
+
+def test_sources_import_no_mechanism():
+    """Sources read data and never run a mechanism (partitions.runner decides what runs)."""
+    edges, _, _ = _graph()
+    bad = sorted((m, t) for m, targets in edges.items() if m.startswith(f"{PACKAGE}.sources")
+                 for t in targets
+                 if any(t == f"{PACKAGE}.{x}" or t.startswith(f"{PACKAGE}.{x}.") for x in MECHANISMS))
+    assert bad == []
 
 
 @pytest.mark.parametrize("source, expected", [
