@@ -181,18 +181,18 @@ class IntervalSynopsis:
 
        ``partition="privtree"`` (the default): PrivTree's binary
        decomposition with depth-biased counts ([ZXX16]_ Algorithm 2,
-       :class:`~pydp_synopsis.privtree.TreePartition`): nodes split while
+       :class:`~pydp_synopsis.partitions.privtree.TreePartition`): nodes split while
        they hold more than about ``depth * 2.08 / epsilon_p`` items, so
        leaves are small where the data are dense, a heavy value becomes a
        leaf of its own, and empty stretches cost a few empty leaves.  A
        leaf of width >= 2 at depth ``d`` holds at most ``W_d`` items (all
        leaves at once with probability ``>= 1 - beta/2``, duplicates
        included: :meth:`TreePartition.leaf_weight_bounds
-       <pydp_synopsis.privtree.TreePartition.leaf_weight_bounds>`); a leaf
+       <pydp_synopsis.partitions.privtree.TreePartition.leaf_weight_bounds>`); a leaf
        of width 1 is never cut by an interval.
 
        ``partition="dnrr"``: DNRR's Fig. 1
-       (:func:`~pydp_synopsis.partition.private_partition`, Theorem 2.1).
+       (:func:`~pydp_synopsis.partitions.private_partition`, Theorem 2.1).
        Its threshold is
        ``T = c (ln D + ln(2/beta)) / epsilon_p`` with ``c = threshold_factor``
        (3 in Fig. 1).  Whatever ``c``, every segment's weight *excluding the
@@ -434,7 +434,7 @@ class IntervalSynopsis:
             and partition each piece on its own stream ``rng.derive(i)``: on
             a cluster in parallel (a dask collection), here one after the
             other.  Same epsilon (parallel composition), at most ``shards -
-            1`` more segments; see :mod:`pydp_synopsis.shards`.  None or 1:
+            1`` more segments; see :mod:`pydp_synopsis.partitions.sharded`.  None or 1:
             one partition drawn from ``rng``.
         delta : float or Fraction
             In ``[0, 1)``; 0 (default) is pure epsilon-DP.  With ``delta >
@@ -652,7 +652,7 @@ class IntervalSynopsis:
     @property
     def user_segment_ends(self):
         """The partition's segment ends (:attr:`Partition.ends
-        <pydp_synopsis.partition.Partition.ends>`) in user units: a
+        <pydp_synopsis.partitions.dnrr.Partition.ends>`) in user units: a
         ``datetime64`` array for dates and times, ``Decimal`` objects for
         decimals (a bin's lower end with a resolution), the integers otherwise."""
         ends = self.partition.ends
@@ -874,13 +874,13 @@ class IntervalSynopsis:
         ``W`` items *before its seal position* (its last value).
 
         :meth:`Partition.interior_weight_bound
-        <pydp_synopsis.partition.Partition.interior_weight_bound>` of the
+        <pydp_synopsis.partitions.dnrr.Partition.interior_weight_bound>` of the
         partition, built with failure probability ``beta / 2`` (DNRR Theorem
         2.1's proof: ``W = T + 2 (k - 1)``, valid for any threshold factor and
         any duplicates).  O(1).  Over a PrivTree partition: the largest
         per-leaf bound ``W_d`` of a leaf of width >= 2, which bounds the whole
         leaf, duplicates included (:meth:`TreePartition.interior_weight_bound
-        <pydp_synopsis.privtree.TreePartition.interior_weight_bound>`, O(m)).
+        <pydp_synopsis.partitions.privtree.TreePartition.interior_weight_bound>`, O(m)).
 
         Examples
         --------

@@ -193,7 +193,7 @@ class RectangleSynopsis:
             built in time and memory of the number of distinct rows.
         shards : int, optional
             Cut every axis at ``shards - 1`` public points and partition the
-            pieces on their own streams (:mod:`pydp_synopsis.shards`: same
+            pieces on their own streams (:mod:`pydp_synopsis.partitions.sharded`: same
             epsilon, at most ``shards - 1`` more segments per axis).
         delta : float or Fraction
             In ``[0, 1)``; 0 (default) is pure epsilon-DP.  ``delta > 0`` is
@@ -437,7 +437,7 @@ class RectangleSynopsis:
     # ------------------------------------------------------------- attributes
     @property
     def partitions(self):
-        """One released :class:`~pydp_synopsis.partition.Partition` per axis."""
+        """One released :class:`~pydp_synopsis.partitions.dnrr.Partition` per axis."""
         return self._axes.partitions
 
     @property

@@ -10,8 +10,9 @@ and ``shards=k``.  The work is split as follows:
   runs of each shard are merged by a tree of tasks.  The driver learns only
   that the data are valid and the number of rows, and only then charges the
   budget and draws noise.
-* **Shards** (``shards=k > 1``, :mod:`pydp_synopsis.shards`): each shard's
-  private partition runs in a task on the worker that holds the shard's
+* **Shards** (``shards=k > 1``, :mod:`pydp_synopsis.partitions.sharded`): each shard's
+  private partition (the task :mod:`pydp_synopsis.partitions.runner` hands to
+  :meth:`_DaskPrepared.map_shards`) runs on the worker that holds the shard's
   aggregate, drawing from child stream i of a key drawn fresh from the
   driver's generator (``Rng.derive``); only the segment ends and their
   weights travel back.  With one shard the aggregate is streamed to the
