@@ -136,3 +136,17 @@ def test_old_module_paths_still_import():
     assert old_partition.Partition is ps.Partition and old_partition.OnlinePartition is ps.OnlinePartition
     assert old_privtree.TreePartition is ps.TreePartition
     assert old_shards.shard_domains((0, 9), 3) == [(0, 2), (3, 5), (6, 9)]
+
+
+def test_rectangles_with_counts_and_clip_take_the_one_route():
+    """Release 0.2 partitioned a weighted rectangle build through ``private_partition`` of
+    the unclipped points, so ``clip=True`` with ``counts=`` refused an out-of-domain point;
+    the one route partitions the clipped offsets: the release of the clipped data."""
+    pts = np.array([[-5, 3], [2, 200], [4, 4]])
+    clipped = np.clip(pts, 0, 99)
+    a = ps.RectangleSynopsis.build(pts, domain=[(0, 99)] * 2, epsilon=1, clip=True,
+                                   counts=[1, 2, 3], rng=ps.Rng(seed=1))
+    b = ps.RectangleSynopsis.build(clipped, domain=[(0, 99)] * 2, epsilon=1,
+                                   counts=[1, 2, 3], rng=ps.Rng(seed=1))
+    assert a.partitions == b.partitions
+    assert a.count([0, 0], [99, 99]) == b.count([0, 0], [99, 99])
