@@ -40,7 +40,6 @@ References
    (privacy and accuracy), Remark 2.2 (the offline implementation).
 """
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -104,10 +103,6 @@ def start_kernel(rng, size, epsilon, beta, factor, threshold_size=None):
         check(lib.pds_partition_init(state, p, size - 1, *params))
     _exact.apply_test_hooks(state)
     return state
-
-
-_NO_POSITIONS = np.empty(0, dtype=np.uint64)
-_NO_COUNTS = np.empty(0, dtype=np.int64)
 
 
 def run_kernel(state, rng, pos, cnt, end, more=False):

@@ -179,8 +179,7 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor=
     ----------
     sorted_offsets : numpy.ndarray of uint64
         1-D, non-decreasing offsets ``value - lo`` (as from
-        :func:`~pydp_synopsis.params.as_offsets`, then sorted); with
-        ``counts``, distinct.
+        :func:`~pydp_synopsis.params.as_offsets`, then sorted).
     domain : (int, int)
         Inclusive ``(lo, hi)`` as returned by
         :func:`~pydp_synopsis.params.check_domain`; the partition is returned
