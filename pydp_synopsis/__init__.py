@@ -24,8 +24,7 @@ from .noise import discrete_laplace, discrete_laplace_variance
 from .gaussian import discrete_gaussian
 from .params import exact_epsilon, exact_scale
 from .rng import Rng
-from .partition import OnlinePartition, Partition, private_partition
-from .privtree import TreePartition
+from .partitions import OnlinePartition, Partition, TreePartition, private_partition
 from .persist import load, save
 from .sqrt_counter import SqrtFactorizationCounter
 from .units import Column

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
+from ._core import check, ffi, lib
 from .errors import ParameterError
 
 __all__ = ["THREAD_ROWS", "SORT_ROWS", "get_threads", "set_threads", "pieces", "halves",
@@ -205,8 +206,6 @@ def sort_u64(values):
     .. [OGMSB12] S. Odeh, O. Green, Z. Mwassi, O. Shmueli, Y. Birk, "Merge
        Path - Parallel Merging Made Simple", IPDPS Workshops 2012.
     """
-    from ._core import check, ffi, lib
-
     values = np.asarray(values)
     if values.dtype != np.uint64 or values.ndim != 1:
         raise TypeError("sort_u64 needs a one-dimensional uint64 array")

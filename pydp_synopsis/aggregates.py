@@ -14,7 +14,9 @@ items fall in each segment (or cell).  This module holds that vocabulary:
   memory: sorted runs are spilled to a temporary directory and merged back
   block by block (an external merge sort), so the memory does not grow with
   the number of rows (only the runs on disk do, with the distinct values);
-* :func:`histogram`: exact integer histograms of weighted cell indices.
+* :func:`histogram`: exact integer histograms of weighted cell indices;
+* :class:`Cells`: the rows as partition cells, chunks of ``(segments,
+  weights)``, the one form in which the structures read them.
 
 Why numpy and not ``sortedcontainers``.  A ``SortedDict`` merging
 ``value -> count`` across chunks costs a Python call and a boxed integer
@@ -49,7 +51,7 @@ from .spill import private_directory, read_array, write_file
 from ._threads import sort_u64
 
 __all__ = ["MAX_TOTAL_COUNT", "check_counts", "aggregate", "merge", "histogram",
-           "SortedAggregator", "SegmentIndex"]
+           "SortedAggregator", "SegmentIndex", "Cells"]
 
 #: Largest total of the ``counts=`` of one build (``2**62``, ``LIMITS.max_count``).
 MAX_TOTAL_COUNT = LIMITS.max_count
@@ -484,3 +486,50 @@ class _ArrayReader(_RunReader):
         a, b = self._next, min(self._next + self._block, self._entries)
         self.keys, self.counts = self._part[0][a:b], self._part[1][a:b]
         self._next = b
+
+
+class Cells:
+    """The points as partition cells: chunks of ``(segments, weights)``, re-iterable.
+
+    ``segments`` is a (k, c) integer array of each point's partition segment
+    per axis, ``weights`` an int64 array of how many points each row stands
+    for (None: one each).  The structures read the cells through this class
+    only, as often as they need (the adaptive grid twice), so the same code
+    counts an in-memory array (one chunk) and a streamed table (chunks
+    recomputed or spilled by the source).
+
+    Built by the sources (chunks of a table's rows), by an in-memory build
+    (:meth:`of`) and over refined partitions
+    (:func:`~pydp_synopsis.rectangles.axes.sealed_cells`).
+
+    Parameters
+    ----------
+    chunks : callable
+        Returns a fresh iterator of ``(segments, weights)`` chunks.
+    """
+
+    __slots__ = ("_chunks", "single", "_seals")
+
+    def __init__(self, chunks, single=None, seals=None):
+        self._chunks = chunks
+        #: the one chunk of an in-memory build, else None
+        self.single = single
+        self._seals = seals
+
+    @classmethod
+    def of(cls, segments, weights=None, seals=None):
+        """The cells of points held in memory: one chunk (``seals``: their
+        :meth:`seal_counts`, if known)."""
+        one = (segments, weights)
+        return cls(lambda: iter([one]), single=one,
+                   seals=None if seals is None else (lambda: seals.copy()))
+
+    def seal_counts(self):
+        """Per axis, the number of points whose coordinate is a segment's end (int64,
+        true counts: only the adaptive grid reads them, and adds noise)."""
+        if self._seals is None:
+            raise RuntimeError("these cells carry no seal counts")
+        return self._seals()
+
+    def __iter__(self):
+        return iter(self._chunks())

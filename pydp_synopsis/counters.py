@@ -148,6 +148,7 @@ import threading
 import numpy as np
 
 from . import persist
+from .persist import check_pure_epsilon, int64_array, state_delta, state_fraction
 from ._core import LIMITS, check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .budget import charge
@@ -516,53 +517,6 @@ def _dict_at(tree, path):
     for key in path:
         tree = tree[key]
     return tree
-
-
-def int64_array(value, name, length=None):
-    """A record's array (or a state's list) as a one-dimensional int64 array.
-
-    Integers only (no bool, no float); FormatError otherwise, or for a
-    length other than ``length``.
-    """
-    arr = np.asarray(value)
-    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-        raise FormatError(f"state field {name!r} must be a list of integers")
-    if arr.size and arr.dtype.kind == "u" and int(arr.max()) > _INT64.max:
-        raise FormatError(f"state field {name!r} is out of the int64 range")
-    if length is not None and len(arr) != length:
-        raise FormatError(f"state field {name!r} must have {length} entries, got {len(arr)}")
-    return arr.astype(np.int64)
-
-
-def state_fraction(pair, name):
-    """An exact rational saved as ``[numerator, denominator]`` (both positive ints)."""
-    num, den = pair
-    return Fraction(check_int(num, name, 1, math.inf), check_int(den, name, 1, math.inf))
-
-
-def state_delta(meta):
-    """A record's exact delta: ``[numerator, denominator]`` in [0, 1); 0 when absent (release 0.1)."""
-    pair = meta.get("delta")
-    if pair is None:
-        if "pure_epsilon" in meta:
-            raise FormatError("state has pure_epsilon but no delta")
-        return Fraction(0)
-    num, den = pair
-    delta = Fraction(check_int(num, "delta", 0, math.inf), check_int(den, "delta", 1, math.inf))
-    if not delta < 1:
-        raise FormatError("state field 'delta' must be in [0, 1)")
-    return delta
-
-
-def check_pure_epsilon(meta, pure, delta):
-    """The record's ``pure_epsilon`` must be the one its parameters give; it may be
-    absent only with ``delta == 0`` (release 0.1)."""
-    if "pure_epsilon" in meta:
-        saved = state_fraction(meta["pure_epsilon"], "pure_epsilon")
-        if saved != pure:
-            raise FormatError(f"state pure_epsilon {saved} is not the one its noise scale gives")
-    elif delta:
-        raise FormatError("state has delta > 0 but no pure_epsilon")
 
 
 def default_max_item(horizon):

@@ -173,11 +173,11 @@ def discrete_gaussian(sigma2, size=None, *, rng=None):
     frac = exact_sigma2(sigma2)
     shape, count = check_sample_shape(size)
     rng = resolve_rng(rng)
-    out = _fill(frac, count, rng)
+    out = gaussian_fill(frac, count, rng)
     return int(out[0]) if shape is None else out.reshape(shape)
 
 
-def _fill(frac, count, rng):
+def gaussian_fill(frac, count, rng):
     """``count`` samples for an admitted sigma^2 (callers validated)."""
     out = np.empty(count, dtype=np.int64)
     with rng.native() as p:

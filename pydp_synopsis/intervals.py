@@ -33,17 +33,19 @@ import numpy as np
 from . import persist, trees
 from .accounting import check_delta_or_zero
 from .budget import charge, describe
-from .counters import KaryTreeCounter, check_pure_epsilon, state_delta
+from .counters import KaryTreeCounter
+from .persist import check_pure_epsilon, state_delta
 from .errorbars import assemble, noise_std
 from .errors import DomainError, FormatError, ParameterError
 from .params import (MAX_SCALE, as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
                      check_ratio, check_share, check_threshold_factor, exact_epsilon, is_int,
                      split_epsilon)
 from .aggregates import aggregate, check_counts
-from .partition import Partition, fig1_threshold, partition_of_sorted
-from .privtree import PRIVTREE, TreePartition, privtree_of_sorted, privtree_parameters
-from .shards import MAX_SHARDS, check_shards, partition_sharded
+from .partitions import Partition, TreePartition, fig1_threshold, partition_of_sorted, partition_source_axis
+from .partitions.privtree import PRIVTREE, privtree_parameters
+from .partitions.sharded import MAX_SHARDS, check_shards
 from .rng import resolve_rng
+from .sources import as_source, is_source
 from ._threads import THREAD_ROWS, halves, run_parts, sort_u64
 from .tails import laplace_sum_tail, laplace_weighted_tail
 from .units import (Column, clipped_from_record, columns_from_record, columns_to_record,
@@ -93,7 +95,7 @@ def _check_method(partition, estimator, partition_share, threshold_factor):
                                  f"partition='privtree' (the seal estimators need DNRR's "
                                  f"seal points), got {estimator!r}")
         share = DEFAULT_SHARE if partition_share is None else partition_share
-        return method, estimator, share, PRIVTREE
+        return method, estimator, share, None
     estimator = DNRR_ESTIMATOR if estimator is None else estimator
     share = DNRR_SHARE if partition_share is None else partition_share
     factor = check_threshold_factor(DNRR_FACTOR if threshold_factor is None
@@ -179,18 +181,18 @@ class IntervalSynopsis:
 
        ``partition="privtree"`` (the default): PrivTree's binary
        decomposition with depth-biased counts ([ZXX16]_ Algorithm 2,
-       :class:`~pydp_synopsis.privtree.TreePartition`): nodes split while
+       :class:`~pydp_synopsis.partitions.privtree.TreePartition`): nodes split while
        they hold more than about ``depth * 2.08 / epsilon_p`` items, so
        leaves are small where the data are dense, a heavy value becomes a
        leaf of its own, and empty stretches cost a few empty leaves.  A
        leaf of width >= 2 at depth ``d`` holds at most ``W_d`` items (all
        leaves at once with probability ``>= 1 - beta/2``, duplicates
        included: :meth:`TreePartition.leaf_weight_bounds
-       <pydp_synopsis.privtree.TreePartition.leaf_weight_bounds>`); a leaf
+       <pydp_synopsis.partitions.privtree.TreePartition.leaf_weight_bounds>`); a leaf
        of width 1 is never cut by an interval.
 
        ``partition="dnrr"``: DNRR's Fig. 1
-       (:func:`~pydp_synopsis.partition.private_partition`, Theorem 2.1).
+       (:func:`~pydp_synopsis.partitions.private_partition`, Theorem 2.1).
        Its threshold is
        ``T = c (ln D + ln(2/beta)) / epsilon_p`` with ``c = threshold_factor``
        (3 in Fig. 1).  Whatever ``c``, every segment's weight *excluding the
@@ -432,7 +434,7 @@ class IntervalSynopsis:
             and partition each piece on its own stream ``rng.derive(i)``: on
             a cluster in parallel (a dask collection), here one after the
             other.  Same epsilon (parallel composition), at most ``shards -
-            1`` more segments; see :mod:`pydp_synopsis.shards`.  None or 1:
+            1`` more segments; see :mod:`pydp_synopsis.partitions.sharded`.  None or 1:
             one partition drawn from ``rng``.
         delta : float or Fraction
             In ``[0, 1)``; 0 (default) is pure epsilon-DP.  With ``delta >
@@ -537,7 +539,7 @@ class IntervalSynopsis:
                                                   "epsilon * (1 - partition_share)"))
         values, (domain,), counts, described = prepare_build(
             values, [domain], counts=counts, columns=columns, scale=scale,
-            resolution=resolution, dropna=dropna, clip=clip)
+            resolution=resolution, dropna=dropna, clip=clip, source=is_source(values))
         domain = check_domain(domain)
         if method == "dnrr":
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
@@ -548,14 +550,15 @@ class IntervalSynopsis:
         rng = resolve_rng(rng)
         what = describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t,
                         **({"delta": dlt} if dlt else {}))
-        source = _as_source(values, counts)
+        source = as_source(values, counts, dropna)
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
             # clip= only when asked: a Source written before it keeps working
             with source.prepare([domain], **({"clip": True} if clip else {})) as prepared:
                 charge(budget, eps_p + eps_t, what, dlt)
-                part, counts = prepared.partition(0, domain, eps_p, beta / 2, factor, rng,
-                                                  n_shards)
+                part, counts = partition_source_axis(prepared, 0, domain, eps_p, beta / 2, rng,
+                                                     n_shards, method=method,
+                                                     threshold_factor=factor)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
                                     estimator=estimator, k=k, dlt=dlt, ratio=ratio)
@@ -567,22 +570,15 @@ class IntervalSynopsis:
         charge(budget, eps_p + eps_t, what, dlt)
 
         if weights is not None or n_shards > 1:
-            part, counts = partition_sharded(
-                [aggregate(offsets, None if weights is None else weights.ravel())], domain,
-                n_shards, eps_p, beta / 2, factor, rng)
+            # the distinct values with their counts (the streamed builds' form)
+            srt, cnt = aggregate(offsets, None if weights is None else weights.ravel())
         else:
             # One sort (in threads) serves the partition and the segment counts.
-            srt = sort_u64(np.ascontiguousarray(offsets, dtype=np.uint64))
-            if method == "privtree":
-                # the kernel reports each leaf's true count as it walks
-                part, counts = privtree_of_sorted(srt, domain, eps_p, beta / 2, rng,
-                                                  leaf_counts=True)
-            else:
-                part = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng)
-                cut = np.searchsorted(srt, part.end_offsets, side="right")
-                counts = np.diff(cut, prepend=0).astype(np.int64)
-            if int(counts.sum()) != offsets.size:
-                raise AssertionError("partition weights do not add up to the number of values")
+            srt, cnt = sort_u64(np.ascontiguousarray(offsets, dtype=np.uint64)), None
+        part, counts = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng, cnt,
+                                           method=method, shards=n_shards, weights=True)
+        if cnt is None and int(counts.sum()) != offsets.size:
+            raise AssertionError("partition weights do not add up to the number of values")
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
                                 consistency=consistency, estimator=estimator, k=k,
                                 dlt=dlt, ratio=ratio)
@@ -656,7 +652,7 @@ class IntervalSynopsis:
     @property
     def user_segment_ends(self):
         """The partition's segment ends (:attr:`Partition.ends
-        <pydp_synopsis.partition.Partition.ends>`) in user units: a
+        <pydp_synopsis.partitions.dnrr.Partition.ends>`) in user units: a
         ``datetime64`` array for dates and times, ``Decimal`` objects for
         decimals (a bin's lower end with a resolution), the integers otherwise."""
         ends = self.partition.ends
@@ -878,13 +874,13 @@ class IntervalSynopsis:
         ``W`` items *before its seal position* (its last value).
 
         :meth:`Partition.interior_weight_bound
-        <pydp_synopsis.partition.Partition.interior_weight_bound>` of the
+        <pydp_synopsis.partitions.dnrr.Partition.interior_weight_bound>` of the
         partition, built with failure probability ``beta / 2`` (DNRR Theorem
         2.1's proof: ``W = T + 2 (k - 1)``, valid for any threshold factor and
         any duplicates).  O(1).  Over a PrivTree partition: the largest
         per-leaf bound ``W_d`` of a leaf of width >= 2, which bounds the whole
         leaf, duplicates included (:meth:`TreePartition.interior_weight_bound
-        <pydp_synopsis.privtree.TreePartition.interior_weight_bound>`, O(m)).
+        <pydp_synopsis.partitions.privtree.TreePartition.interior_weight_bound>`, O(m)).
 
         Examples
         --------
@@ -1179,14 +1175,6 @@ class IntervalSynopsis:
             meta["clipped"] = True
         arrays = {"end_offsets": self._ends, "released": self._released}
         return _KIND, meta, arrays, None
-
-
-def _as_source(values, counts):
-    """``values`` as a :class:`~pydp_synopsis.sources.Source` if it is one (or a dask
-    collection), else None (an array: the in-memory build)."""
-    from .sources import as_source   # the sources import the synopses: import late
-
-    return as_source(values, counts)
 
 
 @persist.register(_KIND)

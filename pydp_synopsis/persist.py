@@ -25,18 +25,22 @@ the command line writes their temporary files in a private 0700 directory
 import datetime
 import hashlib
 import json
+import math
 import os
 import stat
 import struct
 import tempfile
+from fractions import Fraction
 
 import numpy as np
 
 from .errors import FormatError
+from .params import check_int
 from .outputs import check_target, naming_file
 
 __all__ = ["FORMAT_VERSION", "atomic_write", "write_record", "read_record", "register", "save", "load",
-           "from_record", "record_of"]
+           "from_record", "record_of", "int64_array", "state_fraction", "state_delta",
+           "check_pure_epsilon"]
 
 FORMAT_VERSION = 1
 _MAGIC = b"PDSYN\x00v"
@@ -456,3 +460,56 @@ def from_record(path, kind, meta, arrays):
     except Exception as exc:  # a crafted record must never escape as another error
         raise FormatError(f"{os.fspath(path)}: inconsistent {kind} record "
                           f"({type(exc).__name__})") from None
+
+
+# --------------------------------------------------------------------------
+# Record fields every releasing class reads back the same way.
+
+_INT64 = np.iinfo(np.int64)
+
+
+def int64_array(value, name, length=None):
+    """A record's array (or a state's list) as a one-dimensional int64 array.
+
+    Integers only (no bool, no float); FormatError otherwise, or for a
+    length other than ``length``.
+    """
+    arr = np.asarray(value)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise FormatError(f"state field {name!r} must be a list of integers")
+    if arr.size and arr.dtype.kind == "u" and int(arr.max()) > _INT64.max:
+        raise FormatError(f"state field {name!r} is out of the int64 range")
+    if length is not None and len(arr) != length:
+        raise FormatError(f"state field {name!r} must have {length} entries, got {len(arr)}")
+    return arr.astype(np.int64)
+
+
+def state_fraction(pair, name):
+    """An exact rational saved as ``[numerator, denominator]`` (both positive ints)."""
+    num, den = pair
+    return Fraction(check_int(num, name, 1, math.inf), check_int(den, name, 1, math.inf))
+
+
+def state_delta(meta):
+    """A record's exact delta: ``[numerator, denominator]`` in [0, 1); 0 when absent (release 0.1)."""
+    pair = meta.get("delta")
+    if pair is None:
+        if "pure_epsilon" in meta:
+            raise FormatError("state has pure_epsilon but no delta")
+        return Fraction(0)
+    num, den = pair
+    delta = Fraction(check_int(num, "delta", 0, math.inf), check_int(den, "delta", 1, math.inf))
+    if not delta < 1:
+        raise FormatError("state field 'delta' must be in [0, 1)")
+    return delta
+
+
+def check_pure_epsilon(meta, pure, delta):
+    """The record's ``pure_epsilon`` must be the one its parameters give; it may be
+    absent only with ``delta == 0`` (release 0.1)."""
+    if "pure_epsilon" in meta:
+        saved = state_fraction(meta["pure_epsilon"], "pure_epsilon")
+        if saved != pure:
+            raise FormatError(f"state pure_epsilon {saved} is not the one its noise scale gives")
+    elif delta:
+        raise FormatError("state has delta > 0 but no pure_epsilon")

@@ -32,6 +32,7 @@ from .errors import UsageError
 from .inputs import parse_scale
 from .params import check_int
 from .intervals import IntervalSynopsis
+from .noise import discrete_laplace_variance
 from .rectangles import RectangleSynopsis
 from .tails import laplace_sum_tail
 
@@ -287,8 +288,6 @@ def _counter_tail(counter, times, confidence):
     of the counter's scale: the Chernoff bound with the exact MGF
     (:func:`~pydp_synopsis.tails.laplace_sum_tail`), both signs.
     """
-    from .noise import discrete_laplace_variance
-
     var = discrete_laplace_variance(counter.noise_scale)
     terms = np.rint(counter.std(times) ** 2 / var).astype(np.int64)
     log_inv = math.log(2.0 / (1.0 - confidence))

@@ -75,7 +75,7 @@ from ._core import check, ffi, lib
 from .accounting import check_delta, zcdp_rho
 from .budget import charge, describe
 from .errors import DomainError, HorizonError, ParameterError
-from .gaussian import MAX_SIGMA2, _fill, discrete_gaussian_variance, exact_sigma2
+from .gaussian import MAX_SIGMA2, discrete_gaussian_variance, exact_sigma2, gaussian_fill
 from .params import check_int, dtype_name, exact_epsilon
 from .rng import Rng, resolve_rng  # noqa: F401  (Rng: doctests)
 
@@ -375,7 +375,7 @@ class SqrtFactorizationCounter:
         xs = xs.astype(np.int64)
         if n == 0:
             return np.empty(0, dtype=np.float64)
-        z = _fill(self._plan.sigma2, n, self._rng)
+        z = gaussian_fill(self._plan.sigma2, n, self._rng)
         t0, t1 = self._time, self._time + n
         plan = self._plan
         self._x[t0:t1] = xs

@@ -49,6 +49,7 @@ import datetime as _dt
 import math
 import re
 import warnings
+import zoneinfo
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -607,9 +608,8 @@ def _zone(tz):
     if tz.upper() == "UTC":
         return _dt.timezone.utc
     try:
-        import zoneinfo
         return zoneinfo.ZoneInfo(tz)
-    except (ImportError, ValueError, OSError, LookupError):
+    except (ValueError, OSError, LookupError):
         raise ParameterError(f"unknown time zone {tz!r} (an IANA name such as 'Europe/Paris')") \
             from None
 
@@ -1118,14 +1118,8 @@ def convert_corners(columns, lo, hi, vector):
     return out
 
 
-def _is_source(data):
-    from .sources.base import Source      # the sources import the synopses: import late
-
-    return isinstance(data, Source) or (type(data).__module__ or "").startswith("dask")
-
-
 def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resolution=None,
-                  dropna=False, what="values", clip=False):
+                  dropna=False, what="values", clip=False, source=False):
     """The builders' one entry for user units (draws nothing, charges nothing).
 
     Returns ``(data, domains, counts, described)``: the data as integers
@@ -1134,7 +1128,9 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
     :class:`Column` descriptions, or None for plain unnamed integer axes
     (today's behaviour, bit for bit).  ``clip``: values are clipped to the
     integer domains as they are converted (a Source and plain integers are
-    clipped by the builder).
+    clipped by the builder).  ``source``: ``data`` is a Source or a dask
+    collection (:func:`pydp_synopsis.sources.is_source`; the builder wraps
+    it, with ``dropna``, by :func:`pydp_synopsis.sources.as_source`).
     """
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be a bool, not {type(dropna).__name__}")
@@ -1142,15 +1138,11 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
     if columns is None and scale is None and resolution is None and not dropna \
             and not _is_pandas(data) and all(_plain_bounds(d) for d in domains):
         return data, domains, counts, None       # plain integers: today's path, bit for bit
-    if _is_source(data):
-        if dropna:
-            if not (type(data).__module__ or "").startswith("dask"):
-                raise ParameterError("dropna= applies to arrays and dask collections; a "
-                                     "Source takes dropna= itself (sources.files(..., "
-                                     "dropna=True))")
-            from .sources.dask import DaskSource
-
-            data = DaskSource(data, dropna=True)
+    if source:
+        if dropna and not (type(data).__module__ or "").startswith("dask"):
+            raise ParameterError("dropna= applies to arrays and dask collections; a "
+                                 "Source takes dropna= itself (sources.files(..., "
+                                 "dropna=True))")
         described = describe_axes(None, domains, columns=columns, scale=scale,
                                   resolution=resolution)
         if described is None:

@@ -100,7 +100,7 @@ from pydp_synopsis.partition import Partition  # noqa: E402
 from peers_dawa import WindowDeviations, l1_partition  # noqa: E402
 from peers_rectangles import EqualWidthAxis  # noqa: E402
 from pydp_synopsis.params import split_epsilon  # noqa: E402
-from pydp_synopsis import privtree as pt  # noqa: E402
+from pydp_synopsis.partitions import privtree as pt  # noqa: E402
 from pydp_synopsis.privtree import TreePartition, privtree_parameters  # noqa: E402
 import bench_accuracy  # noqa: E402
 

@@ -10,6 +10,7 @@ import pydp_synopsis as ps
 from pydp_synopsis import _exact, partition as P
 from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
+from pydp_synopsis.params import as_offsets, check_domain
 from stattests import ALPHA, assert_dp_ratio, assert_gof, clopper_pearson
 
 U64 = 2**64
@@ -496,19 +497,19 @@ def test_bad_online_inputs_change_nothing():
 
 
 def test_as_offsets_and_check_domain():
-    assert P.check_domain((np.int64(-3), np.uint64(4))) == (-3, 4)
-    assert P.as_offsets(np.array([-3, 4], dtype=np.int8), (-3, 4)).tolist() == [0, 7]
+    assert check_domain((np.int64(-3), np.uint64(4))) == (-3, 4)
+    assert as_offsets(np.array([-3, 4], dtype=np.int8), (-3, 4)).tolist() == [0, 7]
     big = np.array([2**63, 2**64 - 1], dtype=np.uint64)
-    assert P.as_offsets(big, (2**63, 2**64 - 1)).tolist() == [0, 2**63 - 1]
-    assert P.as_offsets([2**64 - 1, -0], (0, 2**64 - 1)).tolist() == [2**64 - 1, 0]
+    assert as_offsets(big, (2**63, 2**64 - 1)).tolist() == [0, 2**63 - 1]
+    assert as_offsets([2**64 - 1, -0], (0, 2**64 - 1)).tolist() == [2**64 - 1, 0]
     with pytest.raises(DomainError):
-        P.as_offsets(np.array([-1], dtype=np.int64), (0, 10))
+        as_offsets(np.array([-1], dtype=np.int64), (0, 10))
     with pytest.raises(TypeError, match="pts"):
-        P.as_offsets(["a"], (0, 10), name="pts")
+        as_offsets(["a"], (0, 10), name="pts")
     with pytest.raises(TypeError):
-        P.check_domain((True, 5))
+        check_domain((True, 5))
     with pytest.raises(DomainError):
-        P.check_domain((0, 2**64))
+        check_domain((0, 2**64))
 
 
 def test_partition_constructor_validates():

@@ -14,6 +14,7 @@ import pytest
 
 import pydp_synopsis as ps
 from pydp_synopsis import _exact, partition as P
+from pydp_synopsis.partitions import dnrr
 from pydp_synopsis._core import ffi, lib
 from stattests import assert_gof
 from test_partition import (BETA, COUNTS, EPS, EXACT_FIRST, EXACT_NSEG, SCALE, VALUES,
@@ -42,13 +43,13 @@ def _offline(values, domain, trials, seed, counts=None):
     """``private_partition``'s kernel path (``partition_of_sorted``) ``trials`` times;
     the end offsets of each and the kernel's counters summed."""
     rng = ps.Rng(seed=seed)
-    eps = P.exact_epsilon(EPS)
+    eps = ps.exact_epsilon(EPS)
     offsets = np.sort(np.asarray(values, dtype=np.uint64))
     size = domain[1] - domain[0] + 1
     runs, stats = [], dict.fromkeys(STATS, 0)
     for _ in range(trials):
-        state = P._start(rng, size, eps, BETA, 3.0)
-        runs.append(P._run(state, rng, offsets, counts, size - 1))
+        state = dnrr.start_kernel(rng, size, eps, BETA, 3.0)
+        runs.append(dnrr.run_kernel(state, rng, offsets, counts, size - 1))
         for k in STATS:
             stats[k] += int(getattr(state, k))
     return runs, stats
@@ -252,7 +253,7 @@ def test_reentry_after_eprecision_checks_the_batch():
     rng = ps.Rng(seed=77)
     pos = np.sort(np.random.default_rng(1).integers(0, 10**6, 300)).astype(np.uint64)
     with _exact.forcing_exact(slack=1e300), _exact.forcing_policy(batch_limit=INF):
-        state = P._start(rng, 10**6, P.exact_epsilon(0.5), 0.05, 3.0)
+        state = dnrr.start_kernel(rng, 10**6, ps.exact_epsilon(0.5), 0.05, 3.0)
     done = 0
     while True:
         st, used = _feed(state, rng, pos[done:], 10**6 - 1)
@@ -288,7 +289,7 @@ def test_chunked_stream_is_the_whole_partition_under_a_seed(policy):
     counts = gen.integers(1, 4, keys.size).astype(np.int64)
     counts[::7] = 0
     dom = (0, 2**50 - 1)
-    eps = P.exact_epsilon(1.0)
+    eps = ps.exact_epsilon(1.0)
     with _exact.forcing_policy(**policy):
         whole = P.partition_of_sorted(keys, dom, eps, 0.05, 3.0, ps.Rng(seed=9), counts=counts)
         step = 7 if policy else 40_000

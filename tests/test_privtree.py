@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
-from pydp_synopsis import privtree
+from pydp_synopsis.partitions import privtree
 from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.privtree import TreePartition, privtree_of_sorted, privtree_parameters

@@ -919,7 +919,7 @@ def test_sealed_cells_count_the_ends_once_and_read_again():
     """Cells over refined partitions, in chunks: each pass yields the released segments;
     the first complete pass counts the rows on an end (as Axes.seal_counts does for an
     array), later passes do not count again; before a pass the counts are refused."""
-    from pydp_synopsis.rectangles.axes import Axes, Cells, refine_ends
+    from pydp_synopsis.rectangles.axes import Axes, refine_ends, sealed_cells
 
     pts = np.random.default_rng(71).integers(0, 40, (5000, 2)) * 25
     s = RS.build(pts, domain=[(0, 999)] * 2, epsilon=1, rng=Rng(seed=71))
@@ -932,7 +932,7 @@ def test_sealed_cells_count_the_ends_once_and_read_again():
         rseg = np.column_stack([np.searchsorted(r, offs[:, a]) for a, r in enumerate(refined)])
         return [(rseg[i:i + 777], None) for i in range(0, 5000, 777)]
 
-    cells = Cells.sealed(read, ends)
+    cells = sealed_cells(read, ends)
     assert len(asked) == 1
     for e, r in zip(ends, asked[0]):
         np.testing.assert_array_equal(r, refine_ends(e)[0])

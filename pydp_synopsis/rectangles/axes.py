@@ -17,12 +17,13 @@ from .._core import LIMITS
 from ..errors import DomainError, FormatError, ParameterError
 from ..params import as_offsets, check_domain, dtype_name
 from .._threads import run_parts, sort_u64
-from ..partition import Partition, partition_of_sorted, private_partition
-from ..shards import shard_streams
+from ..aggregates import Cells, aggregate
+from ..partitions import Partition, partition_of_sorted, partition_source_axis
+from ..partitions.sharded import shard_streams
 from .kernels import Unrefine
 
 __all__ = ["MAX_AXES", "as_int_array", "axis_offsets", "axis_streams", "check_domains", "check_points",
-           "check_corners", "Axes", "Corners", "Cells"]
+           "check_corners", "Axes", "Corners", "Cells", "sealed_cells"]
 
 #: Most axes a rectangle synopsis has (the C core's limit).
 MAX_AXES = LIMITS.max_axes   # 8
@@ -122,74 +123,31 @@ def check_corners(lo, hi, domain):
     return lo_o, hi_o
 
 
-class Cells:
-    """The points as partition cells: chunks of ``(segments, weights)``, re-iterable.
+def sealed_cells(read, ends):
+    """Cells read over the *refined* partitions (:func:`refine_ends`) of the released
+    ``ends`` by ``read`` (a source's ``cells``: per-axis ends -> Cells), mapped back
+    to the released segments; the first complete pass also counts, per axis, the
+    points on a segment's end (:meth:`Cells.seal_counts`).  No extra pass over the data."""
+    maps = [refine_ends(e) for e in ends]
+    refined = read(tuple(m[0] for m in maps))
+    unrefine = Unrefine([m[1:] for m in maps])
+    done = []
 
-    ``segments`` is a (k, c) integer array of each point's partition segment
-    per axis, ``weights`` an int64 array of how many points each row stands
-    for (None: one each).  The structures read the cells through this class
-    only, as often as they need (the adaptive grid twice), so the same code
-    counts an in-memory array (one chunk) and a streamed table (chunks
-    recomputed or spilled by the source).
+    def chunks():
+        count = not done            # the seal counts are read in the first full pass
+        acc = np.zeros(unrefine.c, dtype=np.int64)
+        for seg, weights in refined:
+            # one C pass: released segments, and the rows on an end counted
+            yield unrefine(seg, weights, acc if count else None), weights
+        if count:
+            done[:] = [acc]
 
-    Parameters
-    ----------
-    chunks : callable
-        Returns a fresh iterator of ``(segments, weights)`` chunks.
-    """
+    def seals():
+        if not done:
+            raise RuntimeError("seal counts are known after a complete pass over the cells")
+        return done[0].copy()
 
-    __slots__ = ("_chunks", "single", "_seals")
-
-    def __init__(self, chunks, single=None, seals=None):
-        self._chunks = chunks
-        #: the one chunk of an in-memory build, else None
-        self.single = single
-        self._seals = seals
-
-    @classmethod
-    def of(cls, segments, weights=None, seals=None):
-        """The cells of points held in memory: one chunk (``seals``: their
-        :meth:`seal_counts`, if known)."""
-        one = (segments, weights)
-        return cls(lambda: iter([one]), single=one,
-                   seals=None if seals is None else (lambda: seals.copy()))
-
-    @classmethod
-    def sealed(cls, read, ends):
-        """Cells read over the *refined* partitions (:func:`refine_ends`) of the released
-        ``ends`` by ``read`` (a source's ``cells``: per-axis ends -> Cells), mapped back
-        to the released segments; the first complete pass also counts, per axis, the
-        points on a segment's end (:meth:`seal_counts`).  No extra pass over the data."""
-        maps = [refine_ends(e) for e in ends]
-        refined = read(tuple(m[0] for m in maps))
-        unrefine = Unrefine([m[1:] for m in maps])
-        done = []
-
-        def chunks():
-            count = not done            # the seal counts are read in the first full pass
-            acc = np.zeros(unrefine.c, dtype=np.int64)
-            for seg, weights in refined:
-                # one C pass: released segments, and the rows on an end counted
-                yield unrefine(seg, weights, acc if count else None), weights
-            if count:
-                done[:] = [acc]
-
-        def seals():
-            if not done:
-                raise RuntimeError("seal counts are known after a complete pass over the cells")
-            return done[0].copy()
-
-        return cls(chunks, seals=seals)
-
-    def seal_counts(self):
-        """Per axis, the number of points whose coordinate is a segment's end (int64,
-        true counts: only the adaptive grid reads them, and adds noise)."""
-        if self._seals is None:
-            raise RuntimeError("these cells carry no seal counts")
-        return self._seals()
-
-    def __iter__(self):
-        return iter(self._chunks())
+    return Cells(chunks, seals=seals)
 
 
 def refine_ends(ends):
@@ -310,13 +268,11 @@ class Axes:
             # Fig. 1 with the public threshold factor (ln D + ln(1/beta)) / eps: privacy
             # holds for any public threshold (3 is only Theorem 2.1's constant)
             if counts is None:     # the checked offsets, sorted once (no second check)
-                srt = sort_u64(np.ascontiguousarray(offsets[:, a]))
-                part = partition_of_sorted(srt, domain[a], epsilon_axis, beta / (2 * c),
-                                           threshold_factor, streams.derive(a))
-            else:
-                part = private_partition(points[:, a], domain=domain[a], epsilon=epsilon_axis,
-                                         beta=beta / (2 * c), rng=streams.derive(a),
-                                         threshold_factor=threshold_factor, counts=counts)
+                srt, cnt = sort_u64(np.ascontiguousarray(offsets[:, a])), None
+            else:                  # their distinct values with the summed counts
+                srt, cnt = aggregate(np.ascontiguousarray(offsets[:, a]), counts)
+            part = partition_of_sorted(srt, domain[a], epsilon_axis, beta / (2 * c),
+                                       threshold_factor, streams.derive(a), cnt)
             if len(part) > np.iinfo(np.uint32).max:    # needs over 2**32 thresholds of points
                 raise ParameterError(f"domain[{a}]: the partition has more than 2**32 - 1 "
                                      "segments; use a smaller epsilon or a coarser domain")
@@ -340,12 +296,12 @@ class Axes:
         Parameters
         ----------
         prepared : pydp_synopsis.sources.Prepared
-            The checked source: :meth:`~pydp_synopsis.sources.Prepared.partition`
-            of axis a runs the partition over its sorted aggregates.
+            The checked source: axis a's partition runs over its sorted
+            aggregates (:func:`~pydp_synopsis.partitions.runner.partition_source_axis`).
         domain, epsilon_axis, beta, threshold_factor, rng
             As for :meth:`release`.
         shards : int
-            Public shards per axis (:mod:`pydp_synopsis.shards`); 1: none.
+            Public shards per axis (:mod:`pydp_synopsis.partitions.sharded`); 1: none.
 
         Returns
         -------
@@ -356,15 +312,16 @@ class Axes:
         Notes
         -----
         With one shard, under a seed, the same partitions as :meth:`release`
-        of the same multiset (:func:`~pydp_synopsis.partition.partition_of_chunks`);
+        of the same multiset (:func:`~pydp_synopsis.partitions.partition_of_chunks`);
         memory O(chunk + segments).
         """
         c = len(domain)
         parts, n_hat = [], 0.0
         streams = axis_streams(rng)
         for a, axis_domain in enumerate(domain):
-            part, _ = prepared.partition(a, axis_domain, epsilon_axis, beta / (2 * c),
-                                         threshold_factor, streams.derive(a), shards)
+            part, _ = partition_source_axis(prepared, a, axis_domain, epsilon_axis, beta / (2 * c),
+                                            streams.derive(a), shards,
+                                            threshold_factor=threshold_factor)
             parts.append(part)
             n_hat = max(n_hat, float(len(part)) * part.threshold)
         return cls(parts, beta), n_hat

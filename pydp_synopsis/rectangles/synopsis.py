@@ -16,16 +16,17 @@ from .. import persist
 from .._threads import halves
 from ..accounting import check_delta_or_zero
 from ..budget import charge, describe
-from ..counters import check_pure_epsilon, state_delta
+from ..persist import check_pure_epsilon, state_delta
 from ..errorbars import assemble, noise_std
 from ..errors import FormatError, ParameterError
 from ..aggregates import check_counts
 from ..params import check_beta, check_bool, check_choice, check_int, exact_epsilon
-from ..partition import fig1_threshold
+from ..partitions import fig1_threshold
 from ..rng import resolve_rng
-from ..shards import check_shards
+from ..partitions.sharded import check_shards
+from ..sources import ArraySource, as_source, is_source
 from . import options
-from .axes import Axes, Cells, as_int_array, check_corners, check_domains, check_points
+from .axes import Axes, Cells, as_int_array, check_corners, check_domains, check_points, sealed_cells
 from .grid import AdaptiveGrid
 from .multitree import MAX_POINTS, MultiTree
 from ..units import (Column, clipped_from_record, columns_from_record, columns_to_record,
@@ -192,7 +193,7 @@ class RectangleSynopsis:
             built in time and memory of the number of distinct rows.
         shards : int, optional
             Cut every axis at ``shards - 1`` public points and partition the
-            pieces on their own streams (:mod:`pydp_synopsis.shards`: same
+            pieces on their own streams (:mod:`pydp_synopsis.partitions.sharded`: same
             epsilon, at most ``shards - 1`` more segments per axis).
         delta : float or Fraction
             In ``[0, 1)``; 0 (default) is pure epsilon-DP.  ``delta > 0`` is
@@ -338,8 +339,9 @@ class RectangleSynopsis:
         clip = check_bool(clip, "clip")
         points, domain, counts, described = prepare_build(
             points, check_domain_pairs(domain), counts=counts, columns=columns, scale=scale,
-            resolution=resolution, dropna=dropna, what="points", clip=clip)
-        source = _as_source(points, counts)
+            resolution=resolution, dropna=dropna, what="points", clip=clip,
+            source=is_source(points))
+        source = as_source(points, counts, dropna)
         if source is None:
             arr, offsets, domain = check_points(points, domain, clip)
             weights = check_counts(counts, (arr.shape[0],), what="point")
@@ -370,8 +372,6 @@ class RectangleSynopsis:
                         **({"delta": dlt} if dlt else {}))
         extra = {"delta": dlt} if dlt else {}
         if source is None and n_shards > 1:     # shards run on the streamed path
-            from ..sources import ArraySource
-
             source = ArraySource(list(arr.T), counts=weights)   # clipped again: idempotent
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
@@ -381,7 +381,7 @@ class RectangleSynopsis:
                 axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
                                                   opts.threshold_factor, rng, n_shards)
                 if getattr(opts, "seal_share", 0):      # cells over the refined partitions
-                    cells = Cells.sealed(prepared.cells, axes.ends)
+                    cells = sealed_cells(prepared.cells, axes.ends)
                 else:
                     cells = prepared.cells(axes.ends)
                 built = mechanism.build(axes, cells, n_hat, eps_tree, split, opts, rng, **extra)
@@ -437,7 +437,7 @@ class RectangleSynopsis:
     # ------------------------------------------------------------- attributes
     @property
     def partitions(self):
-        """One released :class:`~pydp_synopsis.partition.Partition` per axis."""
+        """One released :class:`~pydp_synopsis.partitions.dnrr.Partition` per axis."""
         return self._axes.partitions
 
     @property
@@ -897,15 +897,6 @@ def check_domain_pairs(domain):
     if not 1 <= len(domain) <= 8:
         return check_domains(domain)         # its message
     return list(domain)
-
-
-def _as_source(points, counts):
-    """``points`` as a :class:`~pydp_synopsis.sources.Source` if it is one (or a dask
-    collection), else None (an array: the in-memory build)."""
-    from ..sources import as_source   # the sources import the synopses: import late
-
-    return as_source(points, counts)
-
 
 
 persist.register(_KIND)(RectangleSynopsis._from_record)

@@ -21,9 +21,10 @@ and, on a cluster, the shard cut points (:mod:`pydp_synopsis.sources.dask`).
 The number of rows is *not* released; messages about the data name a file,
 a column or a row, never a value.
 """
-from .base import ArraySource, Prepared, Source, as_source
+from .base import ArraySource, Prepared, Source
 from .files import expand_paths, files
+from .resolve import as_source, is_source
 from .sql import SqlSource, parse_database, quote_identifier
 
-__all__ = ["Source", "Prepared", "ArraySource", "SqlSource", "as_source", "files",
+__all__ = ["Source", "Prepared", "ArraySource", "SqlSource", "is_source", "as_source", "files",
            "expand_paths", "parse_database", "quote_identifier"]

@@ -34,14 +34,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..aggregates import SegmentIndex, SortedAggregator, aggregate, check_counts
+from ..aggregates import Cells, SegmentIndex, SortedAggregator, aggregate, check_counts
 from ..errors import InputError, ParameterError
 from ..params import as_offsets
-from ..rectangles.axes import Cells
-from ..shards import partition_sharded
 from ..spill import create, private_directory, read_array, write_array
 
-__all__ = ["CHUNK_ROWS", "Source", "Prepared", "RowSource", "ArraySource", "as_source",
+__all__ = ["CHUNK_ROWS", "Source", "Prepared", "RowSource", "ArraySource", "RowPrepared",
+           "column_offsets",
            "spilled_cells", "prefetch"]
 
 #: Rows per chunk read from a source (about 8 MB per int64 column).
@@ -134,18 +133,15 @@ class Prepared:
         axis's ``lo``, strictly increasing across chunks, int64 counts > 0."""
         raise NotImplementedError
 
-    def partition(self, a, domain, epsilon, beta, threshold_factor, rng, shards=1):
-        """Axis ``a``'s private partition and its true segment weights.
-
-        The default runs :func:`~pydp_synopsis.shards.partition_sharded` over
-        :meth:`axis` in this process; a cluster runs the shards on its
-        workers (:mod:`pydp_synopsis.sources.dask`).
-        """
-        return partition_sharded(self.axis(a), domain, shards, epsilon, beta,
-                                 threshold_factor, rng)
+    #: None, or, for data held on a cluster, a method ``map_shards(a, shards, function,
+    #: arguments)`` that returns ``[function(aggregate_i, *arguments[i]) for each shard i]``
+    #: computed where the data are (``aggregate_i``: the merged sorted ``(offsets, counts)``
+    #: of axis a in public shard i).  A source reads data and never runs a mechanism:
+    #: :func:`~pydp_synopsis.partitions.runner.partition_source_axis` decides what runs.
+    map_shards = None
 
     def cells(self, ends):
-        """The rows' partition cells, as :class:`~pydp_synopsis.rectangles.axes.Cells`.
+        """The rows' partition cells, as :class:`~pydp_synopsis.aggregates.Cells`.
 
         ``ends`` holds, per axis, the released segment ends (uint64 offsets);
         a row's cell is its segment per axis (``searchsorted(ends, offset,
@@ -196,10 +192,10 @@ class RowSource(Source):
     def prepare(self, domains, progress=None, clip=False):
         self.check_dims(domains)
         self._clip_bounds = tuple(domains) if clip else None
-        return _RowPrepared(self, domains, progress, clip)
+        return RowPrepared(self, domains, progress, clip)
 
 
-def _column_offsets(col, domain, name, clip=False):
+def column_offsets(col, domain, name, clip=False):
     """Offsets of one column chunk; the message names the column, never a value."""
     return as_offsets(np.asarray(col).ravel(), domain, f"column {name!r}", clip=clip)
 
@@ -260,7 +256,7 @@ class _AxisWorkers:
         self._pool.shutdown(wait=True)
 
 
-class _RowPrepared(Prepared):
+class RowPrepared(Prepared):
     """Pass 1 of a row source: every row read and checked, per-axis aggregates spilled."""
 
     def __init__(self, source, domains, progress, clip=False):
@@ -278,7 +274,7 @@ class _RowPrepared(Prepared):
                                  for a in range(len(domains))]
 
             def add(agg, col, dom, name, spill, path):
-                offsets = _column_offsets(col, dom, name, clip)
+                offsets = column_offsets(col, dom, name, clip)
                 agg.add(offsets)
                 if spill is not None:
                     write_array(spill, offsets, path)
@@ -377,7 +373,7 @@ def spilled_cells(directory, chunks, ends, domains, names, rows, clip=False):
 
 def _fill_segments(seg, a, index, col, domain, name, clip=False):
     """Column a of ``seg``: each value's segment (a per-axis worker task)."""
-    seg[:, a] = index.of(col if domain is None else _column_offsets(col, domain, name, clip))
+    seg[:, a] = index.of(col if domain is None else column_offsets(col, domain, name, clip))
 
 
 def _read_cells(path, c):
@@ -441,7 +437,7 @@ class _WeightedArrayPrepared(Prepared):
     """An in-memory weighted table: aggregates and cells straight from the arrays."""
 
     def __init__(self, source, domains, clip=False):
-        self._offsets = [_column_offsets(col, dom, name, clip) for col, dom, name in
+        self._offsets = [column_offsets(col, dom, name, clip) for col, dom, name in
                          zip(source._cols, domains, source.columns)]
         self._counts = source._counts
         self.rows = int(self._counts.sum(dtype=np.int64))
@@ -452,27 +448,3 @@ class _WeightedArrayPrepared(Prepared):
     def cells(self, ends):
         seg = np.stack([SegmentIndex(e).of(o) for e, o in zip(ends, self._offsets)], axis=1)
         return Cells.of(seg, self._counts)
-
-
-def as_source(data, counts=None):
-    """``data`` as a :class:`Source`, or None when it is an in-memory array.
-
-    A Source is returned as is; a dask Array, Series or DataFrame becomes a
-    :class:`~pydp_synopsis.sources.dask.DaskSource`.
-
-    Raises
-    ------
-    ParameterError
-        ``counts`` given with a Source (a source carries its own rows).
-    """
-    if not isinstance(data, Source):
-        module = type(data).__module__ or ""
-        if not module.startswith("dask"):
-            return None
-        from .dask import DaskSource
-
-        data = DaskSource(data)
-    if counts is not None:
-        raise ParameterError("counts= weighs the rows of an array; a Source is read as it is "
-                             "(aggregate it with counts= of an ArraySource)")
-    return data

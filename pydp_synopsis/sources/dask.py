@@ -10,8 +10,9 @@ and ``shards=k``.  The work is split as follows:
   runs of each shard are merged by a tree of tasks.  The driver learns only
   that the data are valid and the number of rows, and only then charges the
   budget and draws noise.
-* **Shards** (``shards=k > 1``, :mod:`pydp_synopsis.shards`): each shard's
-  private partition runs in a task on the worker that holds the shard's
+* **Shards** (``shards=k > 1``, :mod:`pydp_synopsis.partitions.sharded`): each shard's
+  private partition (the task :mod:`pydp_synopsis.partitions.runner` hands to
+  :meth:`_DaskPrepared.map_shards`) runs on the worker that holds the shard's
   aggregate, drawing from child stream i of a key drawn fresh from the
   driver's generator (``Rng.derive``); only the segment ends and their
   weights travel back.  With one shard the aggregate is streamed to the
@@ -45,14 +46,13 @@ import time
 
 import numpy as np
 
-from ..aggregates import SegmentIndex, aggregate, histogram, merge
+from ..aggregates import Cells, SegmentIndex, aggregate, histogram, merge
 from ..errors import InputError, ParameterError
 from ..units import missing_message
 from ..inputs import parse_scale, to_fixed_point
-from ..partition import assemble_partition, partition_of_chunks
-from ..rectangles.axes import Cells
-from ..shards import partition_sharded, shard_domains, shard_streams
-from .base import Prepared, Source, _column_offsets, prefetch
+from ..partitions.sharded import shard_domains
+from .base import Prepared, Source, column_offsets, prefetch
+from .files import expand_paths
 
 __all__ = ["DaskSource", "dask_files", "check_scheduler", "check_cluster_timeout",
            "CLUSTER_TIMEOUT"]
@@ -299,7 +299,7 @@ def _columns_of(part, convert, names, scale, clip=None):
 def _pass1(part, convert, names, scale, domains, clip=False):
     """Per axis, the sorted aggregate of one partition; and its row count."""
     cols = _columns_of(part, convert, names, scale, domains if clip else None)
-    return len(cols[0]) if cols else 0, [aggregate(_column_offsets(col, dom, name, clip))
+    return len(cols[0]) if cols else 0, [aggregate(column_offsets(col, dom, name, clip))
                                          for col, dom, name in zip(cols, domains, names)]
 
 
@@ -331,22 +331,10 @@ def _tree(items, combine):
     return items[0]
 
 
-def _shard_partition(agg, shard, shift, epsilon, beta, factor, threshold_size, key, seeded):
-    """Runs on a worker: one shard's partition from its own stream; ends as global offsets.
-    ``shift`` is the shard's first offset from the domain's lo."""
-    from ..rng import Rng
-
-    keys, counts = agg
-    part, weights = partition_of_chunks(iter([(keys - np.uint64(shift), counts)]), shard,
-                                        epsilon, beta, factor, Rng._from_key(key, seeded),
-                                        threshold_size)
-    return part.end_offsets.astype(np.uint64) + np.uint64(shift), weights
-
-
 def _cells(part, convert, names, scale, domains, ends, clip=False):
     """Runs on a worker: the partition cells of one partition's rows, with counts."""
     cols = _columns_of(part, convert, names, scale, domains if clip else None)
-    seg = np.stack([SegmentIndex(e).of(_column_offsets(col, dom, name, clip))
+    seg = np.stack([SegmentIndex(e).of(column_offsets(col, dom, name, clip))
                     for col, dom, name, e in zip(cols, domains, names, ends)], axis=1)
     sizes = [e.size for e in ends]
     if float(np.prod(np.array(sizes, dtype=float))) < 2.0**63:
@@ -395,24 +383,14 @@ class _DaskPrepared(Prepared):
 
         return prefetch(ranges())
 
-    def partition(self, a, domain, epsilon, beta, threshold_factor, rng, shards=1):
-        if shards == 1:
-            return partition_sharded(self.axis(a), domain, 1, epsilon, beta, threshold_factor,
-                                     rng)
+    def map_shards(self, a, shards, function, arguments):
+        """``function(aggregate_i, *arguments[i])`` on the cluster for each public shard i of
+        axis ``a`` (the shard's merged sorted aggregate, offsets from the axis's lo), results
+        in shard order (:func:`~pydp_synopsis.partitions.runner.partition_source_axis`)."""
         from dask import delayed
 
-        lo, hi = domain
-        streams = shard_streams(rng)
-        tasks = [delayed(_shard_partition)(self._range(a, start, stop), shard, start, epsilon,
-                                           beta, threshold_factor, hi - lo + 1,
-                                           streams._child_key(i), streams.seeded)
-                 for i, (shard, (start, stop)) in enumerate(zip(shard_domains(domain, shards),
-                                                                self._pieces(a, shards)))]
-        results = _compute(*tasks)
-        ends = np.concatenate([r[0] for r in results])
-        weights = np.concatenate([r[1] for r in results])
-        return (assemble_partition(ends, lo, hi, epsilon, beta, threshold_factor, shards),
-                weights)
+        return _compute(*[delayed(function)(self._range(a, start, stop), *args)
+                          for (start, stop), args in zip(self._pieces(a, shards), arguments)])
 
     def cells(self, ends):
         import dask
@@ -452,8 +430,6 @@ def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False,
         import distributed  # noqa: F401
     except ImportError:
         raise InputError("--engine dask needs dask: pip install 'pydp-synopsis[dask]'") from None
-    from .files import expand_paths
-
     paths, fmt = expand_paths(spec)
     if fmt not in ("csv", "parquet"):
         raise InputError(f"--engine dask reads .csv and .parquet files, not .{fmt}")
@@ -575,8 +551,8 @@ class _WithClient(Prepared):
     def axis(self, a):
         return self._inner.axis(a)
 
-    def partition(self, *args, **kwargs):
-        return self._inner.partition(*args, **kwargs)
+    def map_shards(self, a, shards, function, arguments):
+        return self._inner.map_shards(a, shards, function, arguments)
 
     def cells(self, ends):
         return self._inner.cells(ends)

@@ -30,7 +30,8 @@ from ..errors import InputError
 from ..inputs import csv_header, parse_scale, read_columns, to_fixed_point
 from ..npyfiles import npy_array, npy_chunks, npy_column_indices, npz_chunks
 from ..units import convert_chunk, missing_mask, missing_message, needs_conversion
-from .base import CHUNK_ROWS, ArraySource, RowSource, _column_offsets
+from .base import CHUNK_ROWS, ArraySource, RowSource, column_offsets
+from .sql import duckdb_files
 
 __all__ = ["FORMATS", "expand_paths", "CsvSource", "ParquetSource", "files"]
 
@@ -251,7 +252,7 @@ class CsvSource(_FileSource):
                 if missing_mask(col).any():          # NA, NaN: the missing-value message
                     raise InputError(missing_message(f"{path}: ", name))
                 exact = _exact(col, None, name, path)
-                _column_offsets(exact, dom, name)
+                column_offsets(exact, dom, name)
         raise InputError(f"{path}: a column is not readable as integers")
 
     def _batches(self, path, types, nulls=False):
@@ -453,8 +454,6 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
     if engine == "duckdb":
         if fmt not in ("csv", "parquet"):
             raise InputError(f"engine duckdb reads .csv and .parquet files, not .{fmt}")
-        from .sql import duckdb_files
-
         if delimiter is not None:
             options["delimiter"] = delimiter
         return duckdb_files(paths, fmt, columns, scale=scale, chunk_rows=chunk_rows,

@@ -49,6 +49,7 @@ References
    "Configuration" (``read_only``, ``enable_external_access``).
 """
 import os
+import shutil
 
 import numpy as np
 
@@ -56,9 +57,9 @@ from ..errors import InputError
 from ..inputs import parse_scale, to_fixed_point
 from ..readonly import check_statement_timeout, redact, strip_query
 from ..units import convert_chunk, missing_message, needs_conversion
-from ..rectangles.axes import Cells
+from ..aggregates import Cells
 from ..spill import private_directory
-from .base import CHUNK_ROWS, Prepared, RowSource, _column_offsets, prefetch, spilled_cells
+from .base import CHUNK_ROWS, Prepared, RowPrepared, RowSource, column_offsets, prefetch, spilled_cells
 from .engines import ENGINES, Null, quote_identifier
 
 __all__ = ["parse_database", "quote_identifier", "SqlSource", "duckdb_files"]
@@ -303,10 +304,8 @@ class _SqlRowPrepared(Prepared):
     """Rows streamed and converted in Python (decimals, SQLite's other storage classes)."""
 
     def __init__(self, source, engine, domains, progress, clip=False):
-        from .base import _RowPrepared
-
         self._engine = engine
-        self._inner = _RowPrepared(source, domains, progress, clip)
+        self._inner = RowPrepared(source, domains, progress, clip)
         self.rows = self._inner.rows
 
     def axis(self, a):
@@ -402,7 +401,7 @@ class _PushdownPrepared(Prepared):
                f"GROUP BY {self._cols[a]} ORDER BY {self._cols[a]}")
         try:
             for values, counts in engine.int_chunks(sql, 2, self._source.chunk_rows):
-                yield (_column_offsets(values, domain, name, self._clip),
+                yield (column_offsets(values, domain, name, self._clip),
                        np.ascontiguousarray(counts, dtype=np.int64))
         except engine.errors as exc:
             raise engine.failed(exc, f"aggregating column {name!r}") from None
@@ -454,8 +453,6 @@ class _PushdownPrepared(Prepared):
 
     def close(self, keep_engine=False):
         if self._tmp is not None:
-            import shutil
-
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
         if not keep_engine:

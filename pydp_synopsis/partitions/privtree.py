@@ -1,0 +1,458 @@
+"""PrivTree: a private partition that refines where the data are, at any depth.
+
+The interval synopsis' default partition (``partition="privtree"``).  The
+domain ``[lo, hi]`` is the root of a binary tree: a node ``[a, b]`` of width
+``>= 2`` splits into ``[a, m]`` and ``[m + 1, b]``, ``m = a + (b - a) // 2``.
+Top-down from the root, a node of depth ``d`` (root 0) holding ``c`` items
+is split iff
+
+    ``max(theta - delta, c - d * delta) + Z > theta``,   ``Z ~ DLap(lambda)``,
+
+with ``theta = 0``, ``lambda = 3 / epsilon`` and an integer
+``delta >= lambda ln 2`` (Zhang, Xiao, Xie, Algorithm 2 with fanout
+``beta = 2``: ``lambda = (2 beta - 1) / ((beta - 1) epsilon)``, ``delta =
+lambda ln beta``).  The leaves, in domain order, are the released segments.
+A node of width 1 is a leaf without a draw.  The C kernel
+(``csrc/privtree.c``) visits only the tested nodes: ``O(m log n)`` for
+``m`` leaves, whatever the domain size (up to ``2**64``).
+
+Why it is more accurate than Fig. 1 of DNRR for range counts: a segment's
+items are spread uniformly over its span by the uniform estimator, and
+PrivTree's leaves are small where the data are dense and stop as soon as a
+region is empty -- a heavy value becomes a leaf of width 1 (no bias at all),
+an empty stretch of ``10^18`` values costs a few leaves holding nothing.
+
+Privacy (the discrete form of [ZXX16]_ Theorem 3 / Corollary 1).  Let a
+neighbour add one item ``x``; only the nodes on ``x``'s root path change
+count, by one.  Write ``b(v) = c(v) - d(v) delta`` (unfloored).  Along the
+path ``b`` grows by at least ``delta`` per level upward (a parent holds at
+least its child's items and is one level higher).  The discrete Laplace pmf
+is ``(1 - a)/(1 + a) a^|z|``, ``a = e^{-1/lambda}``, so for integer ``k``:
+``P(Z >= k) / P(Z >= k + 1) <= 1/a`` always, ``<= 1 + (1/lambda) a^{-k}``
+for ``k <= 0`` (using ``P(Z >= k + 1) >= 1/2`` and ``2 (1 - a)/(1 + a) <=
+1/lambda``), and ``P(Z <= k) / P(Z <= k - 1) <= 1/a``.  Hence, for a node
+whose biased count moves up by one:
+
+* split decisions: a loss of at most ``1/lambda``, and at most
+  ``(1/lambda) e^{-(b - theta)/lambda}`` when ``b >= theta``;
+* the leaf's "no split": more likely without ``x``, by at most ``1/lambda``
+  the other way (and a loss of 0 in this direction);
+* nodes whose floored count does not move (``b + 1 <= theta - delta``):
+  no loss.
+
+On the path at most one moved node has ``b`` in ``[theta - delta,
+theta)``, and those with ``b >= theta`` have ``b >= theta + j delta`` for
+distinct ``j >= 0``; so the loss is at most ``(1/lambda) (1 + sum_j
+e^{-j delta / lambda}) <= (1/lambda) (1 + 2) = 3/lambda = epsilon`` because
+``e^{-delta/lambda} <= 1/2``.  The other direction (removing ``x``) is
+bounded by the same sum over the same nodes.  Everything is integer:
+``delta`` is ``ceil(lambda ln 2 (1 + 1e-12))`` (the factor covers the
+rounding of the double product, so ``delta >= lambda ln 2`` exactly), the
+noise is exact (:mod:`pydp_synopsis.noise`), and a larger ``delta`` only
+lowers the loss.
+
+Weight bound (for error bars).  A leaf of width ``>= 2`` at depth ``d``
+was tested and not split, so its count is ``c <= theta + d delta - Z``.
+Union-bounding ``Z > -k_d`` over every node the tree could test at depth
+``d`` (at most ``N_d = min(shards 2^d, D)``) and over the ``L`` depths at
+which nodes of width ``>= 2`` exist: with ``k_d`` the least integer with
+``N_d a^k / (1 + a) <= beta / L``, every leaf of width ``>= 2`` holds at
+most ``W_d = theta + d delta + k_d - 1`` items, with probability ``>= 1 -
+beta``, whatever the duplicates.  A leaf of width 1 is never cut by an
+interval: its bias is 0.
+
+Public: :class:`TreePartition` (also exported by :mod:`pydp_synopsis`);
+internal: :func:`privtree_of_sorted`, :func:`privtree_of_chunks`.
+
+References
+----------
+.. [ZXX16] J. Zhang, X. Xiao, X. Xie, "PrivTree: A Differentially Private
+   Algorithm for Hierarchical Decompositions", SIGMOD 2016: Algorithm 2,
+   Theorem 3, Corollary 1.
+.. [CKS20] C. Canonne, G. Kamath, T. Steinke, "The Discrete Gaussian for
+   Differential Privacy", NeurIPS 2020 (exact discrete Laplace sampling).
+"""
+import math
+import os
+import shutil
+import tempfile
+from fractions import Fraction
+
+import numpy as np
+
+from .._core import LIMITS, check, ffi, lib
+from ..errors import DomainError, ParameterError
+from .dnrr import Partition, checked_ends
+from .sharded import check_shards, shard_domains
+
+__all__ = ["TreePartition", "PRIVTREE", "privtree_parameters", "root_depth", "privtree_of_sorted",
+           "privtree_of_chunks"]
+
+#: The name of the method, stored with a synopsis and accepted by ``partition=``.
+PRIVTREE = "privtree"
+_THETA = 0
+_MAX_SCALE = 1 << 48               # lambda: the exact sampler's admitted scales
+_MAX_DELTA = 1 << 53
+_MAX_LEAVES = 1 << 32
+#: Above this many distinct values a streamed build spills them to disk.
+_SPILL_ENTRIES = 1 << 22
+
+
+def privtree_parameters(epsilon):
+    """``(lambda, delta)`` for ``epsilon`` (a checked Fraction): ``lambda = 3/epsilon``
+    exactly, ``delta`` the least integer that is surely ``>= lambda ln 2``.
+
+    Raises
+    ------
+    ParameterError
+        ``epsilon`` so small that ``lambda > 2**48`` or ``delta > 2**53``.
+    """
+    lam = Fraction(3) / epsilon
+    if lam > _MAX_SCALE or lam.numerator >= LIMITS.param_limit \
+            or lam.denominator >= LIMITS.param_limit:
+        raise ParameterError(f"epsilon of the PrivTree partition must be >= 3 / 2**48 with a "
+                             f"numerator below 2**62 / 3, got {epsilon}")
+    delta = math.ceil(float(lam) * math.log(2.0) * (1 + 1e-12))
+    if delta > _MAX_DELTA:
+        raise ParameterError(f"epsilon of the PrivTree partition is too small, got {epsilon}")
+    return lam, delta
+
+
+def _shard_bounds(lo, hi, shards):
+    """The public shard domains as offsets ``[(first, last), ...]``; ``shards`` checked
+    in ``[1, min(MAX_SHARDS, hi - lo + 1)]`` first (an empty shard has no tree)."""
+    check_shards(shards, [(lo, hi)])
+    return [(a - lo, b - lo) for a, b in shard_domains((lo, hi), shards)]
+
+
+def root_depth(size, width):
+    """The depth a shard of ``width`` values starts at in the tree of a domain of
+    ``size`` values: the least ``d`` with ``ceil(size / 2^d) <= width`` (0 for the
+    whole domain).  Public (sizes only); with equal power-of-two shards the shard
+    roots are exactly the whole tree's nodes of that depth, so a sharded tree is
+    the unsharded one with its top levels split.
+
+    At most ``size.bit_length() + 1`` steps: ``d = size.bit_length()`` always
+    gives ``ceil(size / 2^d) = 1 <= width``.
+
+    Raises
+    ------
+    ParameterError
+        ``width`` outside ``[1, size]`` (an empty shard: more shards than values).
+
+    Examples
+    --------
+    >>> root_depth(16, 4), root_depth(10, 10), root_depth(2**64, 1)
+    (2, 0, 64)
+    """
+    if not 1 <= width <= size:
+        raise ParameterError(f"shard width must be in [1, {size}] (at most as many shards as "
+                             f"values), got {width}")
+    return next(d for d in range(size.bit_length() + 1) if -(-size // (1 << d)) <= width)
+
+
+class TreePartition(Partition):
+    """A PrivTree partition of ``[lo, hi]``: the leaves of a binary halving tree.
+
+    Produced by :meth:`IntervalSynopsis.build
+    <pydp_synopsis.IntervalSynopsis.build>` with ``partition="privtree"``
+    (the default); the constructor validates and stores one (e.g. read back
+    from disk): the ends must be the leaves, in order, of the halving tree of
+    each shard (:mod:`pydp_synopsis.partitions.sharded`), else DomainError.
+
+    Parameters
+    ----------
+    end_offsets : array_like of uint64
+        Right ends of the leaves as offsets from ``lo``.
+    domain : pair of int
+        Inclusive ``(lo, hi)``.
+    epsilon : Fraction
+        The privacy parameter the partition was built with.
+    beta : float
+        The failure probability of its weight bound.
+    shards : int
+        The number of public shards it was built in (1: one tree).
+
+    Attributes
+    ----------
+    depths : numpy.ndarray of uint8
+        Each leaf's depth in its shard's tree (the root is 0).
+    scale : Fraction
+        The split noise's scale ``lambda = 3 / epsilon``.
+    bias : int
+        The per-depth bias ``delta >= lambda ln 2``.
+
+    References
+    ----------
+    .. [ZXX16] Zhang, Xiao, Xie, SIGMOD 2016, Algorithm 2, Corollary 1.
+    """
+
+    def __init__(self, end_offsets, *, domain, epsilon, beta, shards=1):
+        if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
+            raise ParameterError(f"shards must be an int >= 1, got {shards!r}")
+        offs, lo, hi, eps, beta = checked_ends(end_offsets, domain, epsilon, beta)
+        self._store_tree(offs, lo, hi, eps, beta, shards)
+
+    @classmethod
+    def _checked(cls, end_offsets, lo, hi, epsilon, beta, shards=1):
+        """A partition the package has just drawn (depths recomputed, never trusted)."""
+        self = cls.__new__(cls)
+        self._store_tree(end_offsets, lo, hi, epsilon, beta, shards)
+        return self
+
+    def _store_tree(self, end_offsets, lo, hi, epsilon, beta, shards):
+        self.scale, self.bias = privtree_parameters(epsilon)
+        self._store(end_offsets, lo, hi, epsilon, beta, PRIVTREE)
+        self._shards = shards
+        self._leaf_bounds = None
+        ends = self._offsets
+        depths = np.empty(ends.size, dtype=np.uint8)
+        start = 0
+        self._roots = []
+        for first, last in _shard_bounds(lo, hi, shards):
+            d0 = root_depth(hi - lo + 1, last - first + 1)
+            self._roots.append((d0, last - first + 1))
+            stop = int(np.searchsorted(ends, np.uint64(last), side="right"))
+            if stop <= start or int(ends[stop - 1]) != last:
+                raise DomainError("end_offsets are not the leaves of PrivTree's halving tree")
+            piece = np.ascontiguousarray(ends[start:stop])
+            out = depths[start:stop]
+            st = lib.pds_privtree_depths(ffi.from_buffer("uint64_t[]", piece), piece.size,
+                                         first, last, d0, ffi.from_buffer("uint8_t[]", out))
+            if st == lib.PDS_ESTATE:
+                raise DomainError("end_offsets are not the leaves of PrivTree's halving tree")
+            check(st, "privtree depths")
+            start = stop
+        depths.flags.writeable = False
+        self.depths = depths
+
+    @property
+    def shards(self):
+        """The number of public shards the tree was grown in."""
+        return self._shards
+
+    @property
+    def threshold_factor(self):
+        """``"privtree"``: the partition method (DNRR partitions give their factor)."""
+        return PRIVTREE
+
+    @property
+    def threshold(self):
+        """The per-depth bias ``delta`` (PrivTree has no threshold; theta = 0)."""
+        return self.bias
+
+    def depth_weight_bounds(self):
+        """``W_d`` for ``d = 0 .. 128``: the most items a tested leaf at depth ``d`` holds
+        (module doc), all at once with probability ``>= 1 - beta``.  O(1)."""
+        lam = float(self.scale)
+        a = math.exp(-1.0 / lam)
+        # depths at which some shard has nodes of width >= 2
+        levels = len({d0 + j for d0, w in self._roots for j in range((w - 1).bit_length())}) or 1
+        d = np.arange(129)
+        # nodes a depth can hold: sum over shards of 2^(d - d0), at most D
+        nodes = [min(self._size, sum(1 << (int(x) - d0) for d0, _ in self._roots if x >= d0))
+                 for x in d]
+        log_nodes = np.log(np.maximum(np.array(nodes, dtype=np.float64), 1.0))
+        x = (log_nodes - math.log1p(a) + math.log(levels) - math.log(self._beta)) * lam
+        k = np.maximum(np.ceil(x * (1 + 1e-12)), 0.0)
+        return _THETA + d * float(self.bias) + np.maximum(k - 1, 0.0)
+
+    def leaf_weight_bounds(self):
+        """Per segment, the most items it can hold (module doc): ``W_d`` for a leaf of
+        width ``>= 2``, 0 for a leaf of width 1 (an interval never cuts it).
+
+        All hold at once with probability ``>= 1 - beta``.  O(m) on the first
+        call; the partition is immutable, so the array is kept (read-only).
+
+        Returns
+        -------
+        numpy.ndarray of float64
+        """
+        if self._leaf_bounds is None:
+            starts = np.concatenate(([np.uint64(0)], self._offsets[:-1] + np.uint64(1)))
+            w = np.where(self._offsets > starts, self.depth_weight_bounds()[self.depths], 0.0)
+            w.flags.writeable = False
+            self._leaf_bounds = w
+        return self._leaf_bounds
+
+    def interior_weight_bound(self):
+        """The largest :meth:`leaf_weight_bounds`: every cut segment holds at most this
+        many items, with probability ``>= 1 - beta``.  O(m) (the bounds are kept)."""
+        return float(self.leaf_weight_bounds().max())
+
+    def max_weight_bound(self):
+        """Same as :meth:`interior_weight_bound` (PrivTree's bound covers duplicates)."""
+        return self.interior_weight_bound()
+
+    def _key(self):
+        return (self.domain, self._epsilon, self._beta, self._shards)
+
+
+# --------------------------------------------------------------------------
+# Driving the kernel.
+
+def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False, *, scale_bias=None,
+          theta=_THETA):
+    """The leaves' end offsets of one tree over ``[first, last]`` and their true
+    counts (not private), from the C kernel.  ``cum`` None: ``keys`` is a sorted
+    column with repeats, one item each.  ``release``: ``keys`` and ``cum`` are
+    read-only memory maps whose pages the kernel drops behind its walk.
+    ``scale_bias`` ``(lambda, delta)`` and ``theta`` replace the release's
+    parameters of ``epsilon`` (``research/explore_privtree.py`` only)."""
+    lam, delta = privtree_parameters(epsilon) if scale_bias is None else scale_bias
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    if cum is not None:
+        cum = np.ascontiguousarray(cum, dtype=np.int64)
+    out = ffi.new("pds_privtree *")
+    try:
+        with rng.native() as state:
+            st = lib.pds_privtree_build(state, ffi.from_buffer("uint64_t[]", keys),
+                                        ffi.NULL if cum is None else ffi.from_buffer("int64_t[]", cum),
+                                        keys.size, first,
+                                        last, depth0, lam.numerator, lam.denominator, delta, theta,
+                                        _MAX_LEAVES, int(release), out)
+        check(st, "privtree partition")
+        ends = np.frombuffer(ffi.buffer(out.ends, 8 * out.m), dtype=np.uint64).copy()
+        counts = np.frombuffer(ffi.buffer(out.counts, 8 * out.m), dtype=np.int64).copy()
+    finally:
+        lib.pds_privtree_free(out)
+    return ends, counts
+
+
+def _runs_of_sorted(sorted_offsets, counts):
+    """Distinct sorted keys and running totals of sorted offsets with their counts."""
+    s = np.asarray(sorted_offsets, dtype=np.uint64)
+    c = np.asarray(counts, dtype=np.int64)
+    keep = c > 0
+    s, c = s[keep], c[keep]
+    total = np.cumsum(c)
+    if s.size == 0:
+        return s, total
+    last = np.append(np.flatnonzero(s[1:] != s[:-1]), s.size - 1)
+    return s[last], total[last]
+
+
+def privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts=None,
+                       leaf_counts=False):
+    """The PrivTree partition of sorted offsets (checked inputs, no re-validation).
+
+    The counterpart of :func:`~pydp_synopsis.partitions.dnrr.dnrr_of_sorted`:
+    same arguments less the threshold factor.  Without ``counts`` the kernel
+    reads the sorted column itself; with them, O(n) numpy work finds the
+    distinct values.  O(m log n) kernel steps.  With ``leaf_counts`` also
+    the true count of every leaf, as the kernel found them (not private).
+    """
+    lo, hi = domain
+    if counts is None:    # the sorted column itself: the kernel counts its entries
+        keys, cum = sorted_offsets, None
+    else:
+        keys, cum = _runs_of_sorted(sorted_offsets, counts)
+    ends, true_counts = _grow(keys, cum, 0, hi - lo, epsilon, rng)
+    part = TreePartition._checked(ends, lo, hi, epsilon, beta)
+    return (part, true_counts) if leaf_counts else part
+
+
+def _slices(chunks, size=1 << 22):
+    """The chunks in pieces of at most ``size`` entries (a shard's whole aggregate
+    arrives as one chunk on a worker: its temporaries stay piece-sized)."""
+    for pos, cnt in chunks:
+        pos = np.asarray(pos, dtype=np.uint64)
+        cnt = np.asarray(cnt, dtype=np.int64)
+        for i in range(0, max(pos.size, 1), size):
+            yield pos[i:i + size], cnt[i:i + size]
+
+
+class _Runs:
+    """Sorted ``(key, count)`` chunks gathered as distinct keys and running totals:
+    in memory, or in two spilled files read through ``numpy.memmap`` once they pass
+    ``_SPILL_ENTRIES`` entries (memory then O(chunk); the kernel drops the mapped
+    pages behind its walk)."""
+
+    def __init__(self, chunks):
+        self._dir = None
+        keys, cums, n, total = [], [], 0, 0
+        files = None
+
+        def put(k, cum):
+            """Keep a piece of keys and totals: in memory, or in the spill files once
+            ``_SPILL_ENTRIES`` are passed (then the kept pieces move there first)."""
+            nonlocal n, files, keys, cums
+            n += k.size
+            if files is None and n > _SPILL_ENTRIES:
+                self._dir = tempfile.mkdtemp(prefix="pydp-privtree-")
+                files = [open(os.path.join(self._dir, name), "wb") for name in ("k", "c")]
+                keys, cums = keys + [k], cums + [cum]
+                for a, b in zip(keys, cums):
+                    a.tofile(files[0])
+                    b.tofile(files[1])
+                keys, cums = [], []
+            elif files is None:
+                keys.append(k)
+                cums.append(cum)
+            else:
+                k.tofile(files[0])
+                cum.tofile(files[1])
+        try:
+            carry_k, carry_c = None, 0
+            for pos, cnt in _slices(chunks):
+                if carry_k is not None:
+                    pos = np.concatenate(([carry_k], pos))
+                    cnt = np.concatenate(([carry_c], cnt))
+                k, c = _runs_of_sorted(pos, cnt)
+                if k.size == 0:
+                    carry_k = None
+                    continue
+                c = np.diff(c, prepend=0)
+                carry_k, carry_c = k[-1], int(c[-1])     # the next chunk may continue it
+                k, c = k[:-1], c[:-1]
+                cum = total + np.cumsum(c)
+                total = int(cum[-1]) if cum.size else total
+                put(k, cum)
+            if carry_k is not None:
+                put(np.array([carry_k], dtype=np.uint64),
+                    np.array([total + carry_c], dtype=np.int64))
+            if files is None:
+                self.keys = np.concatenate(keys) if keys else np.empty(0, dtype=np.uint64)
+                self.cum = np.concatenate(cums) if cums else np.empty(0, dtype=np.int64)
+            else:
+                for fh in files:
+                    fh.close()
+                self.keys = np.memmap(os.path.join(self._dir, "k"), dtype=np.uint64, mode="r")
+                self.cum = np.memmap(os.path.join(self._dir, "c"), dtype=np.int64, mode="r")
+        except BaseException:
+            for fh in files or ():
+                fh.close()
+            self.close()                 # nothing half-written stays behind
+            raise
+
+    @property
+    def spilled(self):
+        """Whether the runs are in files (read-only memory maps)."""
+        return self._dir is not None
+
+    def close(self):
+        if self._dir is not None:
+            self.keys = self.cum = None
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+
+def privtree_of_chunks(chunks, domain, epsilon, beta, rng, size=None):
+    """The PrivTree partition of a stream of sorted aggregates, and its segment weights.
+
+    The counterpart of :func:`~pydp_synopsis.partitions.dnrr.dnrr_of_chunks`
+    (same chunks; under a seed exactly :func:`privtree_of_sorted` of their
+    concatenation).  Memory O(chunk + m) plus, past ``2**22`` distinct
+    values, two temporary files of 16 bytes per distinct value, read through
+    memory maps.  ``size``: the whole domain's size when ``domain`` is one of
+    its shards (the tree then starts at :func:`root_depth`).
+    """
+    lo, hi = domain
+    depth0 = 0 if size is None else root_depth(size, hi - lo + 1)
+    runs = _Runs(chunks)
+    try:
+        ends, weights = _grow(runs.keys, runs.cum, 0, hi - lo, epsilon, rng, depth0,
+                              release=runs.spilled)
+    finally:
+        runs.close()
+    return TreePartition._checked(ends, lo, hi, epsilon, beta), weights
