@@ -54,13 +54,14 @@ import numpy as np
 
 from . import persist
 from .budget import charge
-from .counters import (MAX_HORIZON, STATE_VERSION, BinaryTreeCounter, ContinualCounter, KaryTreeCounter,
+from .counters import (STATE_VERSION, BinaryTreeCounter, ContinualCounter, KaryTreeCounter,
                        check_pure_epsilon, int64_array, state_delta, state_fraction)
 from .errors import DomainError, FormatError, HorizonError
 from .params import (check_beta, check_bool, check_choice, check_int, check_share, dtype_name,
                      exact_epsilon, split_epsilon)
 from .partition import OnlinePartition, fig1_threshold
 from .rng import resolve_rng
+from .tree_noise import MAX_HORIZON
 
 __all__ = ["SparseStreamCounter"]
 
