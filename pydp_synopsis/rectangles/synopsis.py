@@ -74,58 +74,12 @@ class RectangleSynopsis:
     >>> bool(abs(answer[0] - np.count_nonzero(pts[:, 0] <= 499)) < 200)
     True
 
-    The mechanism: one private partition per axis (``epsilon *
-    partition_share / c`` and ``beta / (2c)`` each; DNRR section 2 and
-    Theorem 3.3's proof), then over the per-axis segments one of two
-    structures, both pure epsilon-DP by sequential composition:
-
-    * ``structure="adaptive"`` (the default for c >= 2): two noisy levels of
-      cells over the partition cells, the second refined where the first's
-      released counts are dense (Qardaji-Yang-Li's adaptive grid on DNRR's
-      partitions; :mod:`pydp_synopsis.rectangles.grid`);
-    * ``structure="multitree"`` (c = 1, ``config="dnrr"``, or any multi-tree
-      option): DNRR section 3.3's c-dimensional tree of noisy counts, pruned
-      as in Remark 3.4 (:mod:`pydp_synopsis.rectangles.multitree`).
-
-    Options come from named profiles plus explicit keywords
-    (:mod:`pydp_synopsis.rectangles.options` states the rule); the tuning
-    evidence and benchmarks are in docs/guide/rectangles.md and
-    docs/benchmarks/rectangles.md.
-
-    Attributes
-    ----------
-    partitions : tuple of Partition
-        One released partition per axis.
-    dims, domain, beta, config, threshold_factor, structure
-        As built.
-    epsilon, epsilon_partition : Fraction
-        Total privacy loss; that of the c partitions.
-    delta, pure_epsilon : Fraction
-        The delta asked for (0: pure; multi-tree only) and the pure epsilon
-        also achieved (``epsilon`` when ``delta == 0``).
-    epsilon_intermediate, epsilon_final, scales
-        Privacy loss and noise scales of the structure's two levels: the
-        multi-tree's intermediate (0 when uncounted or when one scale serves
-        all nodes) and final nodes; the grid's coarse and fine cells.
-    merge, segments : tuple of int
-        Per axis, consecutive partition segments per tree segment (grid: per
-        coarse-cell side), and ``ceil(len(partition) / merge)``.
-    num_nodes, sensitivity, estimator
-        Released counts; counts of each level one point changes (Claim
-        3.3); how a partial boundary segment counts.
-    fanout, final_share, prune, thresholds, levels, unpruned_nodes
-        Multi-tree only (None for the grid); see :meth:`build`.
-    coarse_share : float
-        Grid only (None for the multi-tree).
-    fine_constant : float
-        Grid: the fine grids' constant this build used (None for the
-        multi-tree and for files written before it was recorded).
-    epsilon_seal : Fraction
-        Privacy loss of the grid's c seal counts (0 without them, and for the
-        multi-tree); :attr:`epsilon` includes it.
-    seal_shares : tuple of float
-        Grid: per axis, the share of a cut partition segment's estimate put on
-        its end (zeros without seal counts; None for the multi-tree).
+    The mechanism -- one private partition per axis, then the adaptive grid
+    (:mod:`pydp_synopsis.rectangles.grid`, the default for c >= 2) or DNRR's
+    multi-tree (:mod:`pydp_synopsis.rectangles.multitree`), pure epsilon-DP
+    by sequential composition -- the option profiles
+    (:mod:`pydp_synopsis.rectangles.options`) and the tuning evidence are in
+    docs/guide/rectangles.md; each attribute is a documented property.
 
     References
     ----------
