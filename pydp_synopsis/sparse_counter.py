@@ -8,38 +8,8 @@ polylog n, whatever the horizon D.
 :meth:`~SparseStreamCounter.update_sparse` costs O(#items + #seals)
 whatever the horizon.  See docs/guide/counters.md.
 
-Checkpoint record
------------------
-The one state format of :mod:`pydp_synopsis.counters` (``to_state()`` is its
-JSON view, ``ps.save`` writes it), release 0.1's version 1; ``max_items``
-and the inner counter's ``pool`` are optional (absent: release 0.1's
-behaviour, no bound and no pool):
-
-==================== ==========================================================
-``kind``             ``"SparseStreamCounter"``
-``version``          1
-``epsilon``          ``[numerator, denominator]`` of the exact total epsilon
-``partition_share``  ``[numerator, denominator]``
-``delta``            ``[numerator, denominator]`` of the inner counter's delta; absent: 0
-``pure_epsilon``     derived: partition epsilon + the inner counter's pure epsilon
-``max_items``        the public bound on the total weight, or absent (None)
-``total``            true prefix sum of the items fed (secret)
-``partition``        :meth:`OnlinePartition.to_state` without ``ends`` (secret)
-``inner``            the inner counter's record without its arrays (secret)
-``horizon``          derived: the stream length D (the partition's size)
-``beta``             derived: twice the partition's beta
-``counter``          derived: ``"kary"`` or ``"binary"``, the inner counter's class
-``sealed_total``     derived: the inner counter's true prefix sum
-``release``          derived: the inner counter's release
-``rng``              derived: the generator both parts share (seeded: its position)
-``ends``             array: the partition's segment ends
-``digits``           array: the inner counter's digits
-``slots``            array: the inner counter's noise terms (secret)
-``pool``             array: the inner counter's pre-drawn noise terms (secret)
-==================== ==========================================================
-
-The derived fields are written so that release 0.1 reads the files too, and
-checked against the parts when a record is read.
+Its checkpoint record (the one state format of :mod:`pydp_synopsis.counters`)
+is listed in docs/guide/counters.md ("The sparse counter").
 
 References
 ----------
@@ -54,13 +24,14 @@ import numpy as np
 
 from . import persist
 from .budget import charge
-from .counters import MAX_HORIZON, STATE_VERSION, BinaryTreeCounter, ContinualCounter, KaryTreeCounter
+from .counters import STATE_VERSION, BinaryTreeCounter, ContinualCounter, KaryTreeCounter
 from .persist import check_pure_epsilon, int64_array, state_delta, state_fraction
 from .errors import DomainError, FormatError, HorizonError
 from .params import (check_beta, check_bool, check_choice, check_int, check_share, dtype_name,
                      exact_epsilon, split_epsilon)
 from .partitions import OnlinePartition, fig1_threshold
 from .rng import resolve_rng
+from .tree_noise import MAX_HORIZON
 
 __all__ = ["SparseStreamCounter"]
 
@@ -103,16 +74,8 @@ class SparseStreamCounter(ContinualCounter):
     two seals is the inner counter's last release (0 before the first
     seal).
 
-    Error (:meth:`error_bound`, rigorous): the weight of the open segment,
-    at most ``W = T + 2(k - 1) = O((log D + log(1/beta)) / epsilon)`` w.p.
-    ``1 - beta/2`` (:meth:`interior_weight_bound`), plus the inner counter's
-    error.  With ``max_items = n`` the inner counter has horizon ``n + 1``
-    and height ``h = O(log n)``: its error is a sum of at most ``h (k-1)/2``
-    noise terms of scale ``h / epsilon_counter``, so the maximum over all
-    releases is ``O((log D + log^2 n * log(n/beta)) / epsilon)`` -- Theorem
-    3.1.  Without ``max_items`` the inner counter's horizon is D (a segment
-    could end at every position), ``h = ceil(log_19(2D))``, and its error
-    grows with ``log D`` too (polylog D, like a tree counter over D).
+    Error, privacy, when an update raises, the bound on the seals and what
+    the counter keeps: docs/guide/counters.md ("The sparse counter").
 
     Parameters
     ----------
@@ -154,53 +117,10 @@ class SparseStreamCounter(ContinualCounter):
         From :meth:`update_many` / :meth:`update_sparse` when more segments
         seal than the inner counter's horizon ``n + 1`` allows (only with
         ``max_items``).  For a stream within its bound this has probability
-        at most ``beta sqrt(beta / 2D) <= beta/2`` (Notes).  Nothing of that
+        at most ``beta sqrt(beta / 2D) <= beta/2`` (docs/guide/counters.md).  Nothing of that
         update is released and the counter is spent: every later update and
         :meth:`to_state` raise.  Retrying with fresh noise would condition
         the partition on not failing, so the counter never retries.
-
-    Notes
-    -----
-    *Privacy.*  Neighbouring streams differ by one unit at one position,
-    both within the public bounds.  The partition is epsilon_partition-DP
-    (Theorem 2.1); given the partition, one unit changes one segment count
-    by one, so the inner counter is epsilon_counter-DP; by composition the
-    releases are epsilon-DP.  Failing when too many segments seal is a
-    function of the released partition: post-processing, no privacy cost.
-
-    *When an update raises.*  Only for public reasons or an input outside
-    its declared public range: a position or time outside the horizon, an
-    item outside ``[0, max_item]``, or a total weight above ``max_items``
-    (default 2**60), compared exactly in integers (a stream above its
-    declared bound is not an input the guarantee covers, like a negative
-    item).  Messages name the argument and its range, never a data value.
-    The one random failure is the spent counter above.
-
-    *At most n + 1 seals (with max_items = n).*  A position seals iff
-    ``count + nu > T + Z`` (Fig. 1, ``nu`` its noise, ``Z`` its segment's
-    threshold noise, both discrete Laplace of scale 1/epsilon_partition).
-    If no position before the last seals an empty segment, every sealed
-    segment but the last holds at least one unit of weight, so at most n
-    segments seal before the final seal at D: n + 1 in all.  An empty
-    segment seals at a position iff ``nu - Z >= T + 1``; with
-    ``u = ceil(T/2)``, this needs ``nu >= u`` or ``Z <= -(T - u + 1)``, each
-    of probability at most ``e^{-epsilon T / 2}``.  A union over the
-    ``D - 1`` positions before the last and the ``<= D`` thresholds gives
-    at most ``2D e^{-epsilon T/2}``, and the threshold
-    ``T >= 3 (ln D + ln(2/beta)) / epsilon`` (the partition runs at beta/2)
-    makes that at most ``2D (beta/2D)^{3/2} = beta sqrt(beta/2D)``, which
-    is at most beta/2 for D >= 2 (D = 1 has no position before the last).
-    :meth:`empty_seal_probability` computes the union bound itself.
-
-    *What the counter keeps*: the inner counter, the online partition, the
-    exact ``epsilon`` and ``partition_share``, ``max_items`` and the true
-    prefix sum of the items fed.  That sum is the inner counter's prefix
-    plus the open segment's count, which the partition exposes only inside
-    :meth:`~pydp_synopsis.OnlinePartition.to_state` (O(#segments) per
-    read); keeping it makes every update O(1) amortised, and a restored
-    checkpoint must agree with both parts.  Everything else is read from
-    the parts.  Threads, copies and pickling: as for the tree counters
-    (:mod:`pydp_synopsis.counters`).
 
     References
     ----------
@@ -712,7 +632,7 @@ class SparseStreamCounter(ContinualCounter):
             "total": self._total,
             "partition": part,
             "inner": inner_meta,
-            # derived from the parts (see the module docstring)
+            # derived from the parts (docs/guide/counters.md, "Its checkpoint record")
             "horizon": self.horizon,
             "beta": self.beta,
             "counter": self.counter,

@@ -295,7 +295,7 @@ def test_lemma_4_7_closed_form_equals_exact_mean_path_length():
             a_T = Fraction(h * (k * k - 1), 4 * k) / (1 - Fraction(1, k**h))
             var = discrete_laplace_variance(c.noise_scale)
             assert c.mean_squared_error() == pytest.approx(float(a_T) * var, rel=1e-12)
-            assert ps.counters.weight_sum(T, k, -(k - 1) // 2) == a_T * T
+            assert ps.tree_noise.weight_sum(T, k, -(k - 1) // 2) == a_T * T
     # Binary tree, T = 2^h - 1: mean popcount = h/2 * 2^h/(2^h - 1).
     for h in range(1, 12):
         T = 2**h - 1
@@ -312,7 +312,7 @@ def test_lemma_3_5_closed_form_for_algorithm_1():
         for h in range(1, 6):
             T = k**h - 1
             a_T = Fraction(h * (k - 1), 2) / (1 - Fraction(1, k**h))
-            assert ps.counters.weight_sum(T, k, 0) == a_T * T
+            assert ps.tree_noise.weight_sum(T, k, 0) == a_T * T
             c = KaryTreeCounter(horizon=T, epsilon=1, k=k, subtraction=False, rng=Rng(0))
             assert c.height == h
             assert c.mean_squared_error() == pytest.approx(
@@ -332,7 +332,7 @@ def test_claim_1_recursion_is_the_exact_weight_of_even_k():
             c_h = (Fraction(k + 2, 4) + Fraction(k * (h - 1), 4)) * Fraction(k, 2) * k ** (h - 1) + c_h
             T = Fraction(k * (k**h - 1), 2 * (k - 1))
             assert T.denominator == 1
-            assert ps.counters.weight_sum(int(T), k, -(k // 2 - 1)) == c_h
+            assert ps.tree_noise.weight_sum(int(T), k, -(k // 2 - 1)) == c_h
             if k >= 4:
                 assert abs(c_h / T - Fraction(k * h, 4) / (1 - Fraction(1, k**h))) <= Fraction(1, 2)
             c = KaryTreeCounter(horizon=int(T), epsilon=1, k=k, rng=Rng(0))
@@ -372,11 +372,11 @@ def test_mean_squared_error_of_any_horizon_matches_brute_force(k, sub):
         reps = brute_representations(k, low, c.height)
         weight = [sum(abs(d) for d in reps[t]) for t in range(3001)]
     else:
-        weight = [sum(abs(d) for d in ps.counters.representation(t, k, low)) for t in range(3001)]
+        weight = [sum(abs(d) for d in ps.tree_noise.representation(t, k, low)) for t in range(3001)]
     var = discrete_laplace_variance(c.noise_scale)
     for steps in (1, 2, 17, 1000, 2999, 3000):
         assert c.mean_squared_error(steps) == pytest.approx(sum(weight[1:steps + 1]) / steps * var, rel=1e-12)
-        assert ps.counters.weight_sum(steps, k, low) == sum(weight[1:steps + 1])
+        assert ps.tree_noise.weight_sum(steps, k, low) == sum(weight[1:steps + 1])
     c = BinaryTreeCounter(horizon=5000, epsilon=2, rng=Rng(0))
     for steps in (1, 3, 1000, 5000):
         w = sum(bin(t).count("1") for t in range(1, steps + 1))

@@ -929,7 +929,7 @@ def test_synopsis_std_uses_the_release_noise_scale(kw, interval_synopsis):
 
 @pytest.mark.parametrize("k,subtraction", [(20, True), (4, True), (17, False), (3, False)])
 def test_counter_std_counts_the_digit_units_of_every_digit_set(k, subtraction):
-    from pydp_synopsis.counters import digit_low, representation
+    from pydp_synopsis.tree_noise import digit_low, representation
 
     c = ps.KaryTreeCounter(horizon=500, epsilon=0.5, k=k, subtraction=subtraction, rng=ps.Rng(seed=43))
     low = digit_low(k, subtraction)

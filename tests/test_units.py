@@ -1,4 +1,4 @@
-"""User units (pydp_synopsis.units): exact conversions, synopses built from and
+"""User units (pydp_synopsis.columns, .units): exact conversions, synopses built from and
 queried in dates, datetimes and decimals, the record's column descriptions,
 missing values refused (or dropped with dropna) before any budget or randomness."""
 import datetime as dt
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import pydp_synopsis as ps
 from pydp_synopsis import persist
-from pydp_synopsis.units import Column, missing_mask, parse_resolution
+from pydp_synopsis.columns import Column, missing_mask, parse_resolution
 
 pd = pytest.importorskip("pandas")
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"

@@ -1,10 +1,9 @@
-"""RectangleSynopsis: checks, the c private partitions, the budget, then one of two structures.
+"""RectangleSynopsis: the front of the c private partitions and one of two structures.
 
-:meth:`RectangleSynopsis.build` checks the points and every option once,
-draws one private partition per axis (:mod:`.axes`), charges the budget and
-hands the segments to one structure: the multi-tree (:mod:`.multitree`) or
-the adaptive grid (:mod:`.grid`), which it then holds and delegates queries,
-error bounds and saving to.
+:meth:`RectangleSynopsis.build` hands its arguments to :func:`.release.release`
+(checks, one private partition per axis, the budget, then the multi-tree of
+:mod:`.multitree` or the adaptive grid of :mod:`.grid`); the synopsis holds the
+structure and delegates queries, error bounds and saving to it.
 """
 from collections import namedtuple
 
@@ -14,23 +13,16 @@ from fractions import Fraction
 
 from .. import persist
 from .._threads import halves
-from ..accounting import check_delta_or_zero
-from ..budget import charge, describe
 from ..persist import check_pure_epsilon, state_delta
 from ..errorbars import assemble, noise_std
 from ..errors import FormatError, ParameterError
-from ..aggregates import check_counts
-from ..params import check_beta, check_bool, check_choice, check_int, exact_epsilon
-from ..partitions import fig1_threshold
-from ..rng import resolve_rng
-from ..partitions.sharded import check_shards
-from ..sources import ArraySource, as_source, is_source
-from . import options
-from .axes import Axes, Cells, as_int_array, check_corners, check_domains, check_points, sealed_cells
+from ..params import check_beta, check_bool, check_int
+from .axes import Axes, as_int_array, check_corners
 from .grid import AdaptiveGrid
-from .multitree import MAX_POINTS, MultiTree
+from .multitree import MultiTree
+from .release import CONFIGS, MECHANISMS, release
 from ..units import (Column, clipped_from_record, columns_from_record, columns_to_record,
-                     convert_corners, prepare_build)
+                     convert_corners)
 
 __all__ = ["RectangleSynopsis", "ErrorTerms"]
 
@@ -39,9 +31,6 @@ _FORMAT = 1
 #: An adaptive grid with seal counts (release 0.2.0): readers of format 1 refuse it
 #: rather than answer without the seal model.
 _FORMAT_SEALS = 2
-_CONFIGS = ("default", "dnrr")
-_STRUCTURES = ("auto", "adaptive", "multitree")
-_MECHANISMS = {"multitree": MultiTree, "adaptive": AdaptiveGrid}
 
 #: The parts of :meth:`RectangleSynopsis.error_bound`: it is their sum.
 ErrorTerms = namedtuple("ErrorTerms", ["noise", "bias", "pruning"])
@@ -75,58 +64,12 @@ class RectangleSynopsis:
     >>> bool(abs(answer[0] - np.count_nonzero(pts[:, 0] <= 499)) < 200)
     True
 
-    The mechanism: one private partition per axis (``epsilon *
-    partition_share / c`` and ``beta / (2c)`` each; DNRR section 2 and
-    Theorem 3.3's proof), then over the per-axis segments one of two
-    structures, both pure epsilon-DP by sequential composition:
-
-    * ``structure="adaptive"`` (the default for c >= 2): two noisy levels of
-      cells over the partition cells, the second refined where the first's
-      released counts are dense (Qardaji-Yang-Li's adaptive grid on DNRR's
-      partitions; :mod:`pydp_synopsis.rectangles.grid`);
-    * ``structure="multitree"`` (c = 1, ``config="dnrr"``, or any multi-tree
-      option): DNRR section 3.3's c-dimensional tree of noisy counts, pruned
-      as in Remark 3.4 (:mod:`pydp_synopsis.rectangles.multitree`).
-
-    Options come from named profiles plus explicit keywords
-    (:mod:`pydp_synopsis.rectangles.options` states the rule); the tuning
-    evidence and benchmarks are in docs/guide/rectangles.md and
-    docs/benchmarks/rectangles.md.
-
-    Attributes
-    ----------
-    partitions : tuple of Partition
-        One released partition per axis.
-    dims, domain, beta, config, threshold_factor, structure
-        As built.
-    epsilon, epsilon_partition : Fraction
-        Total privacy loss; that of the c partitions.
-    delta, pure_epsilon : Fraction
-        The delta asked for (0: pure; multi-tree only) and the pure epsilon
-        also achieved (``epsilon`` when ``delta == 0``).
-    epsilon_intermediate, epsilon_final, scales
-        Privacy loss and noise scales of the structure's two levels: the
-        multi-tree's intermediate (0 when uncounted or when one scale serves
-        all nodes) and final nodes; the grid's coarse and fine cells.
-    merge, segments : tuple of int
-        Per axis, consecutive partition segments per tree segment (grid: per
-        coarse-cell side), and ``ceil(len(partition) / merge)``.
-    num_nodes, sensitivity, estimator
-        Released counts; counts of each level one point changes (Claim
-        3.3); how a partial boundary segment counts.
-    fanout, final_share, prune, thresholds, levels, unpruned_nodes
-        Multi-tree only (None for the grid); see :meth:`build`.
-    coarse_share : float
-        Grid only (None for the multi-tree).
-    fine_constant : float
-        Grid: the fine grids' constant this build used (None for the
-        multi-tree and for files written before it was recorded).
-    epsilon_seal : Fraction
-        Privacy loss of the grid's c seal counts (0 without them, and for the
-        multi-tree); :attr:`epsilon` includes it.
-    seal_shares : tuple of float
-        Grid: per axis, the share of a cut partition segment's estimate put on
-        its end (zeros without seal counts; None for the multi-tree).
+    The mechanism -- one private partition per axis, then the adaptive grid
+    (:mod:`pydp_synopsis.rectangles.grid`, the default for c >= 2) or DNRR's
+    multi-tree (:mod:`pydp_synopsis.rectangles.multitree`), pure epsilon-DP
+    by sequential composition -- the option profiles
+    (:mod:`pydp_synopsis.rectangles.options`) and the tuning evidence are in
+    docs/guide/rectangles.md; each attribute is a documented property.
 
     References
     ----------
@@ -210,7 +153,7 @@ class RectangleSynopsis:
         columns, scale, resolution, dropna
             User units, as :meth:`IntervalSynopsis.build
             <pydp_synopsis.IntervalSynopsis.build>`, per axis: ``columns``
-            c names or :class:`~pydp_synopsis.units.Column` objects (a
+            c names or :class:`~pydp_synopsis.columns.Column` objects (a
             DataFrame's column names by default), ``scale`` and
             ``resolution`` one value or one per axis (None: that axis is
             read as the domain and dtype say).  ``points`` may then be a
@@ -331,69 +274,12 @@ class RectangleSynopsis:
         >>> round(s.count([0, 0], [7, 7]))
         3
         """
-        check_choice(config, "config", _CONFIGS)
-        check_choice(structure, "structure", _STRUCTURES)
-        eps = exact_epsilon(epsilon)
-        dlt = check_delta_or_zero(delta)
-        beta = check_beta(beta)
-        clip = check_bool(clip, "clip")
-        points, domain, counts, described = prepare_build(
-            points, check_domain_pairs(domain), counts=counts, columns=columns, scale=scale,
-            resolution=resolution, dropna=dropna, what="points", clip=clip,
-            source=is_source(points))
-        source = as_source(points, counts, dropna)
-        if source is None:
-            arr, offsets, domain = check_points(points, domain, clip)
-            weights = check_counts(counts, (arr.shape[0],), what="point")
-        else:
-            domain = check_domains(domain)
-        c = len(domain)
-        opts = options.resolve(config, structure, c, tuning)
-        mechanism = _MECHANISMS[opts.structure]
-        if dlt and mechanism is not MultiTree:
-            raise ParameterError("delta must be 0 for the adaptive grid: delta in (0, 1) is accepted "
-                                 "by the multi-tree only (structure='multitree', config='dnrr', or "
-                                 "one axis)")
-        if mechanism is MultiTree and source is None and len(offsets) > MAX_POINTS:
-            # a declared public limit, like the domain (docs/guide/privacy.md)
-            raise ParameterError("structure='multitree' takes at most 2**32 - 1 points "
-                                 "(pydp_synopsis.rectangles.multitree.MAX_POINTS); the adaptive "
-                                 "grid has no such limit")
-        eps_axis = exact_epsilon(eps * opts.partition_share / c, "epsilon * partition_share / c")
-        eps_tree = exact_epsilon(eps - c * eps_axis, "epsilon * (1 - partition_share)")
-        split = mechanism.split_budget(eps_tree, opts, c)
-        # checks that depend on several parameters, still before any charge or draw
-        for lo, hi in domain:
-            fig1_threshold(hi - lo + 1, eps_axis, beta / (2 * c), opts.threshold_factor)
-        mechanism.check_noise(eps_tree, split)
-        n_shards = check_shards(shards, domain)
-        rng = resolve_rng(rng)
-        what = describe("RectangleSynopsis", domain=domain, epsilon=c * eps_axis + eps_tree,
-                        **({"delta": dlt} if dlt else {}))
-        extra = {"delta": dlt} if dlt else {}
-        if source is None and n_shards > 1:     # shards run on the streamed path
-            source = ArraySource(list(arr.T), counts=weights)   # clipped again: idempotent
-        if source is not None:
-            # every argument is checked: now read and check the data (draws nothing)
-            # clip= only when asked: a Source written before it keeps working
-            with source.prepare(domain, **({"clip": True} if clip else {})) as prepared:
-                charge(budget, c * eps_axis + eps_tree, what, dlt)
-                axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
-                                                  opts.threshold_factor, rng, n_shards)
-                if getattr(opts, "seal_share", 0):      # cells over the refined partitions
-                    cells = sealed_cells(prepared.cells, axes.ends)
-                else:
-                    cells = prepared.cells(axes.ends)
-                built = mechanism.build(axes, cells, n_hat, eps_tree, split, opts, rng, **extra)
-            return cls._from_parts(axes, built, config)._described(described, clip)
-        charge(budget, c * eps_axis + eps_tree, what, dlt)
-        axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
-                                         opts.threshold_factor, rng, counts=weights)
-        seals = (axes.seal_counts(offsets, segs, weights) if getattr(opts, "seal_share", 0)
-                 else None)
-        return cls._from_parts(axes, mechanism.build(axes, Cells.of(segs, weights, seals), n_hat,
-                                                     eps_tree, split, opts, rng, **extra),
-                               config)._described(described, clip)
+        axes, built, described, clip = release(
+            points, domain=domain, epsilon=epsilon, beta=beta, rng=rng, config=config,
+            structure=structure, budget=budget, counts=counts, shards=shards, delta=delta,
+            columns=columns, scale=scale, resolution=resolution, dropna=dropna, clip=clip,
+            tuning=tuning)
+        return cls._from_parts(axes, built, config)._described(described, clip)
 
     def _described(self, described, clipped=False):
         self._columns, self.clipped = described, clipped
@@ -401,7 +287,7 @@ class RectangleSynopsis:
 
     @property
     def columns(self):
-        """One :class:`~pydp_synopsis.units.Column` per axis (unnamed integer
+        """One :class:`~pydp_synopsis.columns.Column` per axis (unnamed integer
         columns when built from integers)."""
         if self._columns is None:
             return tuple(Column.integer() for _ in self.domain)
@@ -871,10 +757,10 @@ class RectangleSynopsis:
             if (meta["format"] == _FORMAT_SEALS) != ("seals" in arrays):
                 raise FormatError("rectangle synopsis record: seal counts do not match its format")
             beta, config = float(meta["beta"]), meta["config"]
-            if not 0 < beta < 1 or config not in _CONFIGS:
+            if not 0 < beta < 1 or config not in CONFIGS:
                 raise FormatError("rectangle synopsis record has an invalid beta or config")
             axes = Axes.from_record(meta, arrays, beta, float(meta.get("threshold_factor", 3.0)))
-            mechanism = _MECHANISMS[meta.get("structure", "multitree")]
+            mechanism = MECHANISMS[meta.get("structure", "multitree")]
             delta = state_delta(meta)      # absent (release 0.1): 0
             if delta and mechanism is not MultiTree:
                 raise FormatError("rectangle synopsis record: delta > 0 for an adaptive grid")
@@ -887,16 +773,6 @@ class RectangleSynopsis:
             raise
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
             raise FormatError(f"invalid rectangle synopsis record: {exc}") from exc
-
-
-def check_domain_pairs(domain):
-    """The domain as a list of pairs (bounds unchecked: ints are checked by
-    :func:`~.axes.check_domains`, user units by their column)."""
-    if isinstance(domain, (str, bytes)) or not hasattr(domain, "__len__"):
-        raise TypeError(f"domain must be a sequence of (lo, hi) pairs, got {domain!r}")
-    if not 1 <= len(domain) <= 8:
-        return check_domains(domain)         # its message
-    return list(domain)
 
 
 persist.register(_KIND)(RectangleSynopsis._from_record)
