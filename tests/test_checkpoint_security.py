@@ -195,7 +195,7 @@ def test_sigkill_leaves_no_older_checkpoint_beside_it_and_never_two_values_per_p
                            str(horizon), "--epsilon", "1", "--seed", str(seed), "--k", str(k)],
                           input=ones(4000),
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT),
-                          timeout=120).stdout.split()
+                          timeout=120, cwd=tmp_path).stdout.split()
     rnd = random.Random(7)
     seen = {}
     for kill in range(10):
@@ -206,14 +206,21 @@ def test_sigkill_leaves_no_older_checkpoint_beside_it_and_never_two_values_per_p
         else:
             start, args = 0, ["count-stream", "--checkpoint", ck, "--horizon", horizon, "--epsilon", 1,
                               "--seed", seed, "--k", k]
+        errors = open(tmp_path / f"stderr{kill}.txt", "w+")
         proc = subprocess.Popen([sys.executable, "-m", "pydp_synopsis.cli", *map(str, args)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT))
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                                env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT), cwd=tmp_path)
         fd, out = proc.stdout.fileno(), b""
         proc.stdin.write(b"1\n")
         proc.stdin.flush()
         while b"\n" not in out:                                  # started: now kill at random
-            out += os.read(fd, 1 << 16)
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:                                        # it stopped by itself
+                proc.wait(timeout=60)
+                errors.seek(0)
+                pytest.fail(f"run {kill} exited {proc.returncode} before its first release: "
+                            f"{errors.read()}")
+            out += chunk
         deadline = time.monotonic() + rnd.uniform(0.05, 0.6)
         try:
             while time.monotonic() < deadline:
@@ -228,6 +235,7 @@ def test_sigkill_leaves_no_older_checkpoint_beside_it_and_never_two_values_per_p
             out += chunk
         proc.stdin.close()
         proc.stdout.close()
+        errors.close()
         printed = out.decode().split("\n")[:-1]                # a cut last line is not a release
         for i, value in enumerate(printed):
             assert seen.setdefault(start + i, value) == value == full[start + i], (kill, start + i)
@@ -235,7 +243,7 @@ def test_sigkill_leaves_no_older_checkpoint_beside_it_and_never_two_values_per_p
     assert len(seen) > 50
     assert subprocess.run([sys.executable, "-m", "pydp_synopsis.cli", "count-stream", "--checkpoint",
                            str(ck)], input="", capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT)).returncode == 0
+                          env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT), cwd=tmp_path).returncode == 0
     assert os.listdir(private_dir(ck)) == ["lock"] and beside(tmp_path) == []
 
 

@@ -289,16 +289,18 @@ def test_cli_build_clip_and_info(tmp_path, reference):
     cmd = [sys.executable, "-m", "pydp_synopsis.cli", "build", "--input",
            str(tmp_path / "a.csv"), "--columns", "x", "--domain", "0:99", "--epsilon", "1",
            "--seed", "5", "--output", str(tmp_path / "a.syn")]
-    refused = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    refused = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120,
+                             cwd=tmp_path)
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr == ("pydp-synopsis: error: column 'x' must lie in the domain "
                               "[0, 99]: some value is outside it\n")
-    done = subprocess.run(cmd + ["--clip"], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(cmd + ["--clip"], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     same_release(ps.load(tmp_path / "a.syn"), reference)
     info = subprocess.run([sys.executable, "-m", "pydp_synopsis.cli", "info",
                            str(tmp_path / "a.syn")], capture_output=True, text=True, env=env,
-                          timeout=120)
+                          timeout=120, cwd=tmp_path)
     assert "clipped:        yes" in info.stdout
 
 

@@ -159,7 +159,7 @@ def test_cli_build_prints_the_same_bytes_for_neighbours(tmp_path, refusal):
     printed = []
     for rows in (a, b):
         write_csv(tmp_path / "in.csv", rows)
-        proc = subprocess.run(cmd, capture_output=True, env=env, timeout=120)
+        proc = subprocess.run(cmd, capture_output=True, env=env, timeout=120, cwd=tmp_path)
         assert proc.returncode == 2 and not out.exists()
         printed.append(proc.stdout + b"\0" + proc.stderr)
     assert printed[0] == printed[1]
