@@ -17,7 +17,7 @@ import pytest
 import pydp_synopsis as ps
 from pydp_synopsis import cli
 from pydp_synopsis.partition import OnlinePartition
-from pydp_synopsis.rectangles import synopsis as rect_synopsis
+from pydp_synopsis.rectangles import release as rect_release
 
 
 def _error(fn):
@@ -132,7 +132,7 @@ def test_multitree_point_limit_is_declared_and_checked_before_anything(monkeypat
     so the rule is exercised with the constant lowered."""
     from pydp_synopsis.rectangles.multitree import MAX_POINTS
     assert MAX_POINTS == 2**32 - 1 == ps._core.LIMITS.multitree_point_limit - 1
-    monkeypatch.setattr(rect_synopsis, "MAX_POINTS", 3)
+    monkeypatch.setattr(rect_release, "MAX_POINTS", 3)
     pts = [[1, 1], [2, 2], [3, 3], [4, 4], [5, 5]]
     build = lambda p, **kw: ps.RectangleSynopsis.build(  # noqa: E731
         p, domain=[(0, 7)] * 2, epsilon=1, structure="multitree", **kw)
