@@ -35,7 +35,9 @@ class OnlinePartition(Fig1):
     Parameters
     ----------
     size : int
-        Number of positions D, in [1, 2**64].
+        Number of positions D, in [1, 2**64]: a stream's length, its
+        positions ``0 .. size-1`` (not a value range, so not ``domain=(lo,
+        hi)`` as the builders take; the name is the design's contract).
     epsilon : float or Fraction
         Privacy parameter (> 0), made exact as for :func:`~pydp_synopsis.partitions.private_partition`.
     beta : float
