@@ -1,12 +1,16 @@
 """One API convention (issue 31 part 7): the new names work without a warning;
 each old name still works, gives the same result, and warns with a
 DeprecationWarning that names the new one (kept for one release)."""
+import inspect
+import pathlib
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import pydp_synopsis as ps
+from pydp_synopsis.rectangles.options import ADAPTIVE, ADAPTIVE_2D, DEFAULT_MULTITREE, DNRR
 
 
 def _no_warning(call):
@@ -90,3 +94,31 @@ def test_interval_error_bound_takes_confidence_positionally_or_by_keyword():
                                   partition="dnrr", estimator="cover", rng=ps.Rng(seed=4))
     assert _no_warning(lambda: s.error_bound(0.9)) == s.error_bound(confidence=0.9, multiplicity=1)
     assert s.error_bound(0.9, multiplicity=5) > s.error_bound(0.9)
+
+
+# ------------------------------------------------ one default per name: documented where not
+def test_defaults_of_one_name_are_the_documented_ones():
+    """threshold_factor and partition_share differ by structure (changing one would change
+    seeded releases): docs/guide/choosing.md's table is what the code does."""
+    text = (pathlib.Path(__file__).parents[1] / "docs/guide/choosing.md").read_text()
+    assert "## One name, different defaults" in text
+    online = ps.OnlinePartition(size=100, epsilon=1.0, rng=ps.Rng(seed=1))
+    sparse = ps.SparseStreamCounter(horizon=100, epsilon=1.0, rng=ps.Rng(seed=1))
+    part = ps.private_partition([1, 2, 3], domain=(0, 99), epsilon=1.0, rng=ps.Rng(seed=1))
+    interval = ps.IntervalSynopsis.build([1, 2, 3], domain=(0, 99), epsilon=1.0, partition="dnrr",
+                                         rng=ps.Rng(seed=1))
+    assert part.threshold_factor == 3 and online.threshold == part.threshold   # D = 100 both
+    assert inspect.signature(ps.Partition).parameters["threshold_factor"].default == 3
+    assert sparse.threshold == ps.OnlinePartition(size=100, epsilon=sparse.epsilon_partition,
+                                                  beta=sparse.beta / 2).threshold
+    assert interval.partition.threshold_factor == 1
+    assert interval.epsilon_partition == Fraction(1, 4)
+    assert inspect.signature(ps.SparseStreamCounter).parameters["partition_share"].default == 0.5
+    assert (DEFAULT_MULTITREE.threshold_factor, DEFAULT_MULTITREE.partition_share) == (1, 0.1)
+    assert (DNRR.threshold_factor, DNRR.partition_share) == (3, 0.5)
+    assert (ADAPTIVE_2D.threshold_factor, ADAPTIVE.threshold_factor) == (0.7, 1)
+    assert ADAPTIVE_2D.partition_share == ADAPTIVE.partition_share == 0.25
+    for row in ("| `threshold_factor` | `IntervalSynopsis.build(partition=\"dnrr\")` | 1 |",
+                "| `partition_share` | `ps.SparseStreamCounter` | 0.5 |",
+                "| `partition_share` | `RectangleSynopsis.build(config=\"default\")` (multi-tree) | 0.1 |"):
+        assert row in text
