@@ -77,7 +77,8 @@ def test_record_kinds_have_one_spelling_and_old_files_load(tmp_path):
         if hasattr(obj, "_to_record"):
             kinds.add(obj._to_record()[0])
     assert kinds == {"interval-synopsis", "rectangle-synopsis", "binary-tree-counter",
-                     "kary-tree-counter", "sparse-stream-counter", "sqrt-factorization-counter"}
+                     "kary-tree-counter", "sparse-stream-counter", "sqrt-factorization-counter",
+                     "dnrr-partition", "privtree-partition", "online-partition"}
     assert all(re.fullmatch(r"[a-z]+(-[a-z]+)+", k) for k in kinds)
     # release 0.1 files carry the underscored counter kinds and still load
     for name in ("counter_binary", "counter_kary", "counter_sparse"):
