@@ -79,7 +79,7 @@ class IntervalSynopsis(IntervalAnswers):
     True
 
     The mechanism (DNRR section 3.2; in full, with the estimators' biases, in
-    `docs/guide/intervals.md <../guide/intervals.md>`_): a private partition
+    docs/guide/intervals.md, "Mechanism"): a private partition
     (``partition="privtree"``, PrivTree [ZXX16]_, the default; or
     ``partition="dnrr"``, DNRR's Fig. 1) with ``epsilon * partition_share``
     cuts the domain into ``m`` segments; a noisy tree over the segment counts
