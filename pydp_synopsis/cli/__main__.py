@@ -3,4 +3,7 @@ import sys
 
 from . import main
 
-sys.exit(main())
+__all__ = []
+
+if __name__ == "__main__":      # importing this module (tests walk the package) runs nothing
+    sys.exit(main())
