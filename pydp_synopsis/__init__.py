@@ -8,6 +8,7 @@ from .accounting import l2_laplace_epsilon, l2_laplace_scale
 from .budget import Budget
 from .counters import BinaryTreeCounter, KaryTreeCounter
 from .sparse_counter import SparseStreamCounter
+from .errorbars import ErrorBars
 from .errors import (
     BudgetError,
     DomainError,
@@ -42,6 +43,7 @@ __all__ = [
     "RectangleSynopsis",
     "Rng",
     "Column",
+    "ErrorBars",
     "discrete_laplace",
     "discrete_laplace_variance",
     "discrete_gaussian",

@@ -36,13 +36,20 @@ from .noise import discrete_laplace_variance
 
 __all__ = ["ErrorBars", "noise_std", "assemble"]
 
-#: Per-query error bars, all float64 arrays of the queries' shape: the
-#: ``answer``; the interval ``[low, high]``; the exact noise standard
-#: deviation ``std``; the noise half-width ``noise`` (a rigorous tail at the
-#: confidence asked) and the bias bound ``bias``, with ``low = answer - noise
-#: - bias`` and ``high = answer + noise + bias`` (clipped at 0 from below
-#: with ``nonnegative=True``).
-ErrorBars = namedtuple("ErrorBars", ["answer", "low", "high", "std", "noise", "bias"])
+class ErrorBars(namedtuple("ErrorBars", ["answer", "low", "high", "std", "noise", "bias"])):
+    """Per-query error bars: each answer with an interval holding its true count.
+
+    Returned by ``confidence_intervals`` of both synopses (``ps.ErrorBars``).
+    All fields are float64 arrays of the queries' shape: the ``answer``; the
+    interval ``[low, high]``; the exact noise standard deviation ``std``; the
+    noise half-width ``noise`` (a rigorous tail at the confidence asked) and
+    the bias bound ``bias``, with ``low = answer - noise - bias`` and ``high =
+    answer + noise + bias`` (clipped at 0 from below with
+    ``nonnegative=True``).  A named tuple: ``answer, low, high, std, noise,
+    bias = bars`` unpacks it.  See docs/guide/error-bars.md.
+    """
+
+    __slots__ = ()
 
 
 def noise_std(sumsq, scales):

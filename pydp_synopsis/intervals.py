@@ -34,126 +34,31 @@ from . import persist, trees
 from .accounting import check_delta_or_zero
 from .budget import charge, describe
 from .counters import KaryTreeCounter
-from .persist import check_pure_epsilon, state_delta
 from .errorbars import assemble, noise_std
-from .errors import DomainError, FormatError, ParameterError
-from .params import (MAX_SCALE, as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
-                     check_ratio, check_share, check_threshold_factor, exact_epsilon, is_int,
-                     split_epsilon)
+from .errors import ParameterError
+from .params import (as_offsets, check_beta, check_bool, check_domain, check_int, check_share,
+                     exact_epsilon, is_int, split_epsilon)
 from .aggregates import aggregate, check_counts
-from .partitions import Partition, TreePartition, fig1_threshold, partition_of_sorted, partition_source_axis
-from .partitions.privtree import PRIVTREE, privtree_parameters
-from .partitions.sharded import MAX_SHARDS, check_shards
+from .partitions import fig1_threshold, partition_of_sorted, partition_source_axis
+from .partitions.privtree import privtree_parameters
+from .partitions.sharded import check_shards
 from .rng import resolve_rng
 from .sources import as_source, is_source
-from ._threads import THREAD_ROWS, halves, run_parts, sort_u64
-from .tails import laplace_sum_tail, laplace_weighted_tail
-from .units import (Column, clipped_from_record, columns_from_record, columns_to_record,
-                    convert_corners, prepare_build)
+from ._threads import halves, sort_u64
+from .tails import laplace_weighted_tail
+from .units import Column, prepare_build
+from .interval_answers import IntervalAnswers
+# the defaults stay importable from here (release 0.2's names)
+from .interval_options import (DEFAULT_ESTIMATOR, DEFAULT_FANOUT, DEFAULT_LEVEL_RATIO,  # noqa: F401
+                               DEFAULT_PARTITION, DEFAULT_SHARE, DEFAULT_TREE, DNRR_ESTIMATOR,
+                               DNRR_FACTOR, DNRR_SHARE, check_level_ratio, check_level_scales,
+                               check_method, check_tree_options, tree_scales)
+from .interval_record import KIND, from_record, to_record
 
 __all__ = ["IntervalSynopsis"]
 
-# Defaults, chosen by measured RMSE (docs/benchmarks/intervals.md: "Accuracy against
-# the published peers" for PrivTree's, "Tuning" for DNRR's).
-DEFAULT_TREE = "hierarchical"
-DEFAULT_FANOUT = 16
-DEFAULT_PARTITION = "privtree"
-DEFAULT_ESTIMATOR = "uniform"            # with partition="privtree"
-DEFAULT_SHARE = 0.25
-DEFAULT_LEVEL_RATIO = Fraction(7, 4)     # tree="hierarchical", pure epsilon
-# with partition="dnrr"
-DNRR_ESTIMATOR = "seal_uniform"
-DNRR_SHARE = 0.25
-DNRR_FACTOR = 1
-_PARTITIONS = ("privtree", "dnrr")
-_PRIVTREE_ESTIMATORS = ("uniform", "cover")
 
-_TREES = ("binary", "hierarchical", "kary")
-_KIND = "interval-synopsis"
-_FORMAT = 2                # DNRR partitions (release 0.1 wrote 2 as well)
-_FORMAT_PRIVTREE = 3
-_FORMAT_LEVELS = 4         # a tree of unequal level budgets (level_ratio != 1), either partition
-_MAX_FANOUT = 65536
-_MAX_K = 65535
-
-def _check_method(partition, estimator, partition_share, threshold_factor):
-    """The partition method and the options that depend on it, with their defaults."""
-    if estimator is not None:
-        estimator = check_choice(estimator, "estimator", trees.ESTIMATORS)
-    if partition is None:
-        # DNRR-only options ask for DNRR's partition
-        dnrr_only = threshold_factor is not None or estimator in ("seal", "seal_uniform")
-        partition = "dnrr" if dnrr_only else DEFAULT_PARTITION
-    method = check_choice(partition, "partition", _PARTITIONS)
-    if method == "privtree":
-        if threshold_factor is not None:
-            raise ParameterError("threshold_factor is an option of partition='dnrr' only "
-                                 "(PrivTree has no threshold)")
-        estimator = DEFAULT_ESTIMATOR if estimator is None else estimator
-        if estimator not in _PRIVTREE_ESTIMATORS:
-            raise ParameterError(f"estimator must be one of {_PRIVTREE_ESTIMATORS} with "
-                                 f"partition='privtree' (the seal estimators need DNRR's "
-                                 f"seal points), got {estimator!r}")
-        share = DEFAULT_SHARE if partition_share is None else partition_share
-        return method, estimator, share, None
-    estimator = DNRR_ESTIMATOR if estimator is None else estimator
-    share = DNRR_SHARE if partition_share is None else partition_share
-    factor = check_threshold_factor(DNRR_FACTOR if threshold_factor is None
-                                    else threshold_factor)
-    return method, estimator, share, factor
-
-
-def _check_options(tree, fanout, consistency, estimator, k):
-    """The structural options, checked (one rule for build and load)."""
-    tree = check_choice(tree, "tree", _TREES)
-    estimator = check_choice(estimator, "estimator", trees.ESTIMATORS)
-    consistency = check_bool(consistency, "consistency")
-    k = check_int(k, "k", 3, _MAX_K)
-    if k % 2 == 0:
-        raise ParameterError(f"k must be an odd integer in [3, {_MAX_K}], got {k!r}")
-    fanout = check_int(fanout, "fanout", 2, _MAX_FANOUT)
-    return tree, fanout, consistency, estimator, k
-
-
-def _check_level_ratio(level_ratio, tree, delta):
-    """``level_ratio`` as a Fraction: its default, or the one given where it is allowed."""
-    if level_ratio is None:
-        return DEFAULT_LEVEL_RATIO if tree == "hierarchical" and not delta else Fraction(1)
-    ratio = check_ratio(level_ratio, "level_ratio")
-    if ratio != 1 and tree == "kary":
-        raise ParameterError("level_ratio must be 1 with tree='kary' (the counter's levels "
-                             f"share its budget equally), got {level_ratio!r}")
-    if ratio != 1 and delta:
-        raise ParameterError("level_ratio must be 1 with delta > 0 (the l2 calibration needs "
-                             f"equal node scales), got {level_ratio!r}")
-    return ratio
-
-
-def _tree_scales(levels, eps_t, ratio):
-    """The node scale of each level as the sampler takes them (rounded up if their parts are
-    huge), or None for the equal split (``ratio == 1``, or one level: nothing to split)."""
-    if ratio == 1 or levels <= 1:
-        return None
-    return [Fraction(*trees.scale_parts(b)) for b in trees.level_scales(levels, eps_t, ratio)]
-
-
-def _check_level_scales(ratio, domain, tree, fanout, eps_t):
-    """Refuse, before anything is read or spent, a ratio whose upper levels' scale could pass
-    the sampler's ``2**48`` on this domain (the levels are known only after the partition:
-    the most a partition of the domain can have is checked)."""
-    if ratio == 1 or tree == "kary":
-        return
-    f = 2 if tree == "binary" else fanout
-    most = min(domain[1] - domain[0] + 1, (1 << 62) - 1)
-    levels = trees.tree_shape(most, f)[0]
-    if levels > 1 and max(trees.level_scales(levels, eps_t, ratio)) > MAX_SCALE:
-        raise ParameterError(
-            f"level_ratio={float(ratio):g} is too large for this domain and epsilon: with up "
-            f"to {levels} tree levels the upper levels would get noise of scale above 2**48 "
-            f"(use a smaller level_ratio, a larger fanout or a larger epsilon)")
-
-
-class IntervalSynopsis:
+class IntervalSynopsis(IntervalAnswers):
     """How many values fall in any range ``[lo, hi]``, answered with epsilon-differential privacy.
 
     Build it once from one integer column (``build(values, domain=(lo, hi),
@@ -173,107 +78,25 @@ class IntervalSynopsis:
     >>> bool(abs(s.count(18, 40) - np.count_nonzero(ages <= 40)) < 100)
     True
 
-    The mechanism (DNRR section 3.2):
-
-    1. A private partition with ``epsilon_p = epsilon * partition_share``
-       and failure probability ``beta / 2`` cuts the domain into ``m``
-       segments.
-
-       ``partition="privtree"`` (the default): PrivTree's binary
-       decomposition with depth-biased counts ([ZXX16]_ Algorithm 2,
-       :class:`~pydp_synopsis.partitions.privtree.TreePartition`): nodes split while
-       they hold more than about ``depth * 2.08 / epsilon_p`` items, so
-       leaves are small where the data are dense, a heavy value becomes a
-       leaf of its own, and empty stretches cost a few empty leaves.  A
-       leaf of width >= 2 at depth ``d`` holds at most ``W_d`` items (all
-       leaves at once with probability ``>= 1 - beta/2``, duplicates
-       included: :meth:`TreePartition.leaf_weight_bounds
-       <pydp_synopsis.partitions.privtree.TreePartition.leaf_weight_bounds>`); a leaf
-       of width 1 is never cut by an interval.
-
-       ``partition="dnrr"``: DNRR's Fig. 1
-       (:func:`~pydp_synopsis.partitions.private_partition`, Theorem 2.1).
-       Its threshold is
-       ``T = c (ln D + ln(2/beta)) / epsilon_p`` with ``c = threshold_factor``
-       (3 in Fig. 1).  Whatever ``c``, every segment's weight *excluding the
-       position where it sealed* (its end) is at most ``W = T + 2 (k - 1)``
-       with probability ``>= 1 - beta/2``, where ``k`` bounds the one-sided
-       discrete Laplace noises of ``<= D`` thresholds and ``<= D`` positions
-       (the proof of Theorem 2.1: a position that did not seal had
-       ``count + nu <= T + Z``).  The seal position itself may hold any
-       number of duplicates: a heavy value always ends its segment.
-    2. A noisy tree over the ``m`` segment counts with
-       ``epsilon_t = epsilon - epsilon_p``:
-
-       * ``tree="binary"``: DNRR's binary tree; ``tree="hierarchical"``: the
-         same with fanout ``f = fanout`` (Hay et al.'s H_b).  Levels
-         ``0 .. L-1``, ``L = max(1, ceil(log_f m))``, are released (the root
-         is left out: a minimal cover never needs it).  One item changes
-         one node per level by one; the leaves get ``epsilon_0 = epsilon_t
-         r / (r + L - 1)`` and every other level ``epsilon_t / (r + L -
-         1)``, ``r = level_ratio``, each node discrete Laplace noise of
-         scale ``1 / epsilon_l`` ([CPSSY12]_ section 4.1: any split over
-         the levels).  ``r = 1`` is the equal split of DNRR and Hay et al.
-         (scale ``L / epsilon_t`` everywhere); ``r = 7/4`` (the default of
-         ``tree="hierarchical"``) gives the leaves, which answer short
-         ranges, 7/4 of the others' budget, so short ranges get less
-         noise and long ones, which use every level, a little more.  With
-         ``consistency=True`` the released tree is post-processed into its
-         least-squares consistent estimate (Hay et al. 2010; each node
-         weighted by the inverse of its variance, [CPSSY12]_ section 5),
-         free in privacy.
-       * ``tree="kary"``: the segment counts are fed as a stream to
-         :class:`~pydp_synopsis.counters.KaryTreeCounter` (Andersson, Pagh,
-         Torkamani, k-ary tree with subtraction, Algorithm 2), which releases
-         all ``m`` noisy prefix sums; a segment range is a difference of two.
-
-    3. An interval ``[lo, hi]`` touches segments ``k .. r``; those strictly
-       inside, and a boundary segment it covers fully, are counted whole.  A
-       boundary segment it meets in part is handled by ``estimator``
-       (``W`` as above, ``mu`` = the largest multiplicity of a value; over
-       a PrivTree partition ``"uniform"`` and ``"cover"`` err by at most the
-       cut leaf's ``W_d``, whatever the duplicates, and the seal estimators,
-       which need DNRR's seal points, are refused):
-
-       * ``"cover"`` (DNRR's minimal cover): counted whole.  Bias ``>= 0``,
-         at most ``2 W + mu``: the right boundary's excess includes its seal
-         point, which may be a heavy duplicate.
-       * ``"uniform"``: its estimate times the fraction of its span inside.
-         Unbiased when items are uniform inside segments; ``|bias| <= 2 (W +
-         mu)``; loses a heavy seal point almost whole when ``lo`` is on it.
-       * ``"seal"``: counted whole iff its seal (end) lies in ``[lo, hi]``,
-         else not at all.  The left boundary then over-counts the items
-         before ``lo`` (``<= W``, never the seal point), the right one
-         under-counts the items up to ``hi`` (``<= W``, never the seal
-         point): the two biases have opposite signs, ``|bias| <= W``,
-         whatever the duplicates.
-       * ``"seal_uniform"``: the segment is modelled as its seal point
-         holding ``est - iota`` plus an interior ``[first, end - 1]`` holding
-         ``iota = clip(est, 0, T)`` spread uniformly, and the query takes its
-         part of that model.  Heavy seal points are kept whole like
-         ``"seal"``, light interiors are split like ``"uniform"``;
-         ``|bias| <= W + T``.
+    The mechanism (DNRR section 3.2; in full, with the estimators' biases, in
+    docs/guide/intervals.md, "Mechanism"): a private partition
+    (``partition="privtree"``, PrivTree [ZXX16]_, the default; or
+    ``partition="dnrr"``, DNRR's Fig. 1) with ``epsilon * partition_share``
+    cuts the domain into ``m`` segments; a noisy tree over the segment counts
+    (``tree="binary"``, ``"hierarchical"`` with ``fanout`` and
+    ``level_ratio``, or ``"kary"``) spends the rest; an interval is answered
+    from the nodes covering the segments it touches, a boundary segment it
+    cuts by ``estimator``.
 
     Defaults: ``partition="privtree"``, ``tree="hierarchical"``,
     ``fanout=16``, ``level_ratio=7/4``, ``consistency=True``,
-    ``estimator="uniform"``, ``partition_share=0.25``;
-    chosen by measured RMSE against PrivTree, DAWA, OpenDP's tree and the
-    hierarchical histograms with ``python benchmarks/bench_accuracy.py
-    --only 1d`` (docs/benchmarks/intervals.md, "Accuracy against the
-    published peers").  Passing ``threshold_factor`` or a seal estimator
-    selects ``partition="dnrr"``, whose defaults are
-    ``estimator="seal_uniform"``, ``partition_share=0.25``,
-    ``threshold_factor=1`` (tuned with ``benchmarks/bench_intervals.py
-    --tune``, docs/benchmarks/intervals.md, "Tuning"); DNRR's own configuration is
+    ``estimator="uniform"``, ``partition_share=0.25``; with
+    ``partition="dnrr"`` (selected by ``threshold_factor`` or a seal
+    estimator) ``estimator="seal_uniform"``, ``partition_share=0.25``,
+    ``threshold_factor=1``.  DNRR's own configuration is
     ``partition="dnrr", tree="binary", consistency=False,
-    estimator="cover", partition_share=0.5, threshold_factor=3``.
-
-    A threshold factor below DNRR's 3 keeps epsilon-DP (the threshold is
-    public) and gives more, lighter segments; Theorem 2.1's "at most n
-    segments" is then not claimed, and :meth:`error_bound` uses the weight
-    bound ``W`` that holds for the factor used.  Factors below 0.7 are
-    refused (:func:`~pydp_synopsis.params.check_threshold_factor`): the
-    partition would seal ~``D^(1-c)`` empty segments.
+    estimator="cover", partition_share=0.5, threshold_factor=3``.  The
+    evidence: docs/benchmarks/intervals.md.
 
     Attributes
     ----------
@@ -299,6 +122,8 @@ class IntervalSynopsis:
     .. [DNRR] Dwork, Naor, Reingold, Rothblum, "Pure Differential Privacy for
        Rectangle Queries via Private Partitions", ASIACRYPT 2015, section 3.2,
        Theorem 3.2 (and Fig. 1, Theorem 2.1, Remark 2.2 for the partition).
+    .. [ZXX16] Zhang, Xiao, Xie, "PrivTree: A Differentially Private Algorithm for
+       Hierarchical Decompositions", SIGMOD 2016, Algorithm 2.
     .. [HRMS10] Hay, Rastogi, Miklau, Suciu, "Boosting the Accuracy of
        Differentially Private Histograms Through Consistency", VLDB 2010, section 4.
     .. [QYL13] Qardaji, Yang, Li, "Understanding Hierarchical Methods for
@@ -346,7 +171,7 @@ class IntervalSynopsis:
         if tree != "kary":
             self._levels = trees.tree_shape(m, fanout)[0]
             # unequal levels: the scales released with and the kernels' per-level factors
-            self._scales = _tree_scales(self._levels, epsilon_tree, self.level_ratio)
+            self._scales = tree_scales(self._levels, epsilon_tree, self.level_ratio)
             if self._scales is not None:
                 self._weights = trees.LevelWeights(self._scales)
         if tree == "kary":
@@ -525,14 +350,14 @@ class IntervalSynopsis:
         >>> round(s.count(0, 15))
         4
         """
-        method, estimator, partition_share, factor = _check_method(
+        method, estimator, partition_share, factor = check_method(
             partition, estimator, partition_share, threshold_factor)
-        tree, fanout, consistency, estimator, k = _check_options(tree, fanout, consistency,
+        tree, fanout, consistency, estimator, k = check_tree_options(tree, fanout, consistency,
                                                                  estimator, k)
         share = check_share(partition_share, "partition_share")
         eps = exact_epsilon(epsilon)
         dlt = check_delta_or_zero(delta)
-        ratio = _check_level_ratio(level_ratio, tree, dlt)
+        ratio = check_level_ratio(level_ratio, tree, dlt)
         beta = check_beta(beta)
         clip = check_bool(clip, "clip")
         eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
@@ -545,7 +370,7 @@ class IntervalSynopsis:
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         else:
             privtree_parameters(eps_p)                                         # the same check
-        _check_level_scales(ratio, domain, tree, fanout, eps_t)
+        check_level_scales(ratio, domain, tree, fanout, eps_t)
         n_shards = check_shards(shards, [domain])
         rng = resolve_rng(rng)
         what = describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t,
@@ -594,7 +419,7 @@ class IntervalSynopsis:
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)
         else:
             fanout = 2 if tree == "binary" else fanout
-            scales = _tree_scales(trees.tree_shape(len(part), fanout)[0], eps_t, ratio)
+            scales = tree_scales(trees.tree_shape(len(part), fanout)[0], eps_t, ratio)
             released = trees.noisy_tree(counts, fanout, eps_t, rng, dlt, scales=scales)
         return cls._from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
                                  fanout=fanout, consistency=consistency and tree != "kary",
@@ -657,43 +482,6 @@ class IntervalSynopsis:
         decimals (a bin's lower end with a resolution), the integers otherwise."""
         ends = self.partition.ends
         return ends if self.column.is_plain else self.column.values(np.asarray(ends, np.int64))
-
-    def _user(self, lo, hi):
-        """Query bounds in user units -> integers (unchanged for integer synopses)."""
-        if self._columns is None:
-            return lo, hi
-        return convert_corners(self._columns, lo, hi, True)
-
-    def _offsets(self, lo, hi):
-        """The checked endpoints as flat uint64 offsets, and the queries' shape."""
-        lo, hi = self._user(lo, hi)
-
-        def convert(v, name):
-            return np.ascontiguousarray(as_offsets(v, self.domain, name), dtype=np.uint64)
-
-        # the two columns at once when large (numpy releases the GIL); an error is
-        # lo's before hi's, as in sequence
-        big = np.size(lo) >= THREAD_ROWS and isinstance(lo, np.ndarray)
-        lo_o, hi_o = (run_parts(convert, [(lo, "lo"), (hi, "hi")]) if big
-                      else (convert(lo, "lo"), convert(hi, "hi")))
-        if lo_o.shape != hi_o.shape:
-            raise DomainError(f"lo and hi must have the same shape, got {lo_o.shape} and "
-                              f"{hi_o.shape}")
-        shape = lo_o.shape
-        lo_o, hi_o = lo_o.ravel(), hi_o.ravel()
-        bad = lo_o > hi_o
-        if bad.any():
-            q = int(np.argmax(bad))
-            raise DomainError(f"lo must be <= hi, got lo > hi at index {q}")
-        return lo_o, hi_o, shape
-
-    def _answers(self, lo_o, hi_o):
-        if self._prefix is None:
-            return trees.interval_answers(self._ends, lo_o, hi_o, self.estimator, self._tau,
-                                          nodes=self._released, fanout=self.fanout,
-                                          lookup=self.partition.lookup)
-        return trees.interval_answers(self._ends, lo_o, hi_o, self.estimator, self._tau,
-                                      prefix=self._prefix, lookup=self.partition.lookup)
 
     def count_many(self, lo, hi, *, return_std=False, nonnegative=False):
         """Noisy counts of the inclusive intervals ``[lo[q], hi[q]]``.
@@ -798,77 +586,6 @@ class IntervalSynopsis:
         return float(self.count_many([int(lo)], [int(hi)])[0])
 
     # ------------------------------------------------------------ error bound
-    def _noise_bound(self, delta):
-        """A bound on |noise| of every answer at once, failing with probability <= delta."""
-        m = len(self)
-        ranges = m * (m + 1) // 2 + 1          # every range of whole segments, and the empty one
-        if self.tree == "kary":
-            # every answer is P(x) - P(y) plus, for "uniform", fractions of two
-            # leaves P(i+1) - P(i) (affine: extremes at corners, again
-            # differences of prefixes); |P(x) - P(y)| <= 2 max_p |P(p) noise|,
-            # and each noisy prefix is a +-1 sum of <= prefix_terms distinct nodes
-            terms, b, _ = self._kary_shape()
-            return 2 * laplace_sum_tail(terms, b, -math.log(delta / (2 * m)))
-        f, L = self.fanout, self._levels
-        b = float(self._scale)
-        w = self._weights
-        # unequal levels (w): a node of level l is a term of weight fac_l <= 1 at
-        # the largest scale (trees.LevelWeights), so the counts of terms become
-        # sums of fac_l^2 over the nodes of a cover
-        cover = trees.cover_terms(L, f, None if w is None else w.fac ** 2)
-        leaf = 1.0 if w is None else float(w.fac[0]) ** 2
-        if not self.consistency:
-            if self.estimator == "uniform":
-                # inner cover plus fractions of the two boundary leaves: the noise
-                # is affine in the two fractions, so its sup over a (k, r) pair is
-                # at one of 4 corners, each a sum of <= cover + 2 distinct nodes
-                return laplace_sum_tail(cover + 2 * leaf, b,
-                                        -math.log(delta / (2 * 4 * ranges)))
-            # cover, seal, seal_uniform: one range of whole segments (the
-            # clipped interior terms of seal_uniform are bounded in the bias)
-            return laplace_sum_tail(cover, b, -math.log(delta / (2 * ranges)))
-        # consistent tree: an answer's noise is a^T Z with a = Pi c, c a range's
-        # minimal-cover indicator and Pi the least-squares projection onto
-        # consistent trees, so ||a||_2^2 <= ||c||_2^2 = #cover =: V.  With s >= every
-        # |a_v|: sum_v log M(lam a_v) <= (V / s^2) log M(lam s), since
-        # log M(x) / x^2 grows with |x| (log M(x) = sum_j 2 p^j (cosh jx - 1) / j);
-        # so |noise| <= s * (tail of V / s^2 terms at scale b) by Chernoff.  s is
-        # trees.coefficient_bound (the exact max coefficient, or sqrt(V) when too
-        # costly: then the bound is s times a one-term tail).  Corners of
-        # "uniform" are ranges too.
-        # Unequal levels: sum (fac a)^2 <= kappa sum rho a^2 <= kappa * (the largest
-        # sum of rho over a cover: the least-squares estimate's variance is at most
-        # the raw cover's), and s bounds fac |a| (trees.coefficient_bound).
-        if self._coef is None:
-            self._coef = trees.coefficient_bound(m, f, weights=w)
-        s = self._coef
-        if w is not None:
-            cover = w.kappa * trees.cover_terms(L, f, w.rho)
-        direct = s * laplace_sum_tail(cover / s**2, b, -math.log(delta / (2 * ranges)))
-        # or via prefixes: |P(x) - P(y)| <= 2 max_p |P(p)| (prefix coefficients
-        # are G(p) - G(0), also bounded by s)
-        pre = (trees.prefix_terms(L, f) if w is None
-               else w.kappa * trees.prefix_terms(L, f, w.rho))
-        s_p = min(s, math.sqrt(pre))
-        via_prefix = 2 * s_p * laplace_sum_tail(pre / s_p**2, b, -math.log(delta / (2 * m)))
-        return min(direct, via_prefix)
-
-    def _kary_shape(self):
-        """(max noise terms in one noisy prefix, node noise scale, height) of the kary counter.
-
-        Algorithm 2 of [APT] adds one node per unit of each offset digit, digits in
-        [-(k-1)/2, (k-1)/2] on h = ceil(log_k(2m)) levels, each node of scale h/eps_t
-        (or its l2 calibration with delta > 0: :meth:`_noise_scale`).
-        """
-        m = len(self)
-        h, power = 0, 1
-        while power < 2 * m:
-            power *= self.k
-            h += 1
-        h = max(h, 1)
-        b = float(self._scale) if hasattr(self, "_scale") else None
-        return h * (self.k - 1) // 2, b, h
-
     def interior_weight_bound(self):
         """``W``: with probability ``>= 1 - beta/2`` no segment holds more than
         ``W`` items *before its seal position* (its last value).
@@ -891,19 +608,6 @@ class IntervalSynopsis:
         True
         """
         return self.partition.interior_weight_bound()   # the partition's beta is beta/2
-
-    def _bias_bound(self, multiplicity):
-        w = self.interior_weight_bound()
-        if isinstance(self.partition, TreePartition):
-            return 2 * w      # a cut leaf holds <= W items, duplicates included
-        if self.estimator == "seal":
-            return w
-        if self.estimator == "seal_uniform":
-            return w + self._tau
-        if self.estimator == "cover":
-            return 2 * w + multiplicity
-        return 2 * (w + multiplicity)
-
     def error_bound(self, confidence=0.95, *, multiplicity=1):
         """The simultaneous bound: the error of *all* interval answers at once (DNRR Theorem 3.2).
 
@@ -964,68 +668,6 @@ class IntervalSynopsis:
                 f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partition's "
                 f"failure probability fixed at build), got {confidence!r}")
         return self._noise_bound(delta - part_fail) + self._bias_bound(multiplicity)
-
-    # ----------------------------------------------------------- error bars
-    def _noise_scale(self):
-        """The discrete Laplace scale of every released noise term (a Fraction)."""
-        return self._scale
-
-    def _noise_weights(self, lo_o, hi_o, corners=True):
-        """Per query and clip corner, ``sum w^2`` and ``max |w|`` of the noise weights
-        (unequal levels: ``sum rho w^2`` and ``max fac |w|``, :class:`trees.LevelWeights`)."""
-        if self.tree == "kary":
-            return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, kary=self.k,
-                                        corners=corners, lookup=self.partition.lookup)
-        return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, fanout=self.fanout,
-                                    consistent=self.consistency, corners=corners,
-                                    lookup=self.partition.lookup, weights=self._weights)
-
-    def _boundaries(self, lo_o, hi_o):
-        """Per query: is the left (or only) boundary segment cut, is the right one,
-        does each cut one lose its seal point (its end) to the query, and the two
-        boundary segments' indices?"""
-        ends, lookup = self._ends, self.partition.lookup
-        k, r = lookup.of(lo_o).astype(np.intp), lookup.of(hi_o).astype(np.intp)
-        first = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + np.uint64(1))
-        single = k == r
-        seal_out_left = single & (hi_o < ends[k])
-        left = (lo_o > first) | seal_out_left
-        right = ~single & (hi_o < ends[r])
-        return left, right, seal_out_left, right, k, r
-
-    def _query_bias(self, lo_o, hi_o, multiplicity):
-        """Per query, the most the estimator can miscount in the cut boundary segments.
-
-        Per cut segment (``W`` = :meth:`interior_weight_bound`, ``mu`` =
-        ``multiplicity``): ``"seal"`` ``W``; ``"uniform"`` ``W + mu``;
-        ``"cover"`` ``W``, plus ``mu`` when the segment's seal point lies
-        outside the query; ``"seal_uniform"`` ``W`` for one cut segment and
-        ``W + T`` for two (the left one errs in ``[-T, W]``, the right one
-        in ``[-W, T]``).  These are the per-boundary terms of
-        :meth:`error_bound`'s bias.
-        """
-        left, right, seal_l, seal_r, k, r = self._boundaries(lo_o, hi_o)
-        if isinstance(self.partition, TreePartition):
-            # "uniform" and "cover" take a share of a cut leaf in [0, its weight]
-            w = self.partition.leaf_weight_bounds()
-            return np.where(left, w[k], 0.0) + np.where(right, w[r], 0.0)
-        w, cut = self.interior_weight_bound(), left.astype(np.float64) + right
-        if self.estimator == "seal":
-            return w * cut
-        if self.estimator == "seal_uniform":
-            return w * np.minimum(cut, 1.0) + self._tau * (cut == 2)
-        if self.estimator == "uniform":
-            return (w + multiplicity) * cut
-        return w * cut + multiplicity * ((left & seal_l).astype(np.float64) + (right & seal_r))
-
-    def _noise_delta(self, confidence):
-        """``1 - confidence - beta / 2``: what the noise may use after the partition's share."""
-        delta, part_fail = 1.0 - confidence, self.beta / 2
-        if delta <= part_fail:
-            raise ParameterError(
-                f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partition's "
-                f"failure probability fixed at build), got {confidence!r}")
-        return delta - part_fail
 
     def confidence_intervals(self, lo, hi, confidence=0.95, *, multiplicity=1,
                              nonnegative=False):
@@ -1142,109 +784,10 @@ class IntervalSynopsis:
         persist.write_record(path, *self._to_record()[:3], mode=mode)
 
     def _to_record(self):
-        eps = lambda f: [f.numerator, f.denominator]  # noqa: E731
-        tree_part = isinstance(self.partition, TreePartition)
-        levels = self.level_ratio != 1
-        meta = {
-            "format": (_FORMAT_LEVELS if levels else _FORMAT_PRIVTREE if tree_part
-                       else _FORMAT),
-            "domain": [int(self.domain[0]), int(self.domain[1])],
-            "epsilon_partition": eps(self.epsilon_partition),
-            "epsilon_tree": eps(self.epsilon_tree),
-            "delta": [self.delta.numerator, self.delta.denominator],
-            "pure_epsilon": eps(self.pure_epsilon),
-            "beta": self.beta,
-            "threshold_factor": self.partition.threshold_factor,
-            "tree": self.tree,
-            "fanout": self.fanout,
-            "consistency": self.consistency,
-            "estimator": self.estimator,
-            "k": self.k,
-        }
-        if tree_part:
-            meta["partition"] = PRIVTREE
-            meta["shards"] = self.partition.shards
-        elif levels:
-            meta["partition"] = "dnrr"
-        if levels:
-            # format 4: a reader that knows no level ratio refuses the file
-            meta["level_ratio"] = [self.level_ratio.numerator, self.level_ratio.denominator]
-        if self._columns is not None:
-            meta["columns"] = columns_to_record(self._columns)
-        if self.clipped:        # absent: refused out-of-domain values (every older file)
-            meta["clipped"] = True
-        arrays = {"end_offsets": self._ends, "released": self._released}
-        return _KIND, meta, arrays, None
+        return to_record(self)
 
 
-@persist.register(_KIND)
+@persist.register(KIND)
 def _load(meta, arrays):
-    """Rebuild a saved synopsis from its released numbers (no data, no code).
-
-    The record is checked here, once, with the rules of :meth:`IntervalSynopsis.build`
-    and :class:`Partition`; any violation is a FormatError.
-    """
-    try:
-        fmt = meta.get("format")
-        if fmt not in (_FORMAT, _FORMAT_PRIVTREE, _FORMAT_LEVELS):
-            raise FormatError(f"unknown interval-synopsis format {fmt!r}")
-        ratio = Fraction(1)
-        if fmt == _FORMAT_LEVELS:
-            if meta.get("partition") not in (PRIVTREE, "dnrr"):
-                raise FormatError("interval synopsis record: format 4 names its partition "
-                                  "('privtree' or 'dnrr')")
-            num, den = meta["level_ratio"]
-            if not (is_int(num) and is_int(den) and den > 0):
-                raise FormatError("interval synopsis record: level_ratio must be two integers")
-            ratio = check_ratio(Fraction(int(num), int(den)), "level_ratio")
-            if ratio == 1:
-                raise FormatError("interval synopsis record: format 4 has a level_ratio != 1")
-            privtree = meta["partition"] == PRIVTREE
-        else:
-            privtree = fmt == _FORMAT_PRIVTREE
-        if privtree and (meta.get("partition") != PRIVTREE
-                         or meta["threshold_factor"] != PRIVTREE):
-            raise FormatError("interval synopsis record: a PrivTree partition is marked "
-                              "'privtree' with its threshold factor")
-        if not privtree and meta["threshold_factor"] == PRIVTREE:
-            raise FormatError("interval synopsis record: threshold_factor 'privtree' marks a "
-                              "PrivTree partition, but the record holds a DNRR one")
-        tree, fanout, consistency, estimator, k = _check_options(
-            meta["tree"], meta["fanout"], meta["consistency"], meta["estimator"], meta["k"])
-        if ratio != 1 and tree == "kary":
-            raise FormatError("interval synopsis record: a kary tree has level_ratio 1")
-        if tree == "binary" and fanout != 2:
-            raise FormatError("interval synopsis record: a binary tree has fanout 2")
-        beta = check_beta(meta["beta"])
-        ends = np.asarray(arrays["end_offsets"], dtype=np.uint64)
-        eps_p = Fraction(*meta["epsilon_partition"])
-        if privtree:
-            if estimator not in _PRIVTREE_ESTIMATORS:
-                raise FormatError("interval synopsis record: a PrivTree partition needs the "
-                                  "uniform or cover estimator")
-            shards = check_int(meta["shards"], "shards", 1, MAX_SHARDS)
-            part = TreePartition(ends, domain=meta["domain"], epsilon=eps_p, beta=beta / 2,
-                                 shards=shards)
-        else:
-            part = Partition(ends, domain=meta["domain"], epsilon=eps_p, beta=beta / 2,
-                             threshold_factor=meta["threshold_factor"])
-        eps_t = exact_epsilon(Fraction(*meta["epsilon_tree"]), "epsilon_tree")
-        released = np.ascontiguousarray(arrays["released"], dtype=np.int64)
-        want = len(part) if tree == "kary" else trees.tree_shape(len(part), fanout)[1]
-        if released.shape != (want,):
-            raise FormatError("interval synopsis record: released array has the wrong length")
-        delta = state_delta(meta)   # absent (release 0.1): 0
-        if ratio != 1 and delta:
-            raise FormatError("interval synopsis record: level_ratio != 1 needs delta = 0")
-        syn = IntervalSynopsis._from_release(part, released, epsilon_tree=eps_t, beta=beta,
-                                             tree=tree, fanout=fanout, consistency=consistency,
-                                             estimator=estimator, k=k, delta=delta,
-                                             level_ratio=ratio)
-        check_pure_epsilon(meta, syn.pure_epsilon, delta)
-        syn._columns = columns_from_record(meta, [part.domain])
-        syn.clipped = clipped_from_record(meta)
-    except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-        if isinstance(exc, FormatError):
-            raise
-        raise FormatError(f"invalid interval synopsis record: {exc}") from exc
-    return syn
+    """Rebuild a saved synopsis from its released numbers (:func:`interval_record.from_record`)."""
+    return from_record(meta, arrays, IntervalSynopsis._from_release)

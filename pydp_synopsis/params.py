@@ -35,6 +35,7 @@ import decimal
 import math
 import numbers
 import operator
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -48,6 +49,7 @@ __all__ = [
     "MIN_THRESHOLD_FACTOR",
     "MAX_THRESHOLD_FACTOR",
     "is_int",
+    "renamed_keyword",
     "check_int",
     "check_bool",
     "clip_offsets",
@@ -88,6 +90,22 @@ _I64_MAX = (1 << 63) - 1
 def is_int(value):
     """True for a Python or numpy integer that is not a bool."""
     return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def renamed_keyword(where, old, new, old_value, new_value, default):
+    """The value of keyword ``new``, or of its old name ``old`` (kept one release).
+
+    ``None`` means "not given" for both.  The old name still works, with a
+    :class:`DeprecationWarning` naming the new one (raised at the caller of
+    ``where``); both at once is a ParameterError.  Nothing else is checked.
+    """
+    if old_value is None:
+        return default if new_value is None else new_value
+    if new_value is not None:
+        raise ParameterError(f"{where}: pass {new} only, not {old} (its deprecated old name)")
+    warnings.warn(f"{where}({old}) is deprecated, use {new} instead (removed in 0.3)",
+                  DeprecationWarning, stacklevel=3)
+    return old_value
 
 
 def check_int(value, name, lo, hi, error=ParameterError):

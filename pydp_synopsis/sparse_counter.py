@@ -26,9 +26,9 @@ from . import persist
 from .budget import charge
 from .counters import STATE_VERSION, BinaryTreeCounter, ContinualCounter, KaryTreeCounter
 from .persist import check_pure_epsilon, int64_array, state_delta, state_fraction
-from .errors import DomainError, FormatError, HorizonError
+from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .params import (check_beta, check_bool, check_choice, check_int, check_share, dtype_name,
-                     exact_epsilon, split_epsilon)
+                     exact_epsilon, is_int, renamed_keyword, split_epsilon)
 from .partitions import OnlinePartition, fig1_threshold
 from .rng import resolve_rng
 from .tree_noise import MAX_HORIZON
@@ -513,8 +513,8 @@ class SparseStreamCounter(ContinualCounter):
             return seal_times, releases
 
     # ------------------------------------------------------------- analysis
-    def error_bound(self, weight=None):
-        """Bound on the error of every release, holding with probability >= 1 - beta.
+    def error_bound(self, confidence=None, *, weight=None):
+        """Bound on the error of every release, holding with probability >= ``confidence``.
 
         Theorem 3.1 made rigorous for this counter's inputs.  The release at
         time t is the inner counter's release at the last seal <= t, so its
@@ -539,6 +539,12 @@ class SparseStreamCounter(ContinualCounter):
 
         Parameters
         ----------
+        confidence : float, optional
+            In ``(0, 1 - beta / 2)``; default ``1 - beta`` (``beta`` fixed at
+            construction, as before).  The partition keeps its ``beta / 2``;
+            the inner counter gets ``1 - confidence - beta / 2``.  An int
+            passed here is read as ``weight`` (release 0.2's positional
+            ``error_bound(weight)``), with a DeprecationWarning.
         weight : int, optional
             A *public* upper bound n on the number of non-zero positions
             (the total weight is one), fixed without looking at the stream
@@ -555,20 +561,31 @@ class SparseStreamCounter(ContinualCounter):
         Returns
         -------
         int
-            ``a`` with ``P(max_t |release_t - prefix_t| > a) <= beta``.
+            ``a`` with ``P(max_t |release_t - prefix_t| > a) <= 1 - confidence``.
 
         Notes
         -----
         O(log of the bound).
         """
+        if is_int(confidence):       # release 0.2: error_bound(weight), positional
+            weight = renamed_keyword("SparseStreamCounter.error_bound", "weight (positional)",
+                                     "weight=", confidence, weight, None)
+            confidence = None
         releases, beta_inner = self._inner.horizon, self.beta / 2
+        if confidence is not None:
+            fail, part_fail = 1.0 - check_beta(confidence, "confidence"), self.beta / 2
+            if fail <= part_fail:
+                raise ParameterError(
+                    f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the "
+                    f"partition's failure probability fixed at construction), got {confidence!r}")
+            beta_inner = fail - part_fail
         if weight is not None:
             n = check_int(weight, "weight", 0, MAX_HORIZON)
             delta0 = self.empty_seal_probability()
-            if n + 1 < releases and delta0 < self.beta / 4:
-                releases, beta_inner = n + 1, self.beta / 2 - delta0
+            if n + 1 < releases and delta0 < beta_inner / 2:
+                releases, beta_inner = n + 1, beta_inner - delta0
         open_weight = math.floor(self.interior_weight_bound())
-        return open_weight + self._inner.error_bound(beta_inner, releases)
+        return open_weight + self._inner._error_bound(beta_inner, releases)
 
     def interior_weight_bound(self):
         """``W``: with probability >= 1 - beta/2 the open segment never holds more than ``W`` items.

@@ -71,15 +71,22 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import persist
 from ._core import check, ffi, lib
 from .accounting import check_delta, zcdp_rho
 from .budget import charge, describe
-from .errors import DomainError, HorizonError, ParameterError
+from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .gaussian import MAX_SIGMA2, discrete_gaussian_variance, exact_sigma2, gaussian_fill
 from .params import check_int, dtype_name, exact_epsilon
+from .persist import int64_array, state_fraction
 from .rng import Rng, resolve_rng  # noqa: F401  (Rng: doctests)
 
-__all__ = ["SqrtFactorizationCounter", "sqrt_factor_coefficients", "MAX_HORIZON"]
+__all__ = ["SqrtFactorizationCounter", "sqrt_factor_coefficients", "MAX_HORIZON", "RECORD_KIND",
+           "RECORD_VERSION"]
+
+#: The persist record of a counter (:meth:`SqrtFactorizationCounter._to_record`).
+RECORD_KIND = "sqrt-factorization-counter"
+RECORD_VERSION = 1
 
 #: Largest horizon (memory O(T): a few arrays of T words).
 MAX_HORIZON = 1 << 22
@@ -216,6 +223,13 @@ class SqrtFactorizationCounter:
     The first counter for a given (horizon, epsilon, delta) computes the
     plan (:math:`R`, :math:`B`, :math:`\sigma^2`) in O(T log T); the last
     four plans are cached.
+
+    Saves and loads like the tree counters (:func:`pydp_synopsis.save`, a
+    ``sqrt-factorization-counter`` record, mode 0600): the record holds the
+    items and the noisy ``w`` so far, which are secret (store it like a
+    private key); a loaded counter continues the same release (a seeded
+    generator's position is saved, an OS-seeded one never: it draws fresh
+    noise).
 
     References
     ----------
@@ -455,6 +469,22 @@ class SqrtFactorizationCounter:
         steps = self._horizon if steps is None else check_int(steps, "steps", 1, self._horizon)
         return self._plan.noise_var * float(self._plan.mse_cum[steps - 1]) / steps
 
+    # ----------------------------------------------------------- persistence
+    def _to_record(self):
+        """``(kind, meta, arrays, mode)`` for :func:`~pydp_synopsis.persist.save`; mode
+        0o600: the items and ``w`` so far are secret."""
+        t = self._time
+        meta = {
+            "kind": "SqrtFactorizationCounter",
+            "version": RECORD_VERSION,
+            "horizon": self._horizon,
+            "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
+            "delta": [self._delta.numerator, self._delta.denominator],
+            "time": t,
+            "rng": self._rng._to_state(),
+        }
+        return RECORD_KIND, meta, {"items": self._x[:t].copy(), "w": self._w[:t].copy()}, 0o600
+
     def _check(self):
         """Assert the invariants: w - R x is the noise drawn so far (an integer vector)."""
         t = self._time
@@ -464,3 +494,33 @@ class SqrtFactorizationCounter:
     def __repr__(self):
         return (f"SqrtFactorizationCounter(horizon={self._horizon}, epsilon={self._epsilon}, "
                 f"delta={float(self._delta):.3g}, time={self._time})")
+
+
+@persist.register(RECORD_KIND)
+def _load(meta, arrays):
+    """Rebuild a saved counter (every field checked; no noise is redrawn)."""
+    try:
+        if meta.get("kind") != "SqrtFactorizationCounter" or meta.get("version") != RECORD_VERSION:
+            raise FormatError(f"not a version {RECORD_VERSION} SqrtFactorizationCounter record")
+        horizon = check_int(meta["horizon"], "horizon", 1, MAX_HORIZON)
+        eps = state_fraction(meta["epsilon"], "epsilon")
+        dlt = state_fraction(meta["delta"], "delta")
+        if exact_epsilon(eps, "epsilon") != eps or check_delta(dlt, "delta") != dlt:
+            raise FormatError("record epsilon or delta is not one the counter produces")
+        t = check_int(meta["time"], "time", 0, horizon)
+        items = int64_array(arrays["items"], "items", t)
+        w = int64_array(arrays["w"], "w", t)
+        saved = meta.get("rng")
+        rng = Rng() if saved is None else Rng._from_state(saved)
+        obj = SqrtFactorizationCounter(horizon=horizon, epsilon=eps, delta=dlt, rng=rng)
+        if t and (int(items.min()) < 0 or int(items.max()) > obj.max_total
+                  or int(items.sum()) > obj.max_total):
+            raise FormatError("record items must be non-negative with a total of at most "
+                              "max_total")
+        obj._x[:t], obj._w[:t] = items, w
+        obj._time, obj._total = t, np.int64(items.sum()) if t else np.int64(0)
+    except (KeyError, TypeError, ValueError, ParameterError) as exc:
+        if isinstance(exc, FormatError):
+            raise
+        raise FormatError(f"invalid SqrtFactorizationCounter record: {exc}") from exc
+    return obj

@@ -26,7 +26,7 @@ from ._core import LIMITS, check, ffi, lib
 from .accounting import check_delta_or_zero, unit_shift_scale
 from .errors import DomainError, ParameterError
 from .noise import discrete_laplace_variance
-from .params import check_beta, check_int, dtype_name, exact_epsilon, scale_parts
+from .params import check_beta, check_int, dtype_name, exact_epsilon, renamed_keyword, scale_parts
 from .tails import laplace_sum_tail
 
 __all__ = ["TreeNoise", "digit_low", "representation", "weight_sum", "default_max_item",
@@ -338,8 +338,8 @@ class TreeNoise:
         terms = weight_sum(steps, self.k, int(self._state.low))
         return float(Fraction(terms, steps)) * discrete_laplace_variance(self._scale)
 
-    def error_bound(self, beta, releases=None):
-        """An integer bound on the error of all releases, holding with probability >= 1 - beta.
+    def error_bound(self, beta=None, releases=None, *, confidence=None):
+        """An integer bound on the error of all releases, holding with probability >= ``confidence``.
 
         Each release's error is a sum of at most ``L = h * high``
         independent discrete Laplace terms of scale b = h/epsilon, ``high``
@@ -353,21 +353,36 @@ class TreeNoise:
 
         Parameters
         ----------
-        beta : float
-            Failure probability, 0 < beta < 1.
+        beta : float, optional
+            Deprecated (kept until 0.3 with a DeprecationWarning, positional
+            or keyword): the failure probability ``1 - confidence``.  In 0.3
+            the first positional argument becomes ``confidence``, as in every
+            other ``error_bound``.
         releases : int, optional
             Number of releases covered (default: the horizon).
+        confidence : float, optional
+            In ``(0, 1)``, default 0.95: the bound holds for every release at
+            once with at least this probability (``beta = 1 - confidence``).
 
         Returns
         -------
         int
-            ``a`` such that ``P(max_t |release_t - prefix_t| > a) <= beta``.
+            ``a`` such that ``P(max_t |release_t - prefix_t| > a) <= 1 - confidence``.
 
         Notes
         -----
         O(log(a)) evaluations of a one-dimensional minimisation (floats: the
         bound describes accuracy, it decides nothing that is released).
         """
+        if beta is None:                     # the new form: beta = 1 - confidence
+            beta = 1.0 - check_beta(0.95 if confidence is None else confidence, "confidence")
+        else:                                # the old form (0.2), the same bound as before
+            renamed_keyword(f"{type(self).__name__}.error_bound", "beta", "confidence=1 - beta",
+                            beta, confidence, None)
+        return self._error_bound(beta, releases)
+
+    def _error_bound(self, beta, releases=None):
+        """:meth:`error_bound` at failure probability ``beta`` (checked here)."""
         beta = check_beta(beta, "beta")
         releases = self.horizon if releases is None else check_int(releases, "releases", 1, self.horizon)
         # the Chernoff t bounds P(S >= t); S is an integer, so ceil(t) is the

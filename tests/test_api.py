@@ -8,7 +8,7 @@ EXPECTED = {
     "SynopsisError", "ParameterError", "DomainError", "HorizonError", "FormatError",
     "BudgetError", "EntropyError", "NativeError",
     "discrete_gaussian", "SqrtFactorizationCounter", "l2_laplace_scale", "l2_laplace_epsilon",
-    "Column", "get_threads", "set_threads",
+    "Column", "get_threads", "set_threads", "ErrorBars",
 }
 
 

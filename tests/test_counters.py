@@ -674,7 +674,7 @@ def test_error_bound_holds_with_probability_1_minus_beta(kind, k):
     horizon, runs = 500, 3000
     rng = Rng(41)
     zeros = np.zeros(horizon, dtype=np.int64)
-    bound = make(kind, horizon, 1, rng, k).error_bound(beta)
+    bound = make(kind, horizon, 1, rng, k).error_bound(confidence=1 - beta)
     worst = np.array([np.abs(make(kind, horizon, 1, rng, k).update_many(zeros)).max() for _ in range(runs)])
     exceed = int((worst > bound).sum())
     lo, _ = clopper_pearson(exceed, runs)
@@ -685,12 +685,13 @@ def test_error_bound_holds_with_probability_1_minus_beta(kind, k):
 
 def test_error_bound_arguments():
     c = KaryTreeCounter(horizon=100, epsilon=1, rng=Rng(0))
-    assert c.error_bound(0.01) >= c.error_bound(0.1) >= c.error_bound(0.5, releases=1) > 0
-    for beta in (0, 1, -0.1, float("nan")):
-        with pytest.raises(ParameterError, match="beta"):
-            c.error_bound(beta)
+    assert (c.error_bound(confidence=0.99) >= c.error_bound(confidence=0.9)
+            >= c.error_bound(confidence=0.5, releases=1) > 0)
+    for confidence in (0, 1, -0.1, float("nan")):
+        with pytest.raises(ParameterError, match="confidence"):
+            c.error_bound(confidence=confidence)
     with pytest.raises(ParameterError, match="releases"):
-        c.error_bound(0.1, releases=101)
+        c.error_bound(confidence=0.9, releases=101)
 
 
 def without_rng(state):

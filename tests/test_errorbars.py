@@ -711,8 +711,8 @@ def test_interval_error_bars_reject_bad_arguments(interval_synopsis, call, exc, 
     (lambda s: s.count_many([[1, 1]], [[2, 2]], nonnegative="no"), TypeError, "nonnegative"),
     (lambda s: s.confidence_intervals([[1, 1]], [[2, 2]], 1.5), ps.ParameterError, "confidence"),
     (lambda s: s.confidence_intervals([[1, 1]], [[2, 2]], None), TypeError, "confidence"),
-    (lambda s: s.confidence_intervals([[1, 1]], [[2, 2]], max_multiplicity=0),
-     ps.ParameterError, "max_multiplicity"),
+    (lambda s: s.confidence_intervals([[1, 1]], [[2, 2]], multiplicity=0),
+     ps.ParameterError, "multiplicity"),
     (lambda s: s.confidence_intervals([[1, 1]], [[2, 2]], nonnegative=2), TypeError,
      "nonnegative"),
     (lambda s: s.confidence_intervals([[3, 1]], [[2, 2]]), ps.DomainError, "lo must be <= hi"),
@@ -744,7 +744,7 @@ def test_multitree_bias_is_per_cut_side(estimator):
                    [e[0][7] - 1, e[1][9] - 1]])
     lo_side = heavy if estimator == "uniform" else w       # cover: the seal point is inside
     want = [0, lo_side[0], heavy[1], lo_side[0] + heavy[0] + lo_side[1] + heavy[1]]
-    bars = s.confidence_intervals(lo, hi, 0.9, max_multiplicity=mu)
+    bars = s.confidence_intervals(lo, hi, 0.9, multiplicity=mu)
     np.testing.assert_allclose(bars.bias, want)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
+from pydp_synopsis import persist
 from pydp_synopsis.errors import DomainError, HorizonError, ParameterError
 from pydp_synopsis.gaussian import (discrete_gaussian_delta, discrete_gaussian_sigma2,
                                     discrete_gaussian_variance, exact_sigma2)
@@ -425,3 +426,40 @@ def test_repr_and_properties():
     assert c.horizon == 100 and c.time == 0 and c.epsilon == Fraction(1, 2)
     assert c.delta == Fraction(1e-9) and c.max_total == 2**(62 - c.precision_bits) - 1
     assert "SqrtFactorizationCounter(horizon=100" in repr(c)
+
+
+def test_sqrt_counter_saves_and_loads_and_continues_the_same_release(tmp_path):
+    """ps.save(SqrtFactorizationCounter) was refused (TypeError); now a record of kind
+    "sqrt-factorization-counter", mode 0600, and a loaded seeded counter continues
+    exactly as the uninterrupted one (issue 31 part 7)."""
+    first, then = np.arange(20) % 3, np.array([1, 0, 2, 5, 1] * 4)
+    saved, twin = (SqrtFactorizationCounter(horizon=100, epsilon=1, delta=1e-6,
+                                            rng=ps.Rng(seed=9)) for _ in range(2))
+    assert np.array_equal(saved.update_many(first), twin.update_many(first))
+    path = tmp_path / "c.pds"
+    ps.save(saved, path)
+    assert path.stat().st_mode & 0o777 == 0o600           # the items are secret
+    loaded = ps.load(path)
+    assert (loaded.horizon, loaded.time, loaded.epsilon, loaded.delta) == (100, 20, 1, twin.delta)
+    assert np.array_equal(loaded.update_many(then), twin.update_many(then))   # > 8: convolution
+    assert loaded.update(3) == twin.update(3)                                 # the direct path
+    loaded._check()
+    empty = SqrtFactorizationCounter(horizon=5, epsilon=1, delta=1e-6, rng=ps.Rng(seed=1))
+    ps.save(empty, tmp_path / "e.pds")
+    assert ps.load(tmp_path / "e.pds").update_many([1, 1]).shape == (2,)
+
+
+def test_sqrt_counter_record_is_checked(tmp_path):
+    c = SqrtFactorizationCounter(horizon=50, epsilon=1, delta=1e-6, rng=ps.Rng(seed=2))
+    c.update_many([1, 2, 3])
+    kind, meta, arrays, _ = c._to_record()
+    assert kind == "sqrt-factorization-counter" and set(arrays) == {"items", "w"}
+    bad = [({**meta, "time": 51}, arrays), ({**meta, "version": 2}, arrays),
+           ({**meta, "epsilon": [0, 1]}, arrays), ({**meta, "horizon": MAX_HORIZON + 1}, arrays),
+           (meta, {**arrays, "items": np.array([1, -2, 3])}),
+           (meta, {**arrays, "items": np.array([1, 2**60, 3])}),
+           (meta, {**arrays, "w": np.array([1, 2])}), (meta, {"items": arrays["items"]})]
+    for i, (m, a) in enumerate(bad):
+        persist.write_record(tmp_path / f"{i}.pds", kind, m, a)
+        with pytest.raises(ps.FormatError):
+            ps.load(tmp_path / f"{i}.pds")

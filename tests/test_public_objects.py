@@ -50,6 +50,8 @@ def public_objects(tmp_path):
         "ArraySource": sources.ArraySource([values]),
         "SqlSource": sources.SqlSource("postgresql://me:hunter2@db/x", ["a"], table="t"),
         "Column": ps.Column.datetime("pickup", unit="s", tz="UTC", resolution="1h"),
+        "ErrorBars": ps.IntervalSynopsis.build(values, domain=(0, 9_999), epsilon=1.0,
+                                               rng=rng).confidence_intervals([10], [5000], 0.9),
     }
 
 
@@ -75,7 +77,8 @@ def test_record_kinds_have_one_spelling_and_old_files_load(tmp_path):
         if hasattr(obj, "_to_record"):
             kinds.add(obj._to_record()[0])
     assert kinds == {"interval-synopsis", "rectangle-synopsis", "binary-tree-counter",
-                     "kary-tree-counter", "sparse-stream-counter"}
+                     "kary-tree-counter", "sparse-stream-counter", "sqrt-factorization-counter",
+                     "dnrr-partition", "privtree-partition", "online-partition"}
     assert all(re.fullmatch(r"[a-z]+(-[a-z]+)+", k) for k in kinds)
     # release 0.1 files carry the underscored counter kinds and still load
     for name in ("counter_binary", "counter_kary", "counter_sparse"):
@@ -110,3 +113,14 @@ def test_class_docstrings_start_with_what_the_class_does(cls):
         assert word in opening
     for jargon in ("DNRR", "Fig. 1", "threshold", "Laplace"):
         assert jargon not in opening
+
+
+def test_error_bars_are_exported():
+    """``ps.ErrorBars`` is the type ``confidence_intervals`` returns (issue 31 part 7)."""
+    s = ps.IntervalSynopsis.build([3, 5, 5, 9], domain=(0, 15), epsilon=1.0, rng=ps.Rng(seed=1))
+    bars = s.confidence_intervals([0], [15], 0.9)
+    assert type(bars) is ps.ErrorBars and "ErrorBars" in ps.__all__
+    answer, low, high, std, noise, bias = bars
+    assert bars._fields == ("answer", "low", "high", "std", "noise", "bias")
+    assert np.array_equal(low, answer - noise - bias)
+    assert inspect.getdoc(ps.ErrorBars).startswith("Per-query error bars")

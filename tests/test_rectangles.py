@@ -279,14 +279,14 @@ def test_error_bound_holds():
         assert s.error_bound(0.9) < s.error_bound(0.97)
         if s.structure == "adaptive":
             # the bias term reads the released band counts: no multiplicity, no partition beta
-            assert s.error_bound(0.9, max_multiplicity=3) == s.error_bound(0.9)
+            assert s.error_bound(0.9, multiplicity=3) == s.error_bound(0.9)
             assert s.error_bound(0.99) > s.error_bound(0.97)
         else:
-            assert s.error_bound(0.9, max_multiplicity=3) > s.error_bound(0.9)
+            assert s.error_bound(0.9, multiplicity=3) > s.error_bound(0.9)
     with pytest.raises(ParameterError, match="confidence"):
         s.error_bound(0.99)          # 1 - beta/2 = 0.975
-    with pytest.raises(ParameterError, match="max_multiplicity"):
-        s.error_bound(0.9, max_multiplicity=0)
+    with pytest.raises(ParameterError, match="multiplicity"):
+        s.error_bound(0.9, multiplicity=0)
 
 
 @pytest.mark.parametrize("opts", [
@@ -319,7 +319,7 @@ def test_error_bound_covers_max_error_with_duplicates(opts):
     for r in range(runs):
         s = RS.build(pts, domain=[(0, hi)] * 2, epsilon=1, rng=Rng(seed=300 + r), **opts)
         err = np.abs(s.count_many(lo, hi_) - true).max()
-        fails += err > s.error_bound(conf, max_multiplicity=int(mu))
+        fails += err > s.error_bound(conf, multiplicity=int(mu))
     assert_binomial_at_most(fails, runs, 1 - conf)
 
 
@@ -332,13 +332,13 @@ def test_boundary_bias_uses_the_interior_weight_bound():
         for mu in (1, 7):
             want = sum(2 * merge * wa + (2 * merge - 1) * mu if est == "cover" else
                        2 * merge * (wa + mu) for wa in w)
-            base = s.error_bound(0.9, max_multiplicity=1)
-            got = s.error_bound(0.9, max_multiplicity=mu) - base
+            base = s.error_bound(0.9, multiplicity=1)
+            got = s.error_bound(0.9, multiplicity=mu) - base
             extra = (2 * merge - 1) if est == "cover" else 2 * merge
             assert got == pytest.approx(2 * extra * (mu - 1))
-            terms = s.error_terms(0.9, max_multiplicity=mu)
+            terms = s.error_terms(0.9, multiplicity=mu)
             assert terms.bias == pytest.approx(want)
-            assert sum(terms) == s.error_bound(0.9, max_multiplicity=mu)
+            assert sum(terms) == s.error_bound(0.9, multiplicity=mu)
         # the partitions record the threshold factor used, so their W is the one that holds
         assert all(p.threshold_factor == s.threshold_factor for p in s.partitions)
 

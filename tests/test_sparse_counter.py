@@ -132,10 +132,10 @@ def test_error_bound_parts(monkeypatch):
     inner = KaryTreeCounter(horizon=20000, epsilon=c.epsilon_counter)  # the inner counter's twin
     w = c.interior_weight_bound()
     assert w == int(w) and w > 5 * (np.log(20000) + np.log(2 / 0.1)) / 0.5
-    assert c.error_bound() == int(w) + inner.error_bound(0.05, 20000)
+    assert c.error_bound() == int(w) + inner._error_bound(0.05, 20000)
     delta0 = c.empty_seal_probability()
     assert 0 < delta0 < 1e-3
-    assert c.error_bound(weight=60) == int(w) + inner.error_bound(0.05 - delta0, 61)
+    assert c.error_bound(weight=60) == int(w) + inner._error_bound(0.05 - delta0, 61)
     assert c.error_bound(weight=10**9) == c.error_bound()
     # delta0 <= beta sqrt(beta / 2D) < beta/2 always; if it were >= beta/4 the weight is ignored
     monkeypatch.setattr(c, "empty_seal_probability", lambda: 0.1 / 4)
@@ -222,7 +222,7 @@ def test_neighbouring_streams_seal_event_is_nearly_tight():
     # The inner counter has one level: its error bound is that of a height-1 twin.
     probe, twin = make(), KaryTreeCounter(horizon=2, epsilon=Fraction(SEAL_EPS) * (1 - SEAL_SHARE))
     assert twin.height == 1 and probe.epsilon_counter == twin.epsilon
-    assert probe.error_bound() == int(probe.interior_weight_bound()) + twin.error_bound(probe.beta / 2, 2)
+    assert probe.error_bound() == int(probe.interior_weight_bound()) + twin._error_bound(probe.beta / 2, 2)
     k1, k0, p1, p0 = _seal_event_ratio(make, runs)
     assert math.log(p1 / p0) >= 0.9 * SEAL_EPS and p1 > 0.2 and p0 > 0.03
     for k, p in ((k1, p1), (k0, p0)):
@@ -296,7 +296,7 @@ def test_budget_split_is_exact_and_recorded():
     part = OnlinePartition(size=100, epsilon=c.epsilon_partition, beta=c.beta / 2)
     inner = KaryTreeCounter(horizon=100, epsilon=c.epsilon_counter)
     assert c.threshold == part.threshold and c.interior_weight_bound() == part.interior_weight_bound()
-    assert c.error_bound() == int(part.interior_weight_bound()) + inner.error_bound(c.beta / 2, 100)
+    assert c.error_bound() == int(part.interior_weight_bound()) + inner._error_bound(c.beta / 2, 100)
     assert c.counter == "kary" and c.horizon == 100
 
 

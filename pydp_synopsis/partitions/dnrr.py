@@ -43,14 +43,18 @@ import math
 
 import numpy as np
 
-from .. import _exact
+from .. import _exact, persist
 from .._core import LIMITS, check, ffi, lib
 from ..aggregates import SegmentIndex
-from ..errors import DomainError, ParameterError
+from ..errors import DomainError, FormatError, ParameterError
 from ..params import as_offsets, check_beta, check_domain, check_threshold_factor, exact_epsilon, scale_parts
 
-__all__ = ["Partition", "Fig1", "fig1_threshold", "checked_ends", "dnrr_of_sorted", "dnrr_of_chunks",
+__all__ = ["PARTITION_KIND", "Partition", "Fig1", "fig1_threshold", "checked_ends", "dnrr_of_sorted", "dnrr_of_chunks",
            "start_kernel", "run_kernel"]
+
+#: The persist record of a DNRR partition (``ps.save(partition)``) and its version.
+PARTITION_KIND = "dnrr-partition"
+PARTITION_VERSION = 1
 
 _U64 = 1 << 64
 _I64_MAX = (1 << 63) - 1
@@ -311,6 +315,14 @@ class Partition(Fig1):
         """The constant ``c`` of the threshold ``c (ln D + ln(1/beta)) / epsilon`` (3: DNRR)."""
         return self._factor
 
+    def _to_record(self):
+        """``(kind, meta, arrays, mode)`` for :func:`pydp_synopsis.save`: released numbers only
+        (segment ends and public parameters), so the umask's mode."""
+        meta = {"version": PARTITION_VERSION, "domain": [int(self._lo), int(self._hi)],
+                "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
+                "beta": self._beta, "threshold_factor": self._factor}
+        return PARTITION_KIND, meta, {"end_offsets": self._offsets}, None
+
     def __len__(self):
         return len(self._offsets)
 
@@ -563,3 +575,16 @@ def dnrr_of_chunks(chunks, domain, epsilon, beta, threshold_factor, rng, thresho
     return part, np.concatenate(weights) if len(weights) > 1 else weights[0]
 
 
+@persist.register(PARTITION_KIND)
+def _load_partition(meta, arrays):
+    """A saved DNRR partition, checked by :class:`Partition`'s constructor."""
+    try:
+        if meta.get("version") != PARTITION_VERSION:
+            raise FormatError(f"unknown {PARTITION_KIND} version {meta.get('version')!r}")
+        eps = persist.state_fraction(meta["epsilon"], "epsilon")
+        return Partition(arrays["end_offsets"], domain=tuple(meta["domain"]), epsilon=eps,
+                         beta=meta["beta"], threshold_factor=meta["threshold_factor"])
+    except (KeyError, TypeError, ValueError, DomainError, ParameterError) as exc:
+        if isinstance(exc, FormatError):
+            raise
+        raise FormatError(f"invalid {PARTITION_KIND} record: {exc}") from exc

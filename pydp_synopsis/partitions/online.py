@@ -17,14 +17,18 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _exact
+from .. import _exact, persist
 from .._core import check, ffi, lib
 from ..errors import DomainError, FormatError, HorizonError
 from ..params import check_beta, check_positions, dtype_name, exact_epsilon, is_int
-from ..rng import resolve_rng
+from ..rng import Rng, resolve_rng
 from .dnrr import COUNT_CAP, DNRR_FACTOR, Fig1, kernel_params, run_kernel, start_kernel
 
-__all__ = ["OnlinePartition"]
+__all__ = ["OnlinePartition", "ONLINE_PARTITION_KIND"]
+
+#: The persist record of an online partition (``ps.save(op)``, mode 0600: its noisy
+#: threshold is secret); its meta is :meth:`OnlinePartition.to_state` without ``ends``.
+ONLINE_PARTITION_KIND = "online-partition"
 
 _EPRECISION = lib.PDS_EPRECISION
 _STATE_VERSION = 1
@@ -35,7 +39,9 @@ class OnlinePartition(Fig1):
     Parameters
     ----------
     size : int
-        Number of positions D, in [1, 2**64].
+        Number of positions D, in [1, 2**64]: a stream's length, its
+        positions ``0 .. size-1`` (not a value range, so not ``domain=(lo,
+        hi)`` as the builders take; the name is the design's contract).
     epsilon : float or Fraction
         Privacy parameter (> 0), made exact as for :func:`~pydp_synopsis.partitions.private_partition`.
     beta : float
@@ -450,7 +456,29 @@ class OnlinePartition(Fig1):
         obj._attach(size, eps, beta, resolve_rng(rng), kernel, [ends] if ends.size else [])
         return obj
 
+    def _to_record(self):
+        """``(kind, meta, arrays, mode)`` for :func:`pydp_synopsis.save`: :meth:`to_state`
+        with the seeded generator's position (tests only; an OS key is never saved), mode
+        0o600."""
+        meta = self.to_state()
+        ends = np.asarray(meta.pop("ends"), dtype=np.uint64)
+        meta["rng"] = self._rng._to_state()
+        return ONLINE_PARTITION_KIND, meta, {"ends": ends}, 0o600
+
     def __repr__(self):
         return (f"OnlinePartition(size={self._size}, epsilon={self._epsilon}, "
                 f"beta={self._beta}, position={self.position}, "
                 f"segments={sum(len(e) for e in self._ends)})")
+
+
+@persist.register(ONLINE_PARTITION_KIND)
+def _load_online(meta, arrays):
+    """A saved online partition (:meth:`OnlinePartition.from_state`'s checks); it continues
+    with the saved seeded generator, or fresh OS entropy."""
+    try:
+        saved = meta.get("rng")
+        rng = Rng() if saved is None else Rng._from_state(saved)
+        state = {**meta, "ends": arrays["ends"]}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FormatError(f"invalid {ONLINE_PARTITION_KIND} record: {exc}") from exc
+    return OnlinePartition.from_state(state, rng=rng)

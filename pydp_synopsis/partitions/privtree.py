@@ -80,13 +80,18 @@ from fractions import Fraction
 
 import numpy as np
 
+from .. import persist
 from .._core import LIMITS, check, ffi, lib
-from ..errors import DomainError, ParameterError
+from ..errors import DomainError, FormatError, ParameterError
 from .dnrr import Partition, checked_ends
 from .sharded import check_shards, shard_domains
 
-__all__ = ["TreePartition", "PRIVTREE", "privtree_parameters", "root_depth", "privtree_of_sorted",
+__all__ = ["TREE_PARTITION_KIND", "TreePartition", "PRIVTREE", "privtree_parameters", "root_depth", "privtree_of_sorted",
            "privtree_of_chunks"]
+
+#: The persist record of a PrivTree partition (``ps.save(partition)``) and its version.
+TREE_PARTITION_KIND = "privtree-partition"
+TREE_PARTITION_VERSION = 1
 
 #: The name of the method, stored with a synopsis and accepted by ``partition=``.
 PRIVTREE = "privtree"
@@ -230,6 +235,13 @@ class TreePartition(Partition):
     def shards(self):
         """The number of public shards the tree was grown in."""
         return self._shards
+
+    def _to_record(self):
+        """``(kind, meta, arrays, mode)`` for :func:`pydp_synopsis.save` (released numbers)."""
+        meta = {"version": TREE_PARTITION_VERSION, "domain": [int(self._lo), int(self._hi)],
+                "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
+                "beta": self._beta, "shards": self._shards}
+        return TREE_PARTITION_KIND, meta, {"end_offsets": self._offsets}, None
 
     @property
     def threshold_factor(self):
@@ -456,3 +468,20 @@ def privtree_of_chunks(chunks, domain, epsilon, beta, rng, size=None):
     finally:
         runs.close()
     return TreePartition._checked(ends, lo, hi, epsilon, beta), weights
+
+
+@persist.register(TREE_PARTITION_KIND)
+def _load_tree_partition(meta, arrays):
+    """A saved PrivTree partition, checked by :class:`TreePartition`'s constructor (its leaves
+    must be those of the halving tree)."""
+    try:
+        if meta.get("version") != TREE_PARTITION_VERSION:
+            raise FormatError(f"unknown {TREE_PARTITION_KIND} version {meta.get('version')!r}")
+        eps = persist.state_fraction(meta["epsilon"], "epsilon")
+        shards = check_shards(meta["shards"], [tuple(meta["domain"])])
+        return TreePartition(arrays["end_offsets"], domain=tuple(meta["domain"]), epsilon=eps,
+                             beta=meta["beta"], shards=shards)
+    except (KeyError, TypeError, ValueError, DomainError, ParameterError) as exc:
+        if isinstance(exc, FormatError):
+            raise
+        raise FormatError(f"invalid {TREE_PARTITION_KIND} record: {exc}") from exc

@@ -16,7 +16,7 @@ from .._threads import halves
 from ..persist import check_pure_epsilon, state_delta
 from ..errorbars import assemble, noise_std
 from ..errors import FormatError, ParameterError
-from ..params import check_beta, check_bool, check_int
+from ..params import check_beta, check_bool, check_int, renamed_keyword
 from .axes import Axes, as_int_array, check_corners
 from .grid import AdaptiveGrid
 from .multitree import MultiTree
@@ -572,8 +572,8 @@ class RectangleSynopsis:
         sumsq, _, scales = self._mechanism.noise(lo_o, hi_o)
         return out, noise_std(sumsq, scales)
 
-    def confidence_intervals(self, lo, hi, confidence=0.95, *, max_multiplicity=1,
-                             nonnegative=False):
+    def confidence_intervals(self, lo, hi, confidence=0.95, *, multiplicity=None,
+                             nonnegative=False, max_multiplicity=None):
         """Per-query intervals holding each true count with probability >= ``confidence``.
 
         For each rectangle on its own (not all at once: that is
@@ -599,8 +599,9 @@ class RectangleSynopsis:
             As :meth:`count_many`.
         confidence : float
             In ``(0, 1)``; for the multi-tree in ``(0, 1 - beta / 2)``.
-        max_multiplicity : int
-            Multi-tree only, as :meth:`error_bound`.
+        multiplicity : int
+            Multi-tree only, as :meth:`error_bound` (default 1; ``max_multiplicity=``
+            is its deprecated old name).
         nonnegative : bool
             Clip the answers and ``low`` at 0 (post-processing).
 
@@ -613,7 +614,7 @@ class RectangleSynopsis:
         Raises
         ------
         ParameterError, TypeError, DomainError
-            Bad ``confidence``, ``max_multiplicity``, ``nonnegative`` or
+            Bad ``confidence``, ``multiplicity``, ``nonnegative`` or
             corners (as :meth:`count_many` and :meth:`error_bound`).
 
         Notes
@@ -639,7 +640,9 @@ class RectangleSynopsis:
         True
         """
         conf = check_beta(confidence, "confidence")
-        mu = check_int(max_multiplicity, "max_multiplicity", 1, 1 << 62)
+        mu = check_int(renamed_keyword("RectangleSynopsis.confidence_intervals", "max_multiplicity=",
+                                       "multiplicity=", max_multiplicity, multiplicity, 1),
+                       "multiplicity", 1, 1 << 62)
         nonnegative = check_bool(nonnegative, "nonnegative")
         lo_o, hi_o = check_corners(*self._user(lo, hi), self.domain)
         std, noise, bias = self._mechanism.error_bars(lo_o, hi_o, conf, mu)
@@ -673,7 +676,7 @@ class RectangleSynopsis:
         return float(self.count_many(lo[None, :], hi[None, :])[0])
 
     # ------------------------------------------------------------ error bound
-    def error_terms(self, confidence=0.95, *, max_multiplicity=1):
+    def error_terms(self, confidence=0.95, *, multiplicity=None, max_multiplicity=None):
         """The parts of :meth:`error_bound`: ``ErrorTerms(noise, bias, pruning)``.
 
         ``noise`` bounds the answers' noise, ``bias`` the items the boundary
@@ -684,10 +687,12 @@ class RectangleSynopsis:
         errors as :meth:`error_bound`.
         """
         conf = check_beta(confidence, "confidence")
-        mu = check_int(max_multiplicity, "max_multiplicity", 1, 1 << 62)
+        mu = check_int(renamed_keyword("RectangleSynopsis.error_terms", "max_multiplicity=",
+                                       "multiplicity=", max_multiplicity, multiplicity, 1),
+                       "multiplicity", 1, 1 << 62)
         return ErrorTerms(*self._mechanism.error_terms(conf, mu))
 
-    def error_bound(self, confidence=0.95, *, max_multiplicity=1):
+    def error_bound(self, confidence=0.95, *, multiplicity=None, max_multiplicity=None):
         """The simultaneous bound: the error of *all* rectangle answers at once (Theorem 3.3).
 
         With probability at least ``confidence`` over the mechanism's coins,
@@ -702,8 +707,9 @@ class RectangleSynopsis:
         confidence : float
             In ``(0, 1)``; for the multi-tree in ``(0, 1 - beta / 2)`` (``beta
             / 2`` is the partitions' failure probability, fixed at build).
-        max_multiplicity : int
-            A *public* bound on how many points share one coordinate value on
+        multiplicity : int
+            Default 1 (``max_multiplicity=`` is its deprecated old name, kept
+            until 0.3 with a DeprecationWarning).  A *public* bound on how many points share one coordinate value on
             one axis, fixed without looking at the data (the data's true
             multiplicity is private and must not be passed) (multi-tree; the
             grid's bound reads released counts and holds for any duplicates).
@@ -717,13 +723,15 @@ class RectangleSynopsis:
         Raises
         ------
         ParameterError
-            ``confidence`` or ``max_multiplicity`` out of range.
+            ``confidence`` or ``multiplicity`` out of range.
 
         Notes
         -----
         O(c) plus a short numeric minimisation (multi-tree), O(cells) (grid).
         """
-        terms = self.error_terms(confidence, max_multiplicity=max_multiplicity)
+        mu = renamed_keyword("RectangleSynopsis.error_bound", "max_multiplicity=", "multiplicity=",
+                             max_multiplicity, multiplicity, 1)
+        terms = self.error_terms(confidence, multiplicity=mu)
         return terms.noise + terms.bias + terms.pruning
 
     # ----------------------------------------------------------- persistence

@@ -1,0 +1,135 @@
+"""The interval synopsis' record: what ``save`` writes and ``load`` checks and reads back.
+
+Format versions: 2 (DNRR partitions; release 0.1 wrote 2 as well), 3 (PrivTree
+partitions), 4 (a tree of unequal level budgets, either partition).  Only
+released numbers are stored (docs/guide/saving.md).
+"""
+from fractions import Fraction
+
+import numpy as np
+
+from . import trees
+from .errors import FormatError
+from .params import check_beta, check_int, check_ratio, exact_epsilon, is_int
+from .partitions import Partition, TreePartition
+from .partitions.privtree import PRIVTREE
+from .partitions.sharded import MAX_SHARDS
+from .persist import check_pure_epsilon, state_delta
+from .interval_options import PRIVTREE_ESTIMATORS, check_tree_options
+from .units import clipped_from_record, columns_from_record, columns_to_record
+
+__all__ = ["KIND", "FORMAT_DNRR", "FORMAT_PRIVTREE", "FORMAT_LEVELS", "to_record", "from_record"]
+
+KIND = "interval-synopsis"
+FORMAT_DNRR = 2            # DNRR partitions (release 0.1 wrote 2 as well)
+FORMAT_PRIVTREE = 3
+FORMAT_LEVELS = 4          # a tree of unequal level budgets (level_ratio != 1), either partition
+
+
+def to_record(syn):
+    """``(kind, meta, arrays, None)`` of the synopsis ``syn`` (released numbers only)."""
+    eps = lambda f: [f.numerator, f.denominator]  # noqa: E731
+    tree_part = isinstance(syn.partition, TreePartition)
+    levels = syn.level_ratio != 1
+    meta = {
+        "format": (FORMAT_LEVELS if levels else FORMAT_PRIVTREE if tree_part
+                   else FORMAT_DNRR),
+        "domain": [int(syn.domain[0]), int(syn.domain[1])],
+        "epsilon_partition": eps(syn.epsilon_partition),
+        "epsilon_tree": eps(syn.epsilon_tree),
+        "delta": [syn.delta.numerator, syn.delta.denominator],
+        "pure_epsilon": eps(syn.pure_epsilon),
+        "beta": syn.beta,
+        "threshold_factor": syn.partition.threshold_factor,
+        "tree": syn.tree,
+        "fanout": syn.fanout,
+        "consistency": syn.consistency,
+        "estimator": syn.estimator,
+        "k": syn.k,
+    }
+    if tree_part:
+        meta["partition"] = PRIVTREE
+        meta["shards"] = syn.partition.shards
+    elif levels:
+        meta["partition"] = "dnrr"
+    if levels:
+        # format 4: a reader that knows no level ratio refuses the file
+        meta["level_ratio"] = [syn.level_ratio.numerator, syn.level_ratio.denominator]
+    if syn._columns is not None:
+        meta["columns"] = columns_to_record(syn._columns)
+    if syn.clipped:        # absent: refused out-of-domain values (every older file)
+        meta["clipped"] = True
+    arrays = {"end_offsets": syn._ends, "released": syn._released}
+    return KIND, meta, arrays, None
+
+
+def from_record(meta, arrays, from_release):
+    """Rebuild a saved synopsis from its released numbers (no data, no code).
+
+    ``from_release`` is ``IntervalSynopsis._from_release``, the one
+    constructor.  The record is checked here, once, with the rules of :meth:`IntervalSynopsis.build`
+    and :class:`Partition`; any violation is a FormatError.
+    """
+    try:
+        fmt = meta.get("format")
+        if fmt not in (FORMAT_DNRR, FORMAT_PRIVTREE, FORMAT_LEVELS):
+            raise FormatError(f"unknown interval-synopsis format {fmt!r}")
+        ratio = Fraction(1)
+        if fmt == FORMAT_LEVELS:
+            if meta.get("partition") not in (PRIVTREE, "dnrr"):
+                raise FormatError("interval synopsis record: format 4 names its partition "
+                                  "('privtree' or 'dnrr')")
+            num, den = meta["level_ratio"]
+            if not (is_int(num) and is_int(den) and den > 0):
+                raise FormatError("interval synopsis record: level_ratio must be two integers")
+            ratio = check_ratio(Fraction(int(num), int(den)), "level_ratio")
+            if ratio == 1:
+                raise FormatError("interval synopsis record: format 4 has a level_ratio != 1")
+            privtree = meta["partition"] == PRIVTREE
+        else:
+            privtree = fmt == FORMAT_PRIVTREE
+        if privtree and (meta.get("partition") != PRIVTREE
+                         or meta["threshold_factor"] != PRIVTREE):
+            raise FormatError("interval synopsis record: a PrivTree partition is marked "
+                              "'privtree' with its threshold factor")
+        if not privtree and meta["threshold_factor"] == PRIVTREE:
+            raise FormatError("interval synopsis record: threshold_factor 'privtree' marks a "
+                              "PrivTree partition, but the record holds a DNRR one")
+        tree, fanout, consistency, estimator, k = check_tree_options(
+            meta["tree"], meta["fanout"], meta["consistency"], meta["estimator"], meta["k"])
+        if ratio != 1 and tree == "kary":
+            raise FormatError("interval synopsis record: a kary tree has level_ratio 1")
+        if tree == "binary" and fanout != 2:
+            raise FormatError("interval synopsis record: a binary tree has fanout 2")
+        beta = check_beta(meta["beta"])
+        ends = np.asarray(arrays["end_offsets"], dtype=np.uint64)
+        eps_p = Fraction(*meta["epsilon_partition"])
+        if privtree:
+            if estimator not in PRIVTREE_ESTIMATORS:
+                raise FormatError("interval synopsis record: a PrivTree partition needs the "
+                                  "uniform or cover estimator")
+            shards = check_int(meta["shards"], "shards", 1, MAX_SHARDS)
+            part = TreePartition(ends, domain=meta["domain"], epsilon=eps_p, beta=beta / 2,
+                                 shards=shards)
+        else:
+            part = Partition(ends, domain=meta["domain"], epsilon=eps_p, beta=beta / 2,
+                             threshold_factor=meta["threshold_factor"])
+        eps_t = exact_epsilon(Fraction(*meta["epsilon_tree"]), "epsilon_tree")
+        released = np.ascontiguousarray(arrays["released"], dtype=np.int64)
+        want = len(part) if tree == "kary" else trees.tree_shape(len(part), fanout)[1]
+        if released.shape != (want,):
+            raise FormatError("interval synopsis record: released array has the wrong length")
+        delta = state_delta(meta)   # absent (release 0.1): 0
+        if ratio != 1 and delta:
+            raise FormatError("interval synopsis record: level_ratio != 1 needs delta = 0")
+        syn = from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
+                           fanout=fanout, consistency=consistency, estimator=estimator, k=k,
+                           delta=delta, level_ratio=ratio)
+        check_pure_epsilon(meta, syn.pure_epsilon, delta)
+        syn._columns = columns_from_record(meta, [part.domain])
+        syn.clipped = clipped_from_record(meta)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+        if isinstance(exc, FormatError):
+            raise
+        raise FormatError(f"invalid interval synopsis record: {exc}") from exc
+    return syn
