@@ -41,9 +41,12 @@ def run_limited(code, limit_bytes=3 << 29, timeout=60):
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
 
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    # the package the tests import (an installed one has its C core; a checkout may not),
+    # run from a directory that holds no other copy of it
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__))))
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=timeout, preexec_fn=limit, env=env)
+                          text=True, timeout=timeout, preexec_fn=limit, env=env,
+                          cwd=os.path.dirname(os.path.abspath(__file__)))
     return proc.returncode, proc.stdout, proc.stderr
 
 
