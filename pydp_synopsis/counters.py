@@ -27,7 +27,6 @@ References
 
 from fractions import Fraction
 import abc
-import operator
 
 import numpy as np
 
@@ -37,7 +36,7 @@ from ._core import check, ffi, lib
 from .errors import DomainError, FormatError, HorizonError
 from .budget import charge
 from .noise_terms import check_discrete_laplace_terms
-from .params import check_bool, check_int, dtype_name
+from .params import as_index, check_bool, check_int, dtype_name
 from .rng import Rng, resolve_rng
 from .tree_noise import MAX_FANOUT, MAX_ITEM, TreeNoise
 
@@ -134,12 +133,7 @@ class ContinualCounter(abc.ABC):
         >>> c.update(1), c.update(0), c.update(1)
         (1, 1, 2)
         """
-        if isinstance(x, (bool, np.bool_)):
-            raise TypeError("x must be an integer, got bool")
-        try:
-            x = operator.index(x)
-        except TypeError:
-            raise TypeError(f"x must be an integer, got {type(x).__name__}") from None
+        x = as_index(x, "x")
         if not 0 <= x <= self.max_item:
             raise DomainError(f"x must be an integer in [0, {self.max_item}] (max_item, public)")
         return int(self.update_many(np.array([x], dtype=np.int64))[0])

@@ -54,6 +54,7 @@ __all__ = [
     "check_bool",
     "clip_offsets",
     "dtype_name",
+    "as_index",
     "check_choice",
     "check_real",
     "check_sample_shape",
@@ -108,6 +109,31 @@ def renamed_keyword(where, old, new, old_value, new_value, default):
     return old_value
 
 
+def as_index(value, name):
+    """``value`` as a Python int (``operator.index``); bools and floats are refused.
+
+    The type check alone: callers whose value is secret (a stream item)
+    check its range with a message that never repeats it.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not an integer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> as_index(np.int64(7), "x")
+    7
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+
+
 def check_int(value, name, lo, hi, error=ParameterError):
     """``value`` as a Python int in ``[lo, hi]``.
 
@@ -123,12 +149,7 @@ def check_int(value, name, lo, hi, error=ParameterError):
     >>> check_int(5, "k", 3, 9)
     5
     """
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    value = as_index(value, name)
     if not lo <= value <= hi:
         raise error(f"{name} must be in [{lo}, {hi}], got {value}")
     return value

@@ -65,7 +65,6 @@ References
 """
 import functools
 import math
-import operator
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -77,7 +76,7 @@ from .accounting import check_delta, zcdp_rho
 from .budget import charge, describe
 from .errors import DomainError, FormatError, HorizonError, ParameterError
 from .gaussian import MAX_SIGMA2, discrete_gaussian_variance, exact_sigma2, gaussian_fill
-from .params import check_int, dtype_name, exact_epsilon
+from .params import as_index, check_int, dtype_name, exact_epsilon
 from .persist import int64_array, state_fraction
 from .rng import Rng, resolve_rng  # noqa: F401  (Rng: doctests)
 
@@ -334,12 +333,7 @@ class SqrtFactorizationCounter:
         the same interpreter paths (``docs/security-timing.md``).
         """
         if type(x) is not int:
-            if isinstance(x, (bool, np.bool_)):
-                raise TypeError("x must be an integer, got bool")
-            try:
-                x = operator.index(x)
-            except TypeError:
-                raise TypeError(f"x must be an integer, got {type(x).__name__}") from None
+            x = as_index(x, "x")
         try:
             xs = np.array([x + _ITEM_BIAS], dtype=np.int64) - _ITEM_BIAS
         except OverflowError:
