@@ -46,16 +46,16 @@ import workloads  # noqa: E402
 OURS = [  # (label, build options)
     ("default", dict()),
     ("dnrr-default", dict(partition="dnrr")),
-    ("DNRR", dict(partition="dnrr", tree="binary", consistency=False, estimator="cover",
+    ("DNRR", dict(partition="dnrr", structure="binary", consistency=False, estimator="cover",
                   partition_share=0.5, threshold_factor=3)),
-    ("kary", dict(tree="kary")),
+    ("kary", dict(structure="kary")),
 ]
 
-_BASE = dict(tree="hierarchical", fanout=16, estimator="seal_uniform", partition_share=0.5,
+_BASE = dict(structure="hierarchical", fanout=16, estimator="seal_uniform", partition_share=0.5,
              threshold_factor=3)
 TUNE = (
     [dict(_BASE, estimator=e) for e in ("cover", "uniform", "seal", "seal_uniform")]
-    + [dict(_BASE, tree="binary"), dict(_BASE, tree="binary", consistency=False),
+    + [dict(_BASE, structure="binary"), dict(_BASE, structure="binary", consistency=False),
        dict(_BASE, fanout=8), dict(_BASE, fanout=32)]
     + [dict(_BASE, partition_share=s, threshold_factor=c)
        for s in (0.15, 0.25, 0.35, 0.5) for c in (1, 1.5, 2)]

@@ -23,7 +23,7 @@ DEFAULT_FANOUT = 16
 DEFAULT_PARTITION = "privtree"
 DEFAULT_ESTIMATOR = "uniform"            # with partition="privtree"
 DEFAULT_SHARE = 0.25
-DEFAULT_LEVEL_RATIO = Fraction(7, 4)     # tree="hierarchical", pure epsilon
+DEFAULT_LEVEL_RATIO = Fraction(7, 4)     # structure="hierarchical", pure epsilon
 # with partition="dnrr"
 DNRR_ESTIMATOR = "seal_uniform"
 DNRR_SHARE = 0.25
@@ -65,7 +65,7 @@ def check_method(partition, estimator, partition_share, threshold_factor):
 
 def check_tree_options(tree, fanout, consistency, estimator, k):
     """The structural options, checked (one rule for build and load)."""
-    tree = check_choice(tree, "tree", TREES)
+    tree = check_choice(tree, "structure", TREES)
     estimator = check_choice(estimator, "estimator", trees.ESTIMATORS)
     consistency = check_bool(consistency, "consistency")
     k = check_int(k, "k", 3, MAX_K)
@@ -81,7 +81,7 @@ def check_level_ratio(level_ratio, tree, delta):
         return DEFAULT_LEVEL_RATIO if tree == "hierarchical" and not delta else Fraction(1)
     ratio = check_ratio(level_ratio, "level_ratio")
     if ratio != 1 and tree == "kary":
-        raise ParameterError("level_ratio must be 1 with tree='kary' (the counter's levels "
+        raise ParameterError("level_ratio must be 1 with structure='kary' (the counter's levels "
                              f"share its budget equally), got {level_ratio!r}")
     if ratio != 1 and delta:
         raise ParameterError("level_ratio must be 1 with delta > 0 (the l2 calibration needs "

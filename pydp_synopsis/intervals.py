@@ -37,7 +37,7 @@ from .counters import KaryTreeCounter
 from .errorbars import assemble, noise_std
 from .errors import ParameterError
 from .params import (as_offsets, check_beta, check_bool, check_domain, check_int, check_share,
-                     exact_epsilon, is_int, split_epsilon)
+                     exact_epsilon, is_int, split_epsilon, renamed_keyword)
 from .aggregates import aggregate, check_counts
 from .partitions import fig1_threshold, partition_of_sorted, partition_source_axis
 from .partitions.privtree import privtree_parameters
@@ -83,18 +83,18 @@ class IntervalSynopsis(IntervalAnswers):
     (``partition="privtree"``, PrivTree [ZXX16]_, the default; or
     ``partition="dnrr"``, DNRR's Fig. 1) with ``epsilon * partition_share``
     cuts the domain into ``m`` segments; a noisy tree over the segment counts
-    (``tree="binary"``, ``"hierarchical"`` with ``fanout`` and
+    (``structure="binary"``, ``"hierarchical"`` with ``fanout`` and
     ``level_ratio``, or ``"kary"``) spends the rest; an interval is answered
     from the nodes covering the segments it touches, a boundary segment it
     cuts by ``estimator``.
 
-    Defaults: ``partition="privtree"``, ``tree="hierarchical"``,
+    Defaults: ``partition="privtree"``, ``structure="hierarchical"``,
     ``fanout=16``, ``level_ratio=7/4``, ``consistency=True``,
     ``estimator="uniform"``, ``partition_share=0.25``; with
     ``partition="dnrr"`` (selected by ``threshold_factor`` or a seal
     estimator) ``estimator="seal_uniform"``, ``partition_share=0.25``,
     ``threshold_factor=1``.  DNRR's own configuration is
-    ``partition="dnrr", tree="binary", consistency=False,
+    ``partition="dnrr", structure="binary", consistency=False,
     estimator="cover", partition_share=0.5, threshold_factor=3``.  The
     evidence: docs/benchmarks/intervals.md.
 
@@ -194,11 +194,12 @@ class IntervalSynopsis(IntervalAnswers):
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
+    def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, structure=None,
               fanout=DEFAULT_FANOUT, consistency=True, estimator=None,
               partition_share=None, threshold_factor=None, k=19, budget=None,
               counts=None, shards=None, delta=0, columns=None, scale=None,
-              resolution=None, dropna=False, partition=None, level_ratio=None, clip=False):
+              resolution=None, dropna=False, partition=None, level_ratio=None, clip=False,
+              tree=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -217,9 +218,11 @@ class IntervalSynopsis(IntervalAnswers):
             ``beta / 2`` (DNRR Theorem 3.2 proof).
         rng : Rng, optional
             Randomness (OS-seeded by default; seeds are for tests only).
-        tree : {"binary", "hierarchical", "kary"}
+        structure : {"hierarchical", "binary", "kary"}
+            The noisy tree over the segments (default ``"hierarchical"``);
+            ``tree=`` is its deprecated old name, kept until 0.3.
         fanout : int
-            Fanout of ``tree="hierarchical"`` (2 .. 65536; ``"binary"`` is 2).
+            Fanout of ``structure="hierarchical"`` (2 .. 65536; ``"binary"`` is 2).
             Small ranges favour a flatter tree (``fanout=64``:
             docs/benchmarks/intervals.md).
         consistency : bool
@@ -228,9 +231,9 @@ class IntervalSynopsis(IntervalAnswers):
         level_ratio : float or Fraction, optional
             The leaves get ``level_ratio`` times the budget of every other
             level of the tree (class doc, step 2), in ``[1, 64]``.  Default
-            7/4 for ``tree="hierarchical"`` with ``delta = 0``, else 1 (the
+            7/4 for ``structure="hierarchical"`` with ``delta = 0``, else 1 (the
             equal split of DNRR and Hay et al., the only one allowed with
-            ``tree="kary"`` or ``delta > 0``).  Larger ratios favour short
+            ``structure="kary"`` or ``delta > 0``).  Larger ratios favour short
             ranges, 1 the longest (docs/benchmarks/intervals.md, "Accuracy against the
             published peers").
         estimator : {"cover", "uniform", "seal", "seal_uniform"}, optional
@@ -350,6 +353,8 @@ class IntervalSynopsis(IntervalAnswers):
         >>> round(s.count(0, 15))
         4
         """
+        tree = renamed_keyword("IntervalSynopsis.build", "structure=", "structure=", tree, structure,
+                               DEFAULT_TREE)
         method, estimator, partition_share, factor = check_method(
             partition, estimator, partition_share, threshold_factor)
         tree, fanout, consistency, estimator, k = check_tree_options(tree, fanout, consistency,
@@ -456,6 +461,11 @@ class IntervalSynopsis(IntervalAnswers):
         if self._scales is not None:
             return tuple(self._scales)
         return (self._scale,) * (1 if self.tree == "kary" else self._levels)
+
+    @property
+    def structure(self):
+        """The noisy tree: ``"hierarchical"``, ``"binary"`` or ``"kary"`` (also ``tree``)."""
+        return self.tree
 
     def __len__(self):
         """Number of segments ``m`` of the partition."""

@@ -87,8 +87,10 @@ class SparseStreamCounter(ContinualCounter):
         :attr:`epsilon_counter`).
     beta : float
         Failure probability of :meth:`error_bound`, in (0, 1).
-    counter : {"kary", "binary"}
-        Inner counter: KaryTreeCounter (k = 19) or BinaryTreeCounter.
+    structure : {"kary", "binary"}
+        Inner counter: KaryTreeCounter (k = 19, the default) or
+        BinaryTreeCounter.  ``counter=`` is its deprecated old name, kept
+        until 0.3.
     partition_share : float or Fraction
         Fraction of epsilon given to the partition, in (0, 1); default 1/2
         as in the proof of Theorem 3.1.
@@ -144,8 +146,10 @@ class SparseStreamCounter(ContinualCounter):
                      "pool": ("inner",)}
     _optional_arrays = frozenset({"pool"})
 
-    def __init__(self, *, horizon, epsilon, beta=0.05, counter="kary", partition_share=0.5, max_items=None,
-                 rng=None, budget=None, delta=0):
+    def __init__(self, *, horizon, epsilon, beta=0.05, structure=None, partition_share=0.5,
+                 max_items=None, rng=None, budget=None, delta=0, counter=None):
+        counter = renamed_keyword("SparseStreamCounter", "counter=", "structure=", counter, structure,
+                                  "kary")
         horizon, eps, beta, counter, share, max_items, eps_p, inner_params = self._parameters(
             horizon, epsilon, beta, counter, partition_share, max_items, delta)
         rng = resolve_rng(rng, "rng")
@@ -168,7 +172,7 @@ class SparseStreamCounter(ContinualCounter):
         horizon = check_int(horizon, "horizon", 1, MAX_HORIZON)
         eps = exact_epsilon(epsilon)
         beta = check_beta(beta)
-        counter = check_choice(counter, "counter", _COUNTERS)
+        counter = check_choice(counter, "structure", _COUNTERS)
         share = check_share(partition_share, "partition_share")
         if max_items is not None:
             max_items = check_int(max_items, "max_items", 1, MAX_TOTAL)
@@ -265,9 +269,14 @@ class SparseStreamCounter(ContinualCounter):
         return 2 * self._partition.beta
 
     @property
-    def counter(self):
+    def structure(self):
         """The inner counter: ``"kary"`` (KaryTreeCounter, k = 19) or ``"binary"``."""
         return _COUNTER_NAMES[type(self._inner)]
+
+    @property
+    def counter(self):
+        """The inner counter, as :attr:`structure` (its name before 0.2)."""
+        return self.structure
 
     @property
     def inner_horizon(self):
@@ -694,7 +703,7 @@ class SparseStreamCounter(ContinualCounter):
         dlt = (f", delta={float(self.delta):.3g}, pure_epsilon={float(self.pure_epsilon):.6g}"
                if self.delta else "")
         return (f"SparseStreamCounter(horizon={self.horizon}, epsilon={self._epsilon}{dlt}, "
-                f"counter={self.counter!r}, max_items={self._max_items}, time={self.time}, "
+                f"structure={self.structure!r}, max_items={self._max_items}, time={self.time}, "
                 f"segments={self.segments})")
 
 

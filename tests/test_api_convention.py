@@ -122,3 +122,31 @@ def test_defaults_of_one_name_are_the_documented_ones():
                 "| `partition_share` | `ps.SparseStreamCounter` | 0.5 |",
                 "| `partition_share` | `RectangleSynopsis.build(config=\"default\")` (multi-tree) | 0.1 |"):
         assert row in text
+
+
+# ------------------------------------------------ one keyword chooses a structure: structure=
+def test_interval_structure_is_the_keyword():
+    vals = np.random.default_rng(3).integers(0, 1000, 500)
+    kw = dict(domain=(0, 999), epsilon=1.0)
+    new = _no_warning(lambda: ps.IntervalSynopsis.build(vals, structure="binary", rng=ps.Rng(seed=2), **kw))
+    old = _warns(lambda: ps.IntervalSynopsis.build(vals, tree="binary", rng=ps.Rng(seed=2), **kw),
+                 "structure=")
+    assert new.structure == old.structure == new.tree == "binary"
+    assert np.array_equal(new.count_many([0, 10], [999, 500]), old.count_many([0, 10], [999, 500]))
+    default = _no_warning(lambda: ps.IntervalSynopsis.build(vals, rng=ps.Rng(seed=2), **kw))
+    assert default.structure == "hierarchical"
+    with pytest.raises(ps.ParameterError, match="structure= only"):
+        ps.IntervalSynopsis.build(vals, structure="binary", tree="binary", **kw)
+
+
+def test_sparse_counter_structure_is_the_keyword():
+    kw = dict(horizon=1000, epsilon=1.0)
+    new = _no_warning(lambda: ps.SparseStreamCounter(structure="binary", rng=ps.Rng(seed=1), **kw))
+    old = _warns(lambda: ps.SparseStreamCounter(counter="binary", rng=ps.Rng(seed=1), **kw), "structure=")
+    assert new.structure == old.structure == old.counter == "binary"
+    assert _no_warning(lambda: ps.SparseStreamCounter(**kw)).structure == "kary"
+    items = np.zeros(1000, dtype=np.uint8)
+    items[::7] = 1
+    assert np.array_equal(new.update_many(items), old.update_many(items))
+    with pytest.raises(ps.ParameterError, match="structure= only"):
+        ps.SparseStreamCounter(structure="binary", counter="binary", **kw)

@@ -27,9 +27,9 @@ def same_interval_synopsis(a, b):
     assert a.error_bound(0.9) == b.error_bound(0.9)
 
 
-@pytest.mark.parametrize("opts", [dict(tree="binary"), dict(tree="hierarchical"),
-                                  dict(tree="hierarchical", consistency=False, estimator="cover"),
-                                  dict(tree="kary", k=5)])
+@pytest.mark.parametrize("opts", [dict(structure="binary"), dict(structure="hierarchical"),
+                                  dict(structure="hierarchical", consistency=False, estimator="cover"),
+                                  dict(structure="kary", k=5)])
 def test_interval_counts_equal_the_repeated_values(opts):
     values, counts = weighted(1)
     for seed in range(3):

@@ -68,7 +68,7 @@ def test_counters_true_delta_is_at_most_the_claim(epsilon, delta):
 @pytest.mark.parametrize("epsilon", EPSILONS)
 @pytest.mark.parametrize("delta", DELTAS)
 def test_sparse_counter_inner_delta_is_at_most_the_claim(epsilon, delta):
-    c = ps.SparseStreamCounter(horizon=2**62, epsilon=epsilon, delta=delta, counter="binary",
+    c = ps.SparseStreamCounter(horizon=2**62, epsilon=epsilon, delta=delta, structure="binary",
                                rng=ps.Rng(seed=2))
     inner_h = ps.BinaryTreeCounter(horizon=c.inner_horizon, epsilon=1).height   # inner horizon D
     b = unit_shift_scale(inner_h, c.epsilon_counter, c.delta)
@@ -83,7 +83,7 @@ def test_sparse_counter_inner_delta_is_at_most_the_claim(epsilon, delta):
 def test_interval_tree_true_delta_is_at_most_the_claim(tree, epsilon, delta):
     values = np.random.default_rng(3).integers(0, 2**64 - 1, 3000, dtype=np.uint64)
     s = ps.IntervalSynopsis.build(values, domain=(0, 2**64 - 1), epsilon=epsilon, delta=delta,
-                                  tree=tree, threshold_factor=0.7, rng=ps.Rng(seed=4))
+                                  structure=tree, threshold_factor=0.7, rng=ps.Rng(seed=4))
     if tree == "kary":
         levels = ps.KaryTreeCounter(horizon=len(s), epsilon=1, k=s.k).height
     else:
@@ -171,7 +171,7 @@ def _releases(delta_kw):
     out = []
     for tree in ("binary", "hierarchical", "kary"):
         # level_ratio 1: delta > 0 needs the equal split (the pure default is 7/4)
-        s = ps.IntervalSynopsis.build(v, domain=(0, 2**32 - 1), epsilon=0.7, tree=tree,
+        s = ps.IntervalSynopsis.build(v, domain=(0, 2**32 - 1), epsilon=0.7, structure=tree,
                                       rng=ps.Rng(seed=1), level_ratio=1, **delta_kw)
         out.append(s._to_record()[2]["released"].tolist())
     for extra in ({"config": "dnrr"}, {"structure": "multitree"}):
@@ -218,16 +218,16 @@ def _save_load(obj, tmp_path):
 def _objects():
     v = np.random.default_rng(3).integers(0, 2**40, 500)
     return [
-        ps.IntervalSynopsis.build(v, domain=(0, 2**40), epsilon=1, delta=0.4, tree="binary",
+        ps.IntervalSynopsis.build(v, domain=(0, 2**40), epsilon=1, delta=0.4, structure="binary",
                                   rng=ps.Rng(seed=1)),
-        ps.IntervalSynopsis.build(v, domain=(0, 2**40), epsilon=1, delta=0.4, tree="kary", k=3,
+        ps.IntervalSynopsis.build(v, domain=(0, 2**40), epsilon=1, delta=0.4, structure="kary", k=3,
                                   rng=ps.Rng(seed=1)),
         ps.RectangleSynopsis.build(np.random.default_rng(4).integers(0, 2**20, (5000, 2)),
                                    domain=[(0, 2**20)] * 2, epsilon=1, delta=1e-6, config="dnrr",
                                    rng=ps.Rng(seed=1)),
         ps.BinaryTreeCounter(horizon=2**40, epsilon=1, delta=1e-6, rng=ps.Rng(seed=1)),
         ps.KaryTreeCounter(horizon=2**40, epsilon=1, k=3, delta=1e-3, rng=ps.Rng(seed=1)),
-        ps.SparseStreamCounter(horizon=2**62, epsilon=1, counter="binary", delta=1e-6,
+        ps.SparseStreamCounter(horizon=2**62, epsilon=1, structure="binary", delta=1e-6,
                                rng=ps.Rng(seed=1)),
     ]
 

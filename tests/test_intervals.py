@@ -214,7 +214,7 @@ def test_exact_when_noise_is_negligible(estimator, tree, consistency, domain):
     vals += [lo_d, lo_d, hi_d, hi_d - 1, lo_d + span // 2] * 3
     syn = IntervalSynopsis.build(np.array(vals, dtype=object), domain=domain, epsilon=BIG,
                                  rng=ps.Rng(seed=4), estimator=estimator, consistency=consistency,
-                                 tree=tree, fanout=3, threshold_factor=1)
+                                 structure=tree, fanout=3, threshold_factor=1)
     qs = [(lo_d, hi_d), (lo_d, lo_d), (hi_d, hi_d), (lo_d + 1, hi_d - 1)]
     qs += [tuple(sorted((lo_d + int(a), lo_d + int(b)))) for a, b in gen.integers(0, min(span, 2**62), (40, 2))]
     qs += [tuple(sorted(vals[int(x)] for x in gen.integers(0, len(vals), 2))) for _ in range(40)]
@@ -251,7 +251,7 @@ def test_error_bound_covers_max_error_theorem_3_2():
                             ("binary", False, "uniform")]:
         for r in range(runs // 3):
             syn = IntervalSynopsis.build(vals, domain=(0, 2**40), epsilon=0.5, beta=0.05,
-                                         rng=ps.Rng(seed=100 + r), tree=tree, consistency=cons,
+                                         rng=ps.Rng(seed=100 + r), structure=tree, consistency=cons,
                                          estimator=est)
             err = np.abs(syn.count_many(lo[:, 0], lo[:, 1]) - truth).max()
             fails += err > syn.error_bound(conf)
@@ -316,8 +316,8 @@ def test_save_load_round_trip_and_tamper(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, exc, word", [
-    (dict(tree="ternary"), ParameterError, "tree"),
-    (dict(tree=2), TypeError, "tree"),
+    (dict(structure="ternary"), ParameterError, "structure"),
+    (dict(structure=2), TypeError, "structure"),
     (dict(estimator="mid"), ParameterError, "estimator"),
     (dict(estimator=3), TypeError, "estimator"),
     (dict(partition="quantiles"), ParameterError, "partition"),
@@ -397,7 +397,7 @@ def test_seal_estimators_bound_boundary_error_with_heavy_duplicates():
     errs = {}
     for est in ("cover", "uniform", "seal", "seal_uniform"):
         syn = IntervalSynopsis.build(vals, domain=(0, 2**32 - 1), epsilon=10**6, partition_share=share,
-                                     rng=ps.Rng(seed=13), estimator=est, tree="binary",
+                                     rng=ps.Rng(seed=13), estimator=est, structure="binary",
                                      partition="dnrr")
         # every heavy point ends its segment (it crosses any threshold)
         assert np.isin(heavy, syn.partition.end_offsets).all()
@@ -411,9 +411,9 @@ def test_seal_estimators_bound_boundary_error_with_heavy_duplicates():
 
 @pytest.mark.parametrize("opts", [
     dict(),  # the defaults
-    dict(tree="binary", consistency=False, estimator="seal"),
-    dict(tree="hierarchical", fanout=4, consistency=False, estimator="seal_uniform"),
-    dict(tree="binary", consistency=True, estimator="seal", threshold_factor=3),
+    dict(structure="binary", consistency=False, estimator="seal"),
+    dict(structure="hierarchical", fanout=4, consistency=False, estimator="seal_uniform"),
+    dict(structure="binary", consistency=True, estimator="seal", threshold_factor=3),
 ])
 def test_error_bound_covers_max_error_with_duplicates(opts):
     gen = np.random.default_rng(14)
@@ -515,7 +515,7 @@ def test_consistent_max_coefficient_matches_least_squares(m, f):
     assert lib.pds_tree_consistent_max_coef(m, f, 1, out) == lib.PDS_ERANGE or m == 1
 
 
-# ------------------------------------------------------------- tree="kary"
+# ------------------------------------------------------------- structure="kary"
 @pytest.mark.slow
 def test_kary_prefix_noise_matches_lemma_4_7():
     # partition noise-free (epsilon_p = 10^6, T = 1): 12 positions holding 2
@@ -528,7 +528,7 @@ def test_kary_prefix_noise_matches_lemma_4_7():
     share = Fraction(10**6, 10**6 + 1)
     samples = []
     for r in range(m * 120):
-        syn = IntervalSynopsis.build(vals, domain=(0, 12), epsilon=eps, partition_share=share, tree="kary",
+        syn = IntervalSynopsis.build(vals, domain=(0, 12), epsilon=eps, partition_share=share, structure="kary",
                                      k=k, rng=ps.Rng(seed=300 + r))
         assert len(syn) == m and syn.epsilon_tree == 1
         p = r % m  # one position per build: independent draws, every position equally often
@@ -547,7 +547,7 @@ def test_kary_privacy_neighbouring_databases():
     hits = []
     for vals, off in ((base, 0), (neighbour, 10**6)):
         answers = np.array([
-            IntervalSynopsis.build(vals, domain=(0, 63), epsilon=eps, rng=ps.Rng(seed=off + r), tree="kary",
+            IntervalSynopsis.build(vals, domain=(0, 63), epsilon=eps, rng=ps.Rng(seed=off + r), structure="kary",
                                    k=3, estimator="seal").count(16, 31)
             for r in range(runs)])
         hits.append(int(np.sum(answers >= 3)))
@@ -563,7 +563,7 @@ def test_kary_error_bound_covers_max_error():
     conf, runs, fails = 0.9, 6, 0
     for r in range(runs):
         syn = IntervalSynopsis.build(vals, domain=(0, 2**32 - 1), epsilon=0.5, rng=ps.Rng(seed=400 + r),
-                                     tree="kary")
+                                     structure="kary")
         fails += np.abs(syn.count_many(lo[:, 0], lo[:, 1]) - truth).max() > syn.error_bound(conf)
     assert_binomial_at_most(fails, runs, 1 - conf)
 
@@ -573,7 +573,7 @@ def test_consistent_bound_falls_back_when_coefficients_are_too_costly(monkeypatc
 
     def build():
         return IntervalSynopsis.build(vals, domain=(0, 2**30), epsilon=1.0, rng=ps.Rng(seed=20),
-                                      tree="binary")
+                                      structure="binary")
     syn = build()
     exact = syn.error_bound(0.9)
     m = len(syn)

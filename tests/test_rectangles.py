@@ -249,7 +249,7 @@ def test_one_axis_agrees_with_interval_synopsis():
     rng = Rng(seed=9)
     a = [RS.build(vals[:, None], domain=[(0, 99)], epsilon=2, prune=None, fanout=2,
                   estimator="uniform", partition_share=0.5, threshold_factor=3, merge=1, rng=rng).count([10], [60]) for _ in range(1200)]
-    b = [IntervalSynopsis.build(vals, domain=(0, 99), epsilon=2, tree="binary", consistency=False,
+    b = [IntervalSynopsis.build(vals, domain=(0, 99), epsilon=2, structure="binary", consistency=False,
                                 estimator="uniform", partition_share=0.5, threshold_factor=3,
                                 rng=rng).count(10, 60) for _ in range(1200)]
     a, b = np.round(a), np.round(b)

@@ -32,7 +32,7 @@ def random_stream(horizon, items, seed):
 @pytest.mark.parametrize("counter", ["kary", "binary"])
 def test_noiseless_release_is_prefix_at_last_seal(counter):
     xs = random_stream(3000, 300, 1)
-    c = SparseStreamCounter(horizon=3000, epsilon=NOISELESS, counter=counter, rng=Rng(1))
+    c = SparseStreamCounter(horizon=3000, epsilon=NOISELESS, structure=counter, rng=Rng(1))
     out = np.concatenate([c.update_many(xs[:1000]), [c.update(int(xs[1000]))], c.update_many(xs[1001:])])
     truth = np.cumsum(xs)
     seals = c.seal_times
@@ -302,8 +302,8 @@ def test_budget_split_is_exact_and_recorded():
 
 def test_bad_parameters():
     ok = dict(horizon=100, epsilon=1.0)
-    for kw, err, msg in [(dict(counter="tree"), ParameterError, "counter"),
-                         (dict(counter=None), TypeError, "counter"),
+    for kw, err, msg in [(dict(structure="tree"), ParameterError, "structure"),
+                         (dict(structure=3), TypeError, "structure"),
                          (dict(partition_share=0), ParameterError, "partition_share"),
                          (dict(partition_share=1.0), ParameterError, "partition_share"),
                          (dict(partition_share=float("nan")), ParameterError, "partition_share"),
