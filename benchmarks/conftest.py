@@ -9,19 +9,9 @@ from pathlib import Path
 import pytest
 
 import pydp_synopsis  # noqa: F401  -- the installed package, before a script puts the checkout on sys.path
-from workloads import DATA_ENV
-
-SAMPLE = Path(__file__).resolve().parents[1] / "tests" / "data"
+from tiers import mark_directory, sample_data  # noqa: F401  -- an autouse fixture
 
 
 @pytest.hookimpl(tryfirst=True)     # before -m deselects
 def pytest_collection_modifyitems(config, items):
-    here = Path(__file__).resolve().parent
-    for item in items:
-        if here in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.bench)
-
-
-@pytest.fixture(autouse=True)
-def _sample_data(monkeypatch):
-    monkeypatch.setenv(DATA_ENV, str(SAMPLE))
+    mark_directory(items, Path(__file__).parent, pytest.mark.bench)

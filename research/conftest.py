@@ -9,23 +9,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import pydp_synopsis  # noqa: F401,E402  -- the installed package, before a script puts the checkout on sys.path
-from workloads import DATA_ENV  # noqa: E402
+from tiers import mark_directory, sample_data  # noqa: F401,E402  -- an autouse fixture
 
 __all__ = []
 
 
 @pytest.hookimpl(tryfirst=True)     # before -m deselects
 def pytest_collection_modifyitems(config, items):
-    here = Path(__file__).resolve().parent
-    for item in items:
-        if here in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.research)
-
-
-@pytest.fixture(autouse=True)
-def _sample_data(monkeypatch):
-    monkeypatch.setenv(DATA_ENV, str(ROOT / "tests" / "data"))
+    mark_directory(items, Path(__file__).parent, pytest.mark.research)
