@@ -353,7 +353,7 @@ class IntervalSynopsis(IntervalAnswers):
         >>> round(s.count(0, 15))
         4
         """
-        tree = renamed_keyword("IntervalSynopsis.build", "structure=", "structure=", tree, structure,
+        tree = renamed_keyword("IntervalSynopsis.build", "tree=", "structure=", tree, structure,
                                DEFAULT_TREE)
         method, estimator, partition_share, factor = check_method(
             partition, estimator, partition_share, threshold_factor)

@@ -130,7 +130,7 @@ def test_interval_structure_is_the_keyword():
     kw = dict(domain=(0, 999), epsilon=1.0)
     new = _no_warning(lambda: ps.IntervalSynopsis.build(vals, structure="binary", rng=ps.Rng(seed=2), **kw))
     old = _warns(lambda: ps.IntervalSynopsis.build(vals, tree="binary", rng=ps.Rng(seed=2), **kw),
-                 "structure=")
+                 r"build\(tree=\) is deprecated, use structure=")
     assert new.structure == old.structure == new.tree == "binary"
     assert np.array_equal(new.count_many([0, 10], [999, 500]), old.count_many([0, 10], [999, 500]))
     default = _no_warning(lambda: ps.IntervalSynopsis.build(vals, rng=ps.Rng(seed=2), **kw))
@@ -142,7 +142,8 @@ def test_interval_structure_is_the_keyword():
 def test_sparse_counter_structure_is_the_keyword():
     kw = dict(horizon=1000, epsilon=1.0)
     new = _no_warning(lambda: ps.SparseStreamCounter(structure="binary", rng=ps.Rng(seed=1), **kw))
-    old = _warns(lambda: ps.SparseStreamCounter(counter="binary", rng=ps.Rng(seed=1), **kw), "structure=")
+    old = _warns(lambda: ps.SparseStreamCounter(counter="binary", rng=ps.Rng(seed=1), **kw),
+                 r"SparseStreamCounter\(counter=\) is deprecated, use structure=")
     assert new.structure == old.structure == old.counter == "binary"
     assert _no_warning(lambda: ps.SparseStreamCounter(**kw)).structure == "kary"
     items = np.zeros(1000, dtype=np.uint8)

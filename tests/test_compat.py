@@ -64,7 +64,7 @@ def test_release_01_checkpoints_resume_the_same(name):
 
 def _interval(kind):
     v = np.random.default_rng(11).integers(0, 2**64 - 1, 2000, dtype=np.uint64)
-    extra = {"tree": "kary"} if kind == "interval_kary" else {}
+    extra = {"structure": "kary"} if kind == "interval_kary" else {}
     extra["partition"] = "dnrr"     # release 0.1's partition (the default is now PrivTree)
     syn = ps.IntervalSynopsis.build(v, domain=(0, 2**64 - 1), epsilon=0.7, rng=ps.Rng(seed=31337),
                                     **extra)

@@ -518,8 +518,8 @@ def test_interval_coverage_on_flights():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kw", [{}, {"tree": "kary"}, {"consistency": False, "fanout": 4},
-                                {"estimator": "seal", "tree": "binary"},
+@pytest.mark.parametrize("kw", [{}, {"structure": "kary"}, {"consistency": False, "fanout": 4},
+                                {"estimator": "seal", "structure": "binary"},
                                 {"estimator": "cover", "consistency": False}])
 def test_interval_coverage_on_synthetic_data_with_duplicates(kw):
     gen = np.random.default_rng(2)
@@ -895,8 +895,8 @@ def test_grid_and_multitree_noise_kernels_check_their_arrays():
         assert st == (lib.PDS_OK if succ_ is succ else lib.PDS_ESTATE)
 
 
-@pytest.mark.parametrize("kw", [{}, {"consistency": False}, {"tree": "binary"},
-                                {"tree": "kary", "k": 7}])
+@pytest.mark.parametrize("kw", [{}, {"consistency": False}, {"structure": "binary"},
+                                {"structure": "kary", "k": 7}])
 def test_synopsis_std_uses_the_release_noise_scale(kw, interval_synopsis):
     values, _ = interval_synopsis
     s = ps.IntervalSynopsis.build(values, domain=(0, 10**6 - 1), epsilon=1.0,

@@ -161,7 +161,7 @@ def test_synopsis_uses_the_level_scales():
     assert a.level_ratio == 1 and a._scales is None
     assert a.noise_scale == trees.noise_scale(trees.tree_shape(len(a), 16)[0], a.epsilon_tree)
     # binary, kary and delta > 0 default to the equal split
-    for kw in ({"tree": "binary"}, {"tree": "kary"}, {"delta": 1e-6}):
+    for kw in ({"structure": "binary"}, {"structure": "kary"}, {"delta": 1e-6}):
         assert ps.IntervalSynopsis.build(v[:100], domain=(0, 10**6), epsilon=1.0,
                                          **kw).level_ratio == 1
 
@@ -250,9 +250,9 @@ def test_neighbouring_trees_lose_exactly_epsilon_tree():
     ({"level_ratio": 1.0001}, ParameterError, "3 places"),
     ({"level_ratio": "2"}, TypeError, "level_ratio must be a real number"),
     ({"level_ratio": True}, TypeError, "level_ratio"),
-    ({"level_ratio": 2, "tree": "kary"}, ParameterError, "kary"),
+    ({"level_ratio": 2, "structure": "kary"}, ParameterError, "kary"),
     ({"level_ratio": 2, "delta": 1e-6}, ParameterError, "delta"),
-    ({"level_ratio": 64, "tree": "binary", "domain": (0, 2**64 - 1), "epsilon": 1e-13,
+    ({"level_ratio": 64, "structure": "binary", "domain": (0, 2**64 - 1), "epsilon": 1e-13,
       "partition_share": 0.5}, ParameterError, "too large for this domain"),
 ])
 def test_bad_level_ratio_is_refused_before_anything_is_spent(kw, exc, word):
@@ -299,7 +299,7 @@ def test_save_load_and_crafted_records(tmp_path):
 
 def test_noise_scales_are_public_and_spend_the_tree_budget():
     v = np.random.default_rng(14).integers(0, 10**6, 5000)
-    for kw in ({}, {"level_ratio": 1}, {"tree": "kary"}, {"tree": "binary"}):
+    for kw in ({}, {"level_ratio": 1}, {"structure": "kary"}, {"structure": "binary"}):
         s = ps.IntervalSynopsis.build(v, domain=(0, 10**6), epsilon=0.8, rng=ps.Rng(seed=15),
                                       **kw)
         b = s.noise_scales

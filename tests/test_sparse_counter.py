@@ -475,7 +475,7 @@ def test_arguments_are_checked_before_the_budget_is_charged():
     rng = Rng(25)
     before = rng._to_state()
     for kw in (dict(epsilon=1e-12), dict(epsilon=1e-15), dict(max_items=0), dict(max_items=2**60 + 1),
-               dict(max_items=1.5), dict(counter="kary19"), dict(beta=1), dict(partition_share=1)):
+               dict(max_items=1.5), dict(structure="kary19"), dict(beta=1), dict(partition_share=1)):
         with pytest.raises((ParameterError, TypeError)):
             SparseStreamCounter(**{"horizon": 10**6, "epsilon": 0.5, "rng": rng, "budget": b, **kw})
     assert b.spent == 0 and rng._to_state() == before
@@ -544,7 +544,7 @@ def test_update_one_item_is_update_many_of_one(seed):
     update_many([x]) item by item (monotone or not, both inner counters, max_items)."""
     gen = np.random.default_rng(seed)
     xs = (gen.random(2000) < 0.5).astype(np.int64) * gen.integers(1, 3, 2000)
-    kw = dict(horizon=2**20, epsilon=1, counter="binary" if seed % 2 else "kary")
+    kw = dict(horizon=2**20, epsilon=1, structure="binary" if seed % 2 else "kary")
     if seed % 3 == 0:
         kw["max_items"] = 5000
     monotone = seed % 2 == 0

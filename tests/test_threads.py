@@ -18,8 +18,8 @@ def small_batches(monkeypatch):
     ps.set_threads(before)
 
 
-@pytest.mark.parametrize("options", [{}, {"tree": "binary", "consistency": False},
-                                     {"tree": "kary"}])
+@pytest.mark.parametrize("options", [{}, {"structure": "binary", "consistency": False},
+                                     {"structure": "kary"}])
 def test_interval_answers_and_std_in_two_threads(small_batches, options):
     syn = ps.IntervalSynopsis.build(GEN.integers(0, 10**6, 5000), domain=(0, 10**6 - 1),
                                     epsilon=1, rng=ps.Rng(seed=1), **options)

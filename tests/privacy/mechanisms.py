@@ -252,7 +252,7 @@ def _interval_features(syn, params):
 for tree, fanout in (("binary", 2), ("hierarchical", 16), ("kary", 16)):
     # Tight: a tiny partition share leaves one segment (T ~ 260 on 8 values), so
     # the release is one noisy count at epsilon_tree = 0.99 epsilon.
-    base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "tree": tree,
+    base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "structure": tree,
             "partition": "dnrr"}
     fanout_block = 2 if tree == "binary" else 4     # m = 4 = f^l segments: 4 heavy values
     register(_interval_mechanism(
@@ -287,7 +287,7 @@ def _interval_run_weighted(values, rng, **params):
 # one level, so one noisy count carries epsilon_tree = 0.99 epsilon.
 for name, run, extra in (("interval/sharded", _interval_run, {"shards": 2}),
                          ("interval/weighted", _interval_run_weighted, {})):
-    base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "tree": "kary",
+    base = {"domain": (0, 7), "epsilon": 2.5, "partition_share": 0.01, "structure": "kary",
             "partition": "dnrr", **extra}
     register(_interval_mechanism(
         name, run, base,
@@ -307,7 +307,7 @@ for name, run, extra in (("interval/sharded", _interval_run, {"shards": 2}),
 # and each leaf is one node of a one-level tree, so one noisy count carries
 # epsilon_tree = 0.99 epsilon.
 for tree in ("hierarchical", "kary"):
-    base = {"domain": (0, 7), "epsilon": 2.5, "tree": tree}
+    base = {"domain": (0, 7), "epsilon": 2.5, "structure": tree}
     register(_interval_mechanism(
         f"interval/privtree/{tree}", _interval_run, base,
         (
