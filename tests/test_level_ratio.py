@@ -204,7 +204,7 @@ def test_answer_noise_has_the_reported_std_and_the_intervals_cover():
     z, miss = [], 0
     for i in range(1500):
         s = ps.IntervalSynopsis._release_tree(part, counts, Fraction(1, 2), rng, beta=0.05,
-                                              structure="hierarchical", fanout=4, consistency=True,
+                                              tree="hierarchical", fanout=4, consistency=True,
                                               estimator="uniform", k=19, dlt=0,
                                               ratio=Fraction(2))
         j = i % lo.size
