@@ -126,11 +126,13 @@ def merge_leaves(leaves, true_counts, eps_m, rng):
     (MergedPartition, numpy.ndarray of int64)
         The true counts are the caller's to noise (the tree).
     """
-    scale = 1 / eps_m
-    noisy = discrete_laplace(scale, size=len(leaves), rng=rng)
+    true_counts = np.asarray(true_counts, dtype=np.int64)
+    if true_counts.shape != (len(leaves),):
+        raise AssertionError("one true count per leaf")
+    noisy = true_counts + discrete_laplace(1 / eps_m, size=len(leaves), rng=rng)
     part = MergedPartition._make(leaves, noisy, eps_m)
     first = np.concatenate(([0], part.last_leaf[:-1] + 1))
-    return part, np.add.reduceat(np.asarray(true_counts, dtype=np.int64), first)
+    return part, np.add.reduceat(true_counts, first)
 
 
 class MergedPartition(TreePartition):
