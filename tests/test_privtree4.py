@@ -404,3 +404,28 @@ def test_merged_synopsis_epsilon_and_error_bars_hold():
     bars = syn.confidence_intervals(q[:, 0], q[:, 1], 0.95)
     err = np.abs(syn.count_many(q[:, 0], q[:, 1]) - truth)
     assert np.all(err <= bars.noise + bars.bias)
+
+
+# -------------------------------------------------------------------------- CLI
+@pytest.mark.integration
+def test_cli_flags_build_record_and_refuse_in_one_line(tmp_path):
+    from test_cli import run
+
+    data = tmp_path / "v.csv"
+    data.write_text("x\n" + "\n".join(str(v) for v in np.arange(2000) % 700) + "\n")
+    common = ["build", "--input", data, "--columns", "x", "--domain", "0:999", "--epsilon", 1,
+              "--seed", 1, "--output"]
+    out = tmp_path / "s.pds"
+    proc = run(*common, out, "--privtree-fanout", 4, "--privtree-merge", 0.5)
+    assert proc.returncode == 0, proc.stderr
+    syn = ps.load(out)
+    assert syn.partition.fanout == 4 and isinstance(syn.partition, MergedPartition)
+    info = run("info", out)
+    assert "privtree (fanout 4)" in info.stdout and "merged" in info.stdout
+    for bad, word in ((["--privtree-fanout", 3], "--privtree-fanout"),
+                      (["--privtree-merge", 1.5], "privtree_merge"),
+                      (["--privtree-fanout", 4, "--partition", "dnrr"], "privtree")):
+        proc = run(*common, tmp_path / "bad.pds", *bad)
+        assert proc.returncode == 2 and word in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        assert not (tmp_path / "bad.pds").exists()

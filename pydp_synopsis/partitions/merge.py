@@ -62,7 +62,7 @@ from ..params import check_share, exact_epsilon
 from .privtree import TreePartition
 
 __all__ = ["MERGE_FACTOR", "MERGED_PARTITION_KIND", "MergedPartition", "check_merge_share",
-           "merge_epsilons", "merge_leaves", "merged_runs"]
+           "merge_epsilons", "merge_leaves", "merged_runs", "partition_summary"]
 
 #: ``tau = MERGE_FACTOR / epsilon_m``: leaves within this many items (the noisy counts'
 #: scale times the factor) of the run's density are merged.  Public, fixed (measured).
@@ -133,6 +133,24 @@ def merge_leaves(leaves, true_counts, eps_m, rng):
     part = MergedPartition._make(leaves, noisy, eps_m)
     first = np.concatenate(([0], part.last_leaf[:-1] + 1))
     return part, np.add.reduceat(true_counts, first)
+
+
+def partition_summary(part):
+    """One line naming a partition's method and PrivTree options (released sizes only).
+
+    Examples
+    --------
+    >>> partition_summary(TreePartition([1, 3, 5, 7], domain=(0, 7), epsilon=1, beta=0.1,
+    ...                                 fanout=4))
+    'privtree (fanout 4)'
+    """
+    if not isinstance(part, TreePartition):
+        return "dnrr"
+    text = f"privtree (fanout {part.fanout})"
+    if isinstance(part, MergedPartition):
+        text += (f", {len(part.leaves):,} leaves merged by noisy density (epsilon "
+                 f"{part.merge_epsilon})")
+    return text
 
 
 class MergedPartition(TreePartition):
