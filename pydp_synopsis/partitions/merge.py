@@ -66,7 +66,7 @@ __all__ = ["MERGE_FACTOR", "MERGED_PARTITION_KIND", "MergedPartition", "check_me
 
 #: ``tau = MERGE_FACTOR / epsilon_m``: leaves within this many items (the noisy counts'
 #: scale times the factor) of the run's density are merged.  Public, fixed (measured).
-MERGE_FACTOR = 2
+MERGE_FACTOR = 1
 #: The persist record of a merged partition (``ps.save(partition)``) and its version.
 MERGED_PARTITION_KIND = "privtree-merged-partition"
 MERGED_PARTITION_VERSION = 1
