@@ -162,7 +162,7 @@ def run(args):
     print("|" + "---|" * len(header))
     rows = {}
     for name, values, domain in sets:
-        for eps in EPSILONS:
+        for eps in args.epsilons:
             wls = {c: queries(values, f, args.queries, seed=7) for c, f in CLASSES}
             mse, segs = {}, {}
             for m in METHODS:
@@ -205,6 +205,8 @@ def main(argv=None):
     p.add_argument("--no-peers", dest="peers", action="store_false")
     p.add_argument("--peer-buckets", type=int, default=1 << 16, help="DAWA's cells")
     p.add_argument("--data", default=None, help="comma-separated name fragments to keep")
+    p.add_argument("--epsilons", type=lambda t: tuple(float(x) for x in t.split(",")),
+                   default=EPSILONS, help="comma-separated epsilons (default 0.1,1)")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: 3000 rows, 3 builds, 100 queries, 1024 DAWA cells")
     args = p.parse_args(argv)

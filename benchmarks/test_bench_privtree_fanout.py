@@ -30,6 +30,10 @@ def test_table_on_a_tiny_subsample(capsys):
             assert lo <= r * (1 + 1e-9) and r <= hi * (1 + 1e-9)
         assert row["segments"]["4-ary"] >= 1
     assert "4-ary / binary, short: geomean" in out
+    few = bench.main(["--subsample", "800", "--reps", "2", "--queries", "20", "--no-peers",
+                      "--data", "delay", "--epsilons", "3"])
+    assert set(few) == {("flights delay", 3.0, c) for c, _ in bench.CLASSES}
+    assert "PrivTree RMSE" not in capsys.readouterr().out    # --no-peers
 
 
 def test_ratio_interval_is_paired_and_exact_for_equal_methods():
