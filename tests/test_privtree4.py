@@ -155,7 +155,7 @@ NEIGHBOURS = [[0] * 16, [1] * 16, [0, 0, 0, 7] + [0] * 12, [2, 9, 4, 0, 0, 1, 30
               [6, 6, 6, 6] + [0] * 12, [0] * 15 + [25]]
 
 
-def _worst(lam, delta, eps_for_nodes=None):
+def _worst(lam, delta):
     worst = 0.0
     for base in NEIGHBOURS:
         for extra in range(0, 16, 3):
