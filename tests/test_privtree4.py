@@ -452,3 +452,24 @@ def test_a_streamed_source_gives_the_in_memory_release(tmp_path):
                                          **kw)
         assert got.partition == want.partition, kw
         assert np.array_equal(got._released, want._released), kw
+
+
+@pytest.mark.integration
+def test_a_dask_collection_sharded_on_workers_gives_the_in_memory_release():
+    """Each shard's 4-ary tree grows on a worker (the runner's remote path); the merge
+    then runs here on the assembled leaves: the same release as in memory."""
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    distributed = pytest.importorskip("distributed")
+    v = _data()[::5]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        frame = dd.from_pandas(pd.DataFrame({"x": v}), npartitions=4)
+        for kw in (dict(privtree_fanout=4), dict(privtree_fanout=4, privtree_merge=0.25)):
+            got = ps.IntervalSynopsis.build(frame["x"], domain=(0, 10**6 - 1), epsilon=1,
+                                            rng=ps.Rng(seed=3), shards=3, **kw)
+            want = ps.IntervalSynopsis.build(v, domain=(0, 10**6 - 1), epsilon=1,
+                                             rng=ps.Rng(seed=3), shards=3, **kw)
+            assert got.partition == want.partition, kw
+            assert np.array_equal(got._released, want._released), kw
