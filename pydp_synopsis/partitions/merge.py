@@ -186,6 +186,9 @@ class MergedPartition(TreePartition):
         The released noisy leaf counts.
     last_leaf : numpy.ndarray of int64
         Each segment's last leaf.
+    depths : None
+        A segment is a run of leaves, not one node: the leaves' depths are
+        ``leaves.depths``.
 
     References
     ----------
