@@ -295,14 +295,10 @@ class IntervalSynopsis(IntervalAnswers):
             ``"privtree"``, or ``"dnrr"`` when ``threshold_factor`` or a
             seal estimator is given.  DNRR-only options with
             ``partition="privtree"`` raise ParameterError.
-        privtree_fanout : {2, 4}
-            PrivTree's fanout (default 2); 4 splits a node in four by two
-            halvings (docs/guide/partition.md).
-        privtree_merge : float, optional
-            PrivTree only: spend this share of the partition's epsilon on
-            noisy leaf counts and merge adjacent leaves of similar noisy
-            density (:mod:`pydp_synopsis.partitions.merge`).  None (default):
-            no merge.
+        privtree_fanout, privtree_merge : {2, 4}; float, optional
+            PrivTree's fanout (default 2), and the share of its epsilon spent
+            on merging leaves of similar noisy density (default None: no
+            merge; :mod:`pydp_synopsis.partitions.merge`, docs/guide/partition.md).
         clip : bool
             Clip instead of refusing: a value below ``lo`` counts as ``lo``,
             one above ``hi`` as ``hi`` (exactly, on the integer grid, after the
@@ -392,10 +388,8 @@ class IntervalSynopsis(IntervalAnswers):
             with source.prepare([domain], **({"clip": True} if clip else {})) as prepared:
                 charge(budget, eps_p + eps_t, what, dlt)
                 part, counts = partition_source_axis(prepared, 0, domain, eps_p, beta / 2, rng,
-                                                     n_shards, method=method,
-                                                     threshold_factor=factor,
-                                                     privtree_fanout=pt_fanout,
-                                                     privtree_merge=pt_merge)
+                                                     n_shards, method=method, threshold_factor=factor,
+                                                     privtree_fanout=pt_fanout, privtree_merge=pt_merge)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
                                     estimator=estimator, k=k, dlt=dlt, ratio=ratio)
