@@ -1,7 +1,13 @@
 /* PrivTree in one dimension (Zhang, Xiao, Xie, "PrivTree: A Differentially
  * Private Algorithm for Hierarchical Decompositions", SIGMOD 2016,
- * Algorithm 2 with fanout 2), with exact integer arithmetic and discrete
+ * Algorithm 2 with fanout 2 or 4), with exact integer arithmetic and discrete
  * Laplace noise.
+ *
+ * Fanout 4 (pds_privtree_build_k): a node that splits is halved twice -- its
+ * children are the nodes two halvings below it, a half of width 1 not halved
+ * again (a node of width 2 has 2 children, of width 3 has 3) -- so every
+ * leaf is a node of the binary halving tree below, a valid segment end, and
+ * the depth d counts the 4-ary levels.  Everything else is as for fanout 2.
  *
  * The domain [first, last] (offsets) is the root, of depth depth0 (0, or
  * ceil(log2 k) for one of k public shards: a node of the whole domain's tree).  A node [a, b]
@@ -94,6 +100,16 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
                               uint64_t t, uint64_t s, int64_t delta, int64_t theta,
                               uint64_t max_leaves, int32_t release, pds_privtree *out)
 {
+    return pds_privtree_build_k(rng, keys, cum, nk, first, last, depth0, t, s, delta, theta,
+                                max_leaves, release, 2, out);
+}
+
+pds_status pds_privtree_build_k(pds_rng *rng, const uint64_t *keys, const int64_t *cum,
+                                uint64_t nk, uint64_t first, uint64_t last, uint32_t depth0,
+                                uint64_t t, uint64_t s, int64_t delta, int64_t theta,
+                                uint64_t max_leaves, int32_t release, uint32_t fanout,
+                                pds_privtree *out)
+{
     if (!out) return PDS_EINVAL;
     out->ends = NULL;
     out->depths = NULL;
@@ -103,7 +119,7 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
         || t >= PDS_PARAM_LIMIT || s >= PDS_PARAM_LIMIT || delta < 0
         || delta > (int64_t)PDS_PARAM_LIMIT || theta < -(int64_t)PDS_PARAM_LIMIT
         || theta > (int64_t)PDS_PARAM_LIMIT || max_leaves < 1 || depth0 > 64
-        || (release != 0 && release != 1))
+        || (release != 0 && release != 1) || (fanout != 2 && fanout != 4))
         return PDS_EINVAL;
     /* keys inside [first, last], strictly increasing (nondecreasing without
      * cum); totals nondecreasing, >= 0, at most 2^62 */
@@ -123,8 +139,11 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
     }
     int st = pds_rng_check_fork(rng);
     if (st != PDS_OK) return st;
+    PDS_MUTATE_PARTITION_SCALE(&t, &s);
 
-    ptnode stack[72];
+    /* at most 64 halvings below the root; each visited node leaves at most
+     * fanout - 1 siblings on the stack */
+    ptnode stack[4 * 66];
     int top = 0;
     uint64_t dropped = 0;                 /* keys [0, dropped) released */
     stack[top++] = (ptnode){first, last, 0, nk, depth0};
@@ -147,8 +166,18 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
             if (bc + z > theta) {
                 uint64_t m = v.a + (v.b - v.a) / 2;
                 uint64_t k = upper_bound(keys, v.i, v.j, m);
-                stack[top++] = (ptnode){m + 1, v.b, k, v.j, v.d + 1};
-                stack[top++] = (ptnode){v.a, m, v.i, k, v.d + 1};
+                ptnode halves[2] = {{v.a, m, v.i, k, v.d + 1}, {m + 1, v.b, k, v.j, v.d + 1}};
+                for (int h = 1; h >= 0; h--) {        /* right first: the left pops first */
+                    ptnode u = halves[h];
+                    if (fanout == 2 || u.a == u.b) {
+                        stack[top++] = u;
+                        continue;
+                    }
+                    uint64_t mu = u.a + (u.b - u.a) / 2;
+                    uint64_t ku = upper_bound(keys, u.i, u.j, mu);
+                    stack[top++] = (ptnode){mu + 1, u.b, ku, u.j, u.d};
+                    stack[top++] = (ptnode){u.a, mu, u.i, ku, u.d};
+                }
                 continue;
             }
         }
@@ -173,7 +202,16 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
 pds_status pds_privtree_depths(const uint64_t *ends, uint64_t m, uint64_t first,
                                uint64_t last, uint32_t depth0, uint8_t *depths)
 {
-    if (first > last || m < 1 || !ends || !depths || depth0 > 64) return PDS_EINVAL;
+    return pds_privtree_depths_k(ends, m, first, last, depth0, 2, depths);
+}
+
+pds_status pds_privtree_depths_k(const uint64_t *ends, uint64_t m, uint64_t first,
+                                 uint64_t last, uint32_t depth0, uint32_t fanout,
+                                 uint8_t *depths)
+{
+    if (first > last || m < 1 || !ends || !depths || depth0 > 64
+        || (fanout != 2 && fanout != 4))
+        return PDS_EINVAL;
     if (ends[m - 1] != last) return PDS_ESTATE;
     uint64_t p = first;
     for (uint64_t k = 0; k < m; k++) {
@@ -192,8 +230,53 @@ pds_status pds_privtree_depths(const uint64_t *ends, uint64_t m, uint64_t first,
             }
             d++;
         }
+        if (fanout == 4) {
+            /* d - depth0 halvings: a leaf of width >= 2 is two halvings per level
+             * below the root (never a half left between two halvings); a leaf of
+             * width 1 may be the first half of its last level */
+            uint32_t h = d - depth0;
+            if (p != e && h % 2) return PDS_ESTATE;
+            d = depth0 + (h + 1) / 2;
+        }
         depths[k] = (uint8_t)d;
         p = e + 1;   /* wraps to 0 only after e == last == 2^64 - 1, the final leaf */
     }
+    return PDS_OK;
+}
+
+/* The private merge of adjacent leaves (pydp_synopsis/partitions/merge.py): pure
+ * post-processing of the released leaf ends and noisy leaf counts.  Left to
+ * right, a leaf of width w and noisy count c joins the current run (total
+ * noisy count C, width W) iff |c W - C w| <= tau max(W, w): its density is
+ * within tau items (over the narrower of the two) of the run's.  Writes the
+ * index of each run's last leaf to last_leaf[0..*n_out).  Widths in double
+ * (exact below 2^53, monotone above): a deterministic function of released
+ * numbers, so any rounding is post-processing.  O(m). */
+pds_status pds_privtree_merge(const uint64_t *ends, const int64_t *noisy, uint64_t m,
+                              uint64_t first, double tau, uint64_t *last_leaf, uint64_t *n_out)
+{
+    if (!ends || !noisy || !last_leaf || !n_out || m < 1 || !(tau >= 0.0) || tau > 1e300)
+        return PDS_EINVAL;
+    if (ends[0] < first) return PDS_EINVAL;
+    for (uint64_t k = 1; k < m; k++)
+        if (ends[k] <= ends[k - 1]) return PDS_EINVAL;
+    double cr = 0.0, wr = 0.0;
+    uint64_t n = 0, p = first;
+    for (uint64_t k = 0; k < m; k++) {
+        double w = (double)(ends[k] - p) + 1.0, c = (double)noisy[k];
+        if (k > 0) {
+            double big = wr > w ? wr : w, gap = c * wr - cr * w;
+            if (gap < 0) gap = -gap;
+            if (gap > tau * big) {
+                last_leaf[n++] = k - 1;
+                cr = wr = 0.0;
+            }
+        }
+        cr += c;
+        wr += w;
+        p = ends[k] + 1;
+    }
+    last_leaf[n++] = m - 1;
+    *n_out = n;
     return PDS_OK;
 }

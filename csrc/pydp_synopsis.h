@@ -777,6 +777,14 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
                               uint64_t nk, uint64_t first, uint64_t last, uint32_t depth0,
                               uint64_t t, uint64_t s, int64_t delta, int64_t theta,
                               uint64_t max_leaves, int32_t release, pds_privtree *out);
+/* The same with fanout 2 (as above) or 4: a node that splits is halved
+ * twice (a half of width 1 is not halved again), depths count 4-ary levels
+ * (csrc/privtree.c).  PDS_EINVAL for any other fanout. */
+pds_status pds_privtree_build_k(pds_rng *rng, const uint64_t *keys, const int64_t *cum,
+                                uint64_t nk, uint64_t first, uint64_t last, uint32_t depth0,
+                                uint64_t t, uint64_t s, int64_t delta, int64_t theta,
+                                uint64_t max_leaves, int32_t release, uint32_t fanout,
+                                pds_privtree *out);
 void pds_privtree_free(pds_privtree *tree);
 /* Check that ends[0..m) are the leaves, in order, of a binary halving tree
  * over [first, last] (each node [a, b] split at a + (b - a) / 2) and write
@@ -784,6 +792,20 @@ void pds_privtree_free(pds_privtree *tree);
  * arguments.  O(m log D). */
 pds_status pds_privtree_depths(const uint64_t *ends, uint64_t m, uint64_t first,
                                uint64_t last, uint32_t depth0, uint8_t *depths);
+/* The same for the tree of fanout 2 or 4 (4: every leaf of width >= 2 an even
+ * number of halvings below the root, else PDS_ESTATE; depths in 4-ary levels,
+ * a width-1 leaf one halving into its level counted in it). */
+pds_status pds_privtree_depths_k(const uint64_t *ends, uint64_t m, uint64_t first,
+                                 uint64_t last, uint32_t depth0, uint32_t fanout,
+                                 uint8_t *depths);
+/* The merge of adjacent leaves (post-processing of released numbers): leaf k
+ * (ends increasing, the first >= first; noisy[k] its noisy count) joins the run
+ * before it iff |c W - C w| <= tau max(W, w) (c, w the leaf's noisy count and
+ * width; C, W the run's); last_leaf[0..*n_out) gets the index of each run's
+ * last leaf (capacity m).  PDS_EINVAL for bad arguments (tau in [0, 1e300]).
+ * O(m). */
+pds_status pds_privtree_merge(const uint64_t *ends, const int64_t *noisy, uint64_t m,
+                              uint64_t first, double tau, uint64_t *last_leaf, uint64_t *n_out);
 
 /* ---------------------------------------------------------- aggregate.c --
  * The data path of streamed builds (pydp_synopsis/aggregates.py).

@@ -8,13 +8,16 @@ from fractions import Fraction
 
 from . import trees
 from .errors import ParameterError
+from .partitions.merge import check_merge_share, merge_epsilons
+from .partitions.privtree import check_privtree_fanout, privtree_parameters
 from .params import (MAX_SCALE, check_bool, check_choice, check_int, check_ratio,
                      check_threshold_factor)
 
 __all__ = ["DEFAULT_TREE", "DEFAULT_FANOUT", "DEFAULT_PARTITION", "DEFAULT_ESTIMATOR",
            "DEFAULT_SHARE", "DEFAULT_LEVEL_RATIO", "DNRR_ESTIMATOR", "DNRR_SHARE", "DNRR_FACTOR",
            "PARTITIONS", "PRIVTREE_ESTIMATORS", "TREES", "MAX_FANOUT", "MAX_K", "check_method",
-           "check_tree_options", "check_level_ratio", "tree_scales", "check_level_scales"]
+           "check_tree_options", "check_level_ratio", "tree_scales", "check_level_scales",
+           "check_privtree_options", "check_privtree_epsilon"]
 
 # Defaults, chosen by measured RMSE (docs/benchmarks/intervals.md: "Accuracy against
 # the published peers" for PrivTree's, "Tuning" for DNRR's).
@@ -61,6 +64,29 @@ def check_method(partition, estimator, partition_share, threshold_factor):
     factor = check_threshold_factor(DNRR_FACTOR if threshold_factor is None
                                     else threshold_factor)
     return method, estimator, share, factor
+
+
+def check_privtree_options(method, privtree_fanout, privtree_merge):
+    """``(fanout, merge share or None)`` checked: PrivTree's options, refused (one line)
+    with ``partition="dnrr"`` unless at their defaults (2, None)."""
+    fanout = check_privtree_fanout(privtree_fanout)
+    merge = check_merge_share(privtree_merge)
+    if method != "privtree" and (fanout != 2 or merge is not None):
+        raise ParameterError("privtree_fanout and privtree_merge are options of "
+                             "partition='privtree' only")
+    return fanout, merge
+
+
+def check_privtree_epsilon(eps_p, fanout, merge):
+    """Refuse an ``eps_p`` too small for PrivTree (and, merging, for either part)."""
+    if merge is None:
+        privtree_parameters(eps_p, fanout)
+    else:
+        eps_1, eps_m = merge_epsilons(eps_p, merge)
+        privtree_parameters(eps_1, fanout)
+        if 1 / eps_m > MAX_SCALE:
+            raise ParameterError(f"epsilon * partition_share * privtree_merge must be >= "
+                                 f"2**-48, got {eps_m}")
 
 
 def check_tree_options(tree, fanout, consistency, estimator, k):

@@ -1,8 +1,9 @@
 """The interval synopsis' record: what ``save`` writes and ``load`` checks and reads back.
 
 Format versions: 2 (DNRR partitions; release 0.1 wrote 2 as well), 3 (PrivTree
-partitions), 4 (a tree of unequal level budgets, either partition).  Only
-released numbers are stored (docs/guide/saving.md).
+partitions), 4 (a tree of unequal level budgets, either partition), 5 (a PrivTree
+partition of fanout 4 or with merged leaves, any level ratio: an older reader refuses
+it rather than misread it).  Only released numbers are stored (docs/guide/saving.md).
 """
 from fractions import Fraction
 
@@ -12,28 +13,33 @@ from . import trees
 from .errors import FormatError
 from .params import check_beta, check_int, check_ratio, exact_epsilon, is_int
 from .partitions import Partition, TreePartition
+from .partitions.merge import MergedPartition
 from .partitions.privtree import PRIVTREE
 from .partitions.sharded import MAX_SHARDS
 from .persist import check_pure_epsilon, state_delta
 from .interval_options import PRIVTREE_ESTIMATORS, check_tree_options
 from .units import clipped_from_record, columns_from_record, columns_to_record
 
-__all__ = ["KIND", "FORMAT_DNRR", "FORMAT_PRIVTREE", "FORMAT_LEVELS", "to_record", "from_record"]
+__all__ = ["KIND", "FORMAT_DNRR", "FORMAT_PRIVTREE", "FORMAT_LEVELS", "FORMAT_PRIVTREE_OPTIONS",
+           "to_record", "from_record"]
 
 KIND = "interval-synopsis"
 FORMAT_DNRR = 2            # DNRR partitions (release 0.1 wrote 2 as well)
 FORMAT_PRIVTREE = 3
 FORMAT_LEVELS = 4          # a tree of unequal level budgets (level_ratio != 1), either partition
+FORMAT_PRIVTREE_OPTIONS = 5  # PrivTree of fanout 4 and/or merged leaves, any level ratio
 
 
 def to_record(syn):
     """``(kind, meta, arrays, None)`` of the synopsis ``syn`` (released numbers only)."""
     eps = lambda f: [f.numerator, f.denominator]  # noqa: E731
     tree_part = isinstance(syn.partition, TreePartition)
+    merged = isinstance(syn.partition, MergedPartition)
+    options = tree_part and (merged or syn.partition.fanout != 2)
     levels = syn.level_ratio != 1
     meta = {
-        "format": (FORMAT_LEVELS if levels else FORMAT_PRIVTREE if tree_part
-                   else FORMAT_DNRR),
+        "format": (FORMAT_PRIVTREE_OPTIONS if options else FORMAT_LEVELS if levels
+                   else FORMAT_PRIVTREE if tree_part else FORMAT_DNRR),
         "domain": [int(syn.domain[0]), int(syn.domain[1])],
         "epsilon_partition": eps(syn.epsilon_partition),
         "epsilon_tree": eps(syn.epsilon_tree),
@@ -60,6 +66,12 @@ def to_record(syn):
     if syn.clipped:        # absent: refused out-of-domain values (every older file)
         meta["clipped"] = True
     arrays = {"end_offsets": syn._ends, "released": syn._released}
+    if options:
+        meta["privtree_fanout"] = syn.partition.fanout
+    if merged:
+        meta["merge_epsilon"] = eps(syn.partition.merge_epsilon)
+        arrays["leaf_end_offsets"] = syn.partition.leaves.end_offsets
+        arrays["leaf_noisy_counts"] = syn.partition.noisy_counts
     return KIND, meta, arrays, None
 
 
@@ -72,10 +84,18 @@ def from_record(meta, arrays, from_release):
     """
     try:
         fmt = meta.get("format")
-        if fmt not in (FORMAT_DNRR, FORMAT_PRIVTREE, FORMAT_LEVELS):
+        if fmt not in (FORMAT_DNRR, FORMAT_PRIVTREE, FORMAT_LEVELS, FORMAT_PRIVTREE_OPTIONS):
             raise FormatError(f"unknown interval-synopsis format {fmt!r}")
         ratio = Fraction(1)
-        if fmt == FORMAT_LEVELS:
+        if fmt == FORMAT_PRIVTREE_OPTIONS:
+            if "level_ratio" in meta:
+                num, den = meta["level_ratio"]
+                if not (is_int(num) and is_int(den) and den > 0):
+                    raise FormatError("interval synopsis record: level_ratio must be two "
+                                      "integers")
+                ratio = check_ratio(Fraction(int(num), int(den)), "level_ratio")
+            privtree = True
+        elif fmt == FORMAT_LEVELS:
             if meta.get("partition") not in (PRIVTREE, "dnrr"):
                 raise FormatError("interval synopsis record: format 4 names its partition "
                                   "('privtree' or 'dnrr')")
@@ -109,8 +129,18 @@ def from_record(meta, arrays, from_release):
                 raise FormatError("interval synopsis record: a PrivTree partition needs the "
                                   "uniform or cover estimator")
             shards = check_int(meta["shards"], "shards", 1, MAX_SHARDS)
-            part = TreePartition(ends, domain=meta["domain"], epsilon=eps_p, beta=beta / 2,
-                                 shards=shards)
+            pt_fanout = meta["privtree_fanout"] if fmt == FORMAT_PRIVTREE_OPTIONS else 2
+            if "merge_epsilon" in meta and fmt == FORMAT_PRIVTREE_OPTIONS:
+                part = MergedPartition(arrays["leaf_end_offsets"], arrays["leaf_noisy_counts"],
+                                       domain=meta["domain"], epsilon=eps_p,
+                                       merge_epsilon=Fraction(*meta["merge_epsilon"]),
+                                       beta=beta / 2, shards=shards, fanout=pt_fanout)
+                if not np.array_equal(part.end_offsets, ends):
+                    raise FormatError("interval synopsis record: the segments are not the "
+                                      "merge of the saved leaves")
+            else:
+                part = TreePartition(ends, domain=meta["domain"], epsilon=eps_p, beta=beta / 2,
+                                     shards=shards, fanout=pt_fanout)
         else:
             part = Partition(ends, domain=meta["domain"], epsilon=eps_p, beta=beta / 2,
                              threshold_factor=meta["threshold_factor"])

@@ -40,7 +40,6 @@ from .params import (as_offsets, check_beta, check_bool, check_domain, check_int
                      exact_epsilon, is_int, split_epsilon, renamed_keyword)
 from .aggregates import aggregate, check_counts
 from .partitions import fig1_threshold, partition_of_sorted, partition_source_axis
-from .partitions.privtree import privtree_parameters
 from .partitions.sharded import check_shards
 from .rng import resolve_rng
 from .sources import as_source, is_source
@@ -52,7 +51,8 @@ from .interval_answers import IntervalAnswers
 from .interval_options import (DEFAULT_ESTIMATOR, DEFAULT_FANOUT, DEFAULT_LEVEL_RATIO,  # noqa: F401
                                DEFAULT_PARTITION, DEFAULT_SHARE, DEFAULT_TREE, DNRR_ESTIMATOR,
                                DNRR_FACTOR, DNRR_SHARE, check_level_ratio, check_level_scales,
-                               check_method, check_tree_options, tree_scales)
+                               check_method, check_privtree_epsilon, check_privtree_options,
+                               check_tree_options, tree_scales)
 from .interval_record import KIND, from_record, to_record
 
 __all__ = ["IntervalSynopsis"]
@@ -199,7 +199,7 @@ class IntervalSynopsis(IntervalAnswers):
               partition_share=None, threshold_factor=None, k=19, budget=None,
               counts=None, shards=None, delta=0, columns=None, scale=None,
               resolution=None, dropna=False, partition=None, level_ratio=None, clip=False,
-              tree=None):
+              privtree_fanout=2, privtree_merge=None, tree=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -297,6 +297,10 @@ class IntervalSynopsis(IntervalAnswers):
             ``"privtree"``, or ``"dnrr"`` when ``threshold_factor`` or a
             seal estimator is given.  DNRR-only options with
             ``partition="privtree"`` raise ParameterError.
+        privtree_fanout, privtree_merge : {2, 4}; float, optional
+            PrivTree's fanout (default 2), and the share of its epsilon spent
+            on merging leaves of similar noisy density (default None: no
+            merge; :mod:`pydp_synopsis.partitions.merge`, docs/guide/partition.md).
         clip : bool
             Clip instead of refusing: a value below ``lo`` counts as ``lo``,
             one above ``hi`` as ``hi`` (exactly, on the integer grid, after the
@@ -357,6 +361,7 @@ class IntervalSynopsis(IntervalAnswers):
                                DEFAULT_TREE)
         method, estimator, partition_share, factor = check_method(
             partition, estimator, partition_share, threshold_factor)
+        pt_fanout, pt_merge = check_privtree_options(method, privtree_fanout, privtree_merge)
         tree, fanout, consistency, estimator, k = check_tree_options(tree, fanout, consistency,
                                                                  estimator, k)
         share = check_share(partition_share, "partition_share")
@@ -374,7 +379,7 @@ class IntervalSynopsis(IntervalAnswers):
         if method == "dnrr":
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         else:
-            privtree_parameters(eps_p)                                         # the same check
+            check_privtree_epsilon(eps_p, pt_fanout, pt_merge)                 # the same check
         check_level_scales(ratio, domain, tree, fanout, eps_t)
         n_shards = check_shards(shards, [domain])
         rng = resolve_rng(rng)
@@ -387,8 +392,8 @@ class IntervalSynopsis(IntervalAnswers):
             with source.prepare([domain], **({"clip": True} if clip else {})) as prepared:
                 charge(budget, eps_p + eps_t, what, dlt)
                 part, counts = partition_source_axis(prepared, 0, domain, eps_p, beta / 2, rng,
-                                                     n_shards, method=method,
-                                                     threshold_factor=factor)
+                                                     n_shards, method=method, threshold_factor=factor,
+                                                     privtree_fanout=pt_fanout, privtree_merge=pt_merge)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
                                     estimator=estimator, k=k, dlt=dlt, ratio=ratio)
@@ -406,7 +411,8 @@ class IntervalSynopsis(IntervalAnswers):
             # One sort (in threads) serves the partition and the segment counts.
             srt, cnt = sort_u64(np.ascontiguousarray(offsets, dtype=np.uint64)), None
         part, counts = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng, cnt,
-                                           method=method, shards=n_shards, weights=True)
+                                           method=method, shards=n_shards, weights=True,
+                                           privtree_fanout=pt_fanout, privtree_merge=pt_merge)
         if cnt is None and int(counts.sum()) != offsets.size:
             raise AssertionError("partition weights do not add up to the number of values")
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,

@@ -44,6 +44,7 @@ PRIVATE_MODULES = {
 #: modules that run a mechanism (draw noise or decide a release): the sources
 #: read data and may import none of them
 MECHANISMS = ("partitions.entry", "partitions.dnrr", "partitions.online", "partitions.privtree",
+              "partitions.merge",
               "partitions.runner", "noise", "gaussian", "trees", "counters", "sparse_counter",
               "intervals", "rectangles", "partition", "privtree", "shards")
 

@@ -149,6 +149,9 @@ def cmd_build(args):
     dims = len(columns) or len(args.domain.split(","))
     if args.partition is not None and dims != 1:
         raise UsageError("--partition applies to one column (an interval synopsis)")
+    if (args.privtree_fanout is not None or args.privtree_merge is not None) and dims != 1:
+        raise UsageError("--privtree-fanout and --privtree-merge apply to one column "
+                         "(an interval synopsis)")
     units, domain = _describe_build(args, columns, dims)
     if units is None and columns:
         units = describe_axes(None, domain, columns=columns)     # named integer columns
@@ -162,7 +165,8 @@ def cmd_build(args):
             syn = IntervalSynopsis.build(observed, domain=domain[0], epsilon=args.epsilon,
                                          beta=args.beta, rng=rng, shards=args.shards,
                                          columns=units, partition=args.partition,
-                                         clip=args.clip)
+                                         clip=args.clip, privtree_fanout=args.privtree_fanout or 2,
+                                         privtree_merge=args.privtree_merge)
             what = f"interval synopsis: {len(syn):,} segments"
         else:
             syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,

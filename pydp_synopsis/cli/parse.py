@@ -100,6 +100,15 @@ def build_parser():
     b.add_argument("--partition", choices=("privtree", "dnrr"), default=None,
                    help="one column: the private partition (default privtree; dnrr: the "
                         "paper's Fig. 1)")
+    b.add_argument("--privtree-fanout", dest="privtree_fanout", type=integer, choices=(2, 4),
+                   default=None, metavar="{2,4}",
+                   help="one column, PrivTree: the tree's fanout (default 2; 4 splits a node in "
+                        "four by two halvings, docs/guide/partition.md)")
+    b.add_argument("--privtree-merge", dest="privtree_merge", type=real, default=None,
+                   metavar="SHARE",
+                   help="one column, PrivTree: spend SHARE in (0, 1) of the partition's epsilon "
+                        "on noisy leaf counts and merge adjacent leaves of similar density "
+                        "(default: no merge)")
     b.add_argument("--database", metavar="URL",
                    help="sqlite:///file.db, duckdb:///file.duckdb, postgresql://user@host/db, "
                         "or a .db/.sqlite/.duckdb path (opened read-only)")

@@ -10,6 +10,7 @@ from .. import persist
 from ..errors import InputError, SynopsisError, UsageError
 from ..inputs import parse_scale, to_fixed_point
 from ..intervals import IntervalSynopsis
+from ..partitions.merge import partition_summary
 from ..queryfiles import located, query_chunks, spooled_stdout
 from ..rectangles import RectangleSynopsis
 from ..sources.files import in_file
@@ -203,6 +204,7 @@ def cmd_info(args):
                   f"{c.format(lo)} .. {c.format(hi)}")
     if isinstance(obj, IntervalSynopsis):
         print(f"segments:       {len(obj):,}")
+        print(f"partition:      {partition_summary(obj.partition)}")
     elif isinstance(obj, RectangleSynopsis):
         print(f"nodes:          {obj.num_nodes:,}")
         print(f"segments/axis:  {', '.join(str(len(p)) for p in obj.partitions)}")

@@ -36,8 +36,10 @@ from ..errors import DomainError, ParameterError
 from ..params import as_offsets, check_beta, check_bool, check_domain, check_threshold_factor, exact_epsilon
 from ..rng import Rng, resolve_rng
 from .._threads import sort_u64
+from .merge import merge_epsilons, merge_leaves
 from .dnrr import DNRR_FACTOR, Partition, dnrr_of_chunks, dnrr_of_sorted
-from .privtree import PRIVTREE, TreePartition, privtree_of_chunks, privtree_of_sorted
+from .privtree import (PRIVTREE, TreePartition, check_privtree_fanout, privtree_of_chunks,
+                       privtree_of_sorted)
 from .sharded import shard_domains, shard_streams, split_chunks
 
 __all__ = ["METHODS", "method_of", "private_partition", "partition_of_sorted", "partition_of_chunks",
@@ -169,7 +171,8 @@ def private_partition(values, *, domain, epsilon, beta=0.05, rng=None, threshold
 
 
 def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor=None, rng=None,
-                        counts=None, *, method="dnrr", shards=1, weights=False):
+                        counts=None, *, method="dnrr", shards=1, weights=False,
+                        privtree_fanout=2, privtree_merge=None):
     """The package's one entry to a partition: checked, sorted offsets in, a partition out.
 
     For builders that check their arguments at their own public entry and
@@ -208,6 +211,15 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor=
     weights : bool
         Also return the true number of items in each segment (not private:
         the caller adds noise).
+    privtree_fanout : {2, 4}
+        PrivTree's fanout (:mod:`~pydp_synopsis.partitions.privtree`; checked
+        before any draw); ignored by DNRR.
+    privtree_merge : Fraction, optional
+        PrivTree only: the share of ``epsilon`` spent on noisy leaf counts
+        that merge adjacent leaves of similar density
+        (:mod:`~pydp_synopsis.partitions.merge`, checked by
+        :func:`~pydp_synopsis.partitions.merge.check_merge_share`); PrivTree
+        gets the rest and half of ``beta``.  None: no merge.
 
     Returns
     -------
@@ -221,14 +233,23 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor=
     independent of the domain size.
     """
     method, factor = method_of(method, threshold_factor)
+    fanout = check_privtree_fanout(privtree_fanout)
     rng = resolve_rng(rng)
+    if privtree_merge is not None and method == PRIVTREE:
+        eps_1, eps_m = merge_epsilons(epsilon, privtree_merge)
+        leaves, true = partition_of_sorted(sorted_offsets, domain, eps_1, beta / 2, None, rng,
+                                           counts, method=method, shards=shards, weights=True,
+                                           privtree_fanout=fanout)
+        part, true = merge_leaves(leaves, true, eps_m, rng)
+        return (part, true) if weights else part
     if shards > 1 or (weights and counts is not None):
         chunks = [(sorted_offsets, counts) if counts is not None else aggregate(sorted_offsets)]
-        out = partition_sharded(chunks, domain, shards, epsilon, beta, factor, rng, method=method)
+        out = partition_sharded(chunks, domain, shards, epsilon, beta, factor, rng, method=method,
+                                privtree_fanout=fanout)
         return out if weights else out[0]
     if method == PRIVTREE:
         return privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts,
-                                  leaf_counts=weights)
+                                  leaf_counts=weights, fanout=fanout)
     part = dnrr_of_sorted(sorted_offsets, domain, epsilon, beta, factor, rng, counts)
     if not weights:
         return part
@@ -237,7 +258,7 @@ def partition_of_sorted(sorted_offsets, domain, epsilon, beta, threshold_factor=
 
 
 def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor=None, rng=None,
-                        threshold_size=None, *, method="dnrr"):
+                        threshold_size=None, *, method="dnrr", privtree_fanout=2):
     """The partition of a stream of sorted aggregates, and its true segment weights.
 
     The streaming form of :func:`partition_of_sorted` (under a seed the same
@@ -249,7 +270,7 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor=None, rn
     chunks : iterable of (numpy.ndarray of uint64, numpy.ndarray of int64)
         Offsets from ``lo`` with their counts: offsets non-decreasing within
         and across chunks, counts >= 0 (checked by the caller).
-    domain, epsilon, beta, threshold_factor, rng, method
+    domain, epsilon, beta, threshold_factor, rng, method, privtree_fanout
         As for :func:`partition_of_sorted`.
     threshold_size : int, optional
         The size of the whole domain when ``domain`` is one of its shards.
@@ -261,22 +282,24 @@ def partition_of_chunks(chunks, domain, epsilon, beta, threshold_factor=None, rn
     method, factor = method_of(method, threshold_factor)
     rng = resolve_rng(rng)
     if method == PRIVTREE:
-        return privtree_of_chunks(chunks, domain, epsilon, beta, rng, threshold_size)
+        return privtree_of_chunks(chunks, domain, epsilon, beta, rng, threshold_size,
+                                  fanout=privtree_fanout)
     return dnrr_of_chunks(chunks, domain, epsilon, beta, factor, rng, threshold_size)
 
 
 def assemble_partition(end_offsets, lo, hi, epsilon, beta, threshold_factor=None, shards=1, *,
-                       method="dnrr"):
+                       method="dnrr", privtree_fanout=2):
     """The partition whose shards (in order) ended at ``end_offsets`` (no re-validation
     for DNRR; PrivTree's leaf depths are recomputed, which checks them)."""
     method, factor = method_of(method, threshold_factor)
     if method == PRIVTREE:
-        return TreePartition._checked(end_offsets, lo, hi, epsilon, beta, shards)
+        return TreePartition._checked(end_offsets, lo, hi, epsilon, beta, shards,
+                                      fanout=privtree_fanout)
     return Partition._checked(end_offsets, lo, hi, epsilon, beta, factor)
 
 
 def partition_sharded(chunks, domain, k, epsilon, beta, threshold_factor=None, rng=None, *,
-                      method="dnrr"):
+                      method="dnrr", privtree_fanout=2):
     """The partition of a sorted aggregate stream over k public shards, and its weights.
 
     Parameters
@@ -286,7 +309,7 @@ def partition_sharded(chunks, domain, k, epsilon, beta, threshold_factor=None, r
     domain : (int, int)
     k : int
         Number of shards (1: the unsharded partition, drawn from ``rng``).
-    epsilon, beta, threshold_factor, rng, method
+    epsilon, beta, threshold_factor, rng, method, privtree_fanout
         Checked parameters; when k > 1 shard i draws from
         ``shard_streams(rng).derive(i)``.
 
@@ -302,7 +325,8 @@ def partition_sharded(chunks, domain, k, epsilon, beta, threshold_factor=None, r
     method, factor = method_of(method, threshold_factor)
     rng = resolve_rng(rng)
     if k == 1:
-        return partition_of_chunks(chunks, domain, epsilon, beta, factor, rng, method=method)
+        return partition_of_chunks(chunks, domain, epsilon, beta, factor, rng, method=method,
+                                   privtree_fanout=privtree_fanout)
     lo, hi = domain
     shards = shard_domains(domain, k)
     streams = shard_streams(rng)
@@ -321,15 +345,16 @@ def partition_sharded(chunks, domain, k, epsilon, beta, threshold_factor=None, r
         # the stream is sorted: shard i's entries come before shard i+1's, so
         # each shard's partition consumes them as they pass (memory O(chunk))
         part, w = partition_of_chunks(own(i), shard, epsilon, beta, factor, streams.derive(i),
-                                      hi - lo + 1, method=method)
+                                      hi - lo + 1, method=method, privtree_fanout=privtree_fanout)
         ends.append(part.end_offsets.astype(np.uint64) + np.uint64(shard[0] - lo))
         weights.append(w)
-    return (assemble_partition(np.concatenate(ends), lo, hi, epsilon, beta, factor, k, method=method),
+    return (assemble_partition(np.concatenate(ends), lo, hi, epsilon, beta, factor, k, method=method,
+                               privtree_fanout=privtree_fanout),
             np.concatenate(weights))
 
 
 def shard_partition(agg, shard, shift, epsilon, beta, threshold_factor, threshold_size, key, seeded,
-                    method="dnrr"):
+                    method="dnrr", privtree_fanout=2):
     """One shard's partition from its own stream, ends as offsets of the whole domain.
 
     The task a cluster runs per shard (:mod:`~pydp_synopsis.partitions.runner`):
@@ -341,5 +366,6 @@ def shard_partition(agg, shard, shift, epsilon, beta, threshold_factor, threshol
     keys, counts = agg
     part, weights = partition_of_chunks(iter([(keys - np.uint64(shift), counts)]), shard, epsilon,
                                         beta, threshold_factor, Rng._from_key(key, seeded),
-                                        threshold_size, method=method)
+                                        threshold_size, method=method,
+                                        privtree_fanout=privtree_fanout)
     return part.end_offsets.astype(np.uint64) + np.uint64(shift), weights

@@ -1,17 +1,22 @@
 """PrivTree: a private partition that refines where the data are, at any depth.
 
 The interval synopsis' default partition (``partition="privtree"``).  The
-domain ``[lo, hi]`` is the root of a binary tree: a node ``[a, b]`` of width
-``>= 2`` splits into ``[a, m]`` and ``[m + 1, b]``, ``m = a + (b - a) // 2``.
-Top-down from the root, a node of depth ``d`` (root 0) holding ``c`` items
-is split iff
+domain ``[lo, hi]`` is the root of a tree of fanout ``beta`` in ``{2, 4}``
+(``privtree_fanout``, default 2).  Halving a node ``[a, b]`` of width ``>= 2``
+gives ``[a, m]`` and ``[m + 1, b]``, ``m = a + (b - a) // 2``; with ``beta = 2``
+a node that splits is halved once, with ``beta = 4`` twice (its children are
+the nodes two halvings below it; a half of width 1 is not halved again, so a
+node of width 2 or 3 has 2 or 3 children).  Every leaf is therefore a node of
+the one binary halving tree, a valid segment end, whatever ``beta``.
+Top-down from the root, a node of depth ``d`` (root 0, one per level of the
+``beta``-ary tree) holding ``c`` items is split iff
 
     ``max(theta - delta, c - d * delta) + Z > theta``,   ``Z ~ DLap(lambda)``,
 
-with ``theta = 0``, ``lambda = 3 / epsilon`` and an integer
-``delta >= lambda ln 2`` (Zhang, Xiao, Xie, Algorithm 2 with fanout
-``beta = 2``: ``lambda = (2 beta - 1) / ((beta - 1) epsilon)``, ``delta =
-lambda ln beta``).  The leaves, in domain order, are the released segments.
+with ``theta = 0``, ``lambda = (2 beta - 1) / ((beta - 1) epsilon)`` (``3 /
+epsilon`` for ``beta = 2``, ``7 / (3 epsilon)`` for ``beta = 4``) and an
+integer ``delta >= lambda ln beta`` (Zhang, Xiao, Xie, Algorithm 2 and
+Corollary 1).  The leaves, in domain order, are the released segments.
 A node of width 1 is a leaf without a draw.  The C kernel
 (``csrc/privtree.c``) visits only the tested nodes: ``O(m log n)`` for
 ``m`` leaves, whatever the domain size (up to ``2**64``).
@@ -22,9 +27,10 @@ PrivTree's leaves are small where the data are dense and stop as soon as a
 region is empty -- a heavy value becomes a leaf of width 1 (no bias at all),
 an empty stretch of ``10^18`` values costs a few leaves holding nothing.
 
-Privacy (the discrete form of [ZXX16]_ Theorem 3 / Corollary 1).  Let a
-neighbour add one item ``x``; only the nodes on ``x``'s root path change
-count, by one.  Write ``b(v) = c(v) - d(v) delta`` (unfloored).  Along the
+Privacy (the discrete form of [ZXX16]_ Theorem 3 / Corollary 1, any
+``beta``; write ``q = 1 / beta``).  Let a neighbour add one item ``x``; only
+the tested nodes on ``x``'s root path in the ``beta``-ary tree change count,
+by one (the intermediate halves of a 4-ary split are never tested).  Write ``b(v) = c(v) - d(v) delta`` (unfloored).  Along the
 path ``b`` grows by at least ``delta`` per level upward (a parent holds at
 least its child's items and is one level higher).  The discrete Laplace pmf
 is ``(1 - a)/(1 + a) a^|z|``, ``a = e^{-1/lambda}``, so for integer ``k``:
@@ -43,18 +49,24 @@ whose biased count moves up by one:
 On the path at most one moved node has ``b`` in ``[theta - delta,
 theta)``, and those with ``b >= theta`` have ``b >= theta + j delta`` for
 distinct ``j >= 0``; so the loss is at most ``(1/lambda) (1 + sum_j
-e^{-j delta / lambda}) <= (1/lambda) (1 + 2) = 3/lambda = epsilon`` because
-``e^{-delta/lambda} <= 1/2``.  The other direction (removing ``x``) is
-bounded by the same sum over the same nodes.  Everything is integer:
-``delta`` is ``ceil(lambda ln 2 (1 + 1e-12))`` (the factor covers the
-rounding of the double product, so ``delta >= lambda ln 2`` exactly), the
-noise is exact (:mod:`pydp_synopsis.noise`), and a larger ``delta`` only
-lowers the loss.
+e^{-j delta / lambda}) <= (1/lambda) (1 + sum_j q^j) = (1/lambda) (1 + 1 /
+(1 - q)) = (2 beta - 1) / ((beta - 1) lambda) = epsilon`` because
+``e^{-delta/lambda} <= q = 1/beta`` (``delta >= lambda ln beta``).  With
+``beta = 2`` the sum is ``1 + 2 = 3``, with ``beta = 4`` it is ``1 + 4/3 =
+7/3``: the 4-ary tree needs less noise (``lambda = 7/(3 epsilon)``) and a
+larger bias per level (``delta = lambda ln 4``), and it tests about half as
+many levels.  The other direction (removing ``x``) is bounded by the same
+sum over the same nodes.  Everything is integer: ``delta`` is ``ceil(lambda
+ln beta (1 + 1e-12))`` (the factor covers the rounding of the double
+product, so ``delta >= lambda ln beta`` exactly), ``lambda`` is an exact
+rational, the noise is exact (:mod:`pydp_synopsis.noise`), and a larger
+``delta`` only lowers the loss.  The fanout is public (an argument, saved
+with the partition).
 
 Weight bound (for error bars).  A leaf of width ``>= 2`` at depth ``d``
 was tested and not split, so its count is ``c <= theta + d delta - Z``.
 Union-bounding ``Z > -k_d`` over every node the tree could test at depth
-``d`` (at most ``N_d = min(shards 2^d, D)``) and over the ``L`` depths at
+``d`` (at most ``N_d = min(shards beta^d, D)``) and over the ``L`` depths at
 which nodes of width ``>= 2`` exist: with ``k_d`` the least integer with
 ``N_d a^k / (1 + a) <= beta / L``, every leaf of width ``>= 2`` holds at
 most ``W_d = theta + d delta + k_d - 1`` items, with probability ``>= 1 -
@@ -86,12 +98,16 @@ from ..errors import DomainError, FormatError, ParameterError
 from .dnrr import Partition, checked_ends
 from .sharded import check_shards, shard_domains
 
-__all__ = ["TREE_PARTITION_KIND", "TreePartition", "PRIVTREE", "privtree_parameters", "root_depth", "privtree_of_sorted",
+__all__ = ["TREE_PARTITION_KIND", "TreePartition", "PRIVTREE", "PRIVTREE_FANOUTS",
+           "check_privtree_fanout", "privtree_parameters", "root_depth", "privtree_of_sorted",
            "privtree_of_chunks"]
 
 #: The persist record of a PrivTree partition (``ps.save(partition)``) and its version.
 TREE_PARTITION_KIND = "privtree-partition"
-TREE_PARTITION_VERSION = 1
+TREE_PARTITION_VERSION = 1         # fanout 2 (every file before the 4-ary tree)
+TREE_PARTITION_VERSION_FANOUT = 2  # records its fanout (written for fanout 4 only)
+#: The fanouts ``privtree_fanout=`` takes.
+PRIVTREE_FANOUTS = (2, 4)
 
 #: The name of the method, stored with a synopsis and accepted by ``partition=``.
 PRIVTREE = "privtree"
@@ -103,21 +119,38 @@ _MAX_LEAVES = 1 << 32
 _SPILL_ENTRIES = 1 << 22
 
 
-def privtree_parameters(epsilon):
-    """``(lambda, delta)`` for ``epsilon`` (a checked Fraction): ``lambda = 3/epsilon``
-    exactly, ``delta`` the least integer that is surely ``>= lambda ln 2``.
+def check_privtree_fanout(fanout):
+    """``fanout`` checked: 2 or 4 (an int), else one line naming ``privtree_fanout``.
+
+    Examples
+    --------
+    >>> check_privtree_fanout(4)
+    4
+    """
+    if isinstance(fanout, bool) or not isinstance(fanout, (int, np.integer)) \
+            or int(fanout) not in PRIVTREE_FANOUTS:
+        raise ParameterError(f"privtree_fanout must be 2 or 4, got {fanout!r}")
+    return int(fanout)
+
+
+def privtree_parameters(epsilon, fanout=2):
+    """``(lambda, delta)`` for ``epsilon`` (a checked Fraction) and the tree's fanout
+    ``beta`` in {2, 4}: ``lambda = (2 beta - 1) / ((beta - 1) epsilon)`` exactly
+    (``3 / epsilon``, ``7 / (3 epsilon)``), ``delta`` the least integer that is surely
+    ``>= lambda ln beta`` ([ZXX16]_ Corollary 1).
 
     Raises
     ------
     ParameterError
         ``epsilon`` so small that ``lambda > 2**48`` or ``delta > 2**53``.
     """
-    lam = Fraction(3) / epsilon
+    fanout = check_privtree_fanout(fanout)
+    lam = Fraction(2 * fanout - 1, fanout - 1) / epsilon
     if lam > _MAX_SCALE or lam.numerator >= LIMITS.param_limit \
             or lam.denominator >= LIMITS.param_limit:
         raise ParameterError(f"epsilon of the PrivTree partition must be >= 3 / 2**48 with a "
                              f"numerator below 2**62 / 3, got {epsilon}")
-    delta = math.ceil(float(lam) * math.log(2.0) * (1 + 1e-12))
+    delta = math.ceil(float(lam) * math.log(float(fanout)) * (1 + 1e-12))
     if delta > _MAX_DELTA:
         raise ParameterError(f"epsilon of the PrivTree partition is too small, got {epsilon}")
     return lam, delta
@@ -130,7 +163,7 @@ def _shard_bounds(lo, hi, shards):
     return [(a - lo, b - lo) for a, b in shard_domains((lo, hi), shards)]
 
 
-def root_depth(size, width):
+def root_depth(size, width, fanout=2):
     """The depth a shard of ``width`` values starts at in the tree of a domain of
     ``size`` values: the least ``d`` with ``ceil(size / 2^d) <= width`` (0 for the
     whole domain).  Public (sizes only); with equal power-of-two shards the shard
@@ -147,13 +180,17 @@ def root_depth(size, width):
 
     Examples
     --------
-    >>> root_depth(16, 4), root_depth(10, 10), root_depth(2**64, 1)
-    (2, 0, 64)
+    With ``fanout=4`` the depth counts 4-ary levels: half the binary depth,
+    rounded up (a public number: any public root depth keeps the proof).
+
+    >>> root_depth(16, 4), root_depth(10, 10), root_depth(2**64, 1), root_depth(16, 8, 4)
+    (2, 0, 64, 1)
     """
     if not 1 <= width <= size:
         raise ParameterError(f"shard width must be in [1, {size}] (at most as many shards as "
                              f"values), got {width}")
-    return next(d for d in range(size.bit_length() + 1) if -(-size // (1 << d)) <= width)
+    d = next(d for d in range(size.bit_length() + 1) if -(-size // (1 << d)) <= width)
+    return d if fanout == 2 else (d + 1) // 2
 
 
 class TreePartition(Partition):
@@ -177,36 +214,42 @@ class TreePartition(Partition):
         The failure probability of its weight bound.
     shards : int
         The number of public shards it was built in (1: one tree).
+    fanout : {2, 4}
+        The tree's fanout ``beta`` (``privtree_fanout``; 4: two halvings per
+        level, so the leaves are still nodes of the binary halving tree).
 
     Attributes
     ----------
     depths : numpy.ndarray of uint8
-        Each leaf's depth in its shard's tree (the root is 0).
+        Each leaf's depth in its shard's tree (the root is 0), in levels of
+        the ``fanout``-ary tree.
     scale : Fraction
-        The split noise's scale ``lambda = 3 / epsilon``.
+        The split noise's scale ``lambda = (2 beta - 1) / ((beta - 1) epsilon)``.
     bias : int
-        The per-depth bias ``delta >= lambda ln 2``.
+        The per-depth bias ``delta >= lambda ln beta``.
 
     References
     ----------
     .. [ZXX16] Zhang, Xiao, Xie, SIGMOD 2016, Algorithm 2, Corollary 1.
     """
 
-    def __init__(self, end_offsets, *, domain, epsilon, beta, shards=1):
+    def __init__(self, end_offsets, *, domain, epsilon, beta, shards=1, fanout=2):
         if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
             raise ParameterError(f"shards must be an int >= 1, got {shards!r}")
+        fanout = check_privtree_fanout(fanout)
         offs, lo, hi, eps, beta = checked_ends(end_offsets, domain, epsilon, beta)
-        self._store_tree(offs, lo, hi, eps, beta, shards)
+        self._store_tree(offs, lo, hi, eps, beta, shards, fanout)
 
     @classmethod
-    def _checked(cls, end_offsets, lo, hi, epsilon, beta, shards=1):
+    def _checked(cls, end_offsets, lo, hi, epsilon, beta, shards=1, fanout=2):
         """A partition the package has just drawn (depths recomputed, never trusted)."""
         self = cls.__new__(cls)
-        self._store_tree(end_offsets, lo, hi, epsilon, beta, shards)
+        self._store_tree(end_offsets, lo, hi, epsilon, beta, shards, fanout)
         return self
 
-    def _store_tree(self, end_offsets, lo, hi, epsilon, beta, shards):
-        self.scale, self.bias = privtree_parameters(epsilon)
+    def _store_tree(self, end_offsets, lo, hi, epsilon, beta, shards, fanout=2):
+        self.scale, self.bias = privtree_parameters(epsilon, fanout)
+        self._fanout = fanout
         self._store(end_offsets, lo, hi, epsilon, beta, PRIVTREE)
         self._shards = shards
         self._leaf_bounds = None
@@ -215,15 +258,16 @@ class TreePartition(Partition):
         start = 0
         self._roots = []
         for first, last in _shard_bounds(lo, hi, shards):
-            d0 = root_depth(hi - lo + 1, last - first + 1)
+            d0 = root_depth(hi - lo + 1, last - first + 1, fanout)
             self._roots.append((d0, last - first + 1))
             stop = int(np.searchsorted(ends, np.uint64(last), side="right"))
             if stop <= start or int(ends[stop - 1]) != last:
                 raise DomainError("end_offsets are not the leaves of PrivTree's halving tree")
             piece = np.ascontiguousarray(ends[start:stop])
             out = depths[start:stop]
-            st = lib.pds_privtree_depths(ffi.from_buffer("uint64_t[]", piece), piece.size,
-                                         first, last, d0, ffi.from_buffer("uint8_t[]", out))
+            st = lib.pds_privtree_depths_k(ffi.from_buffer("uint64_t[]", piece), piece.size,
+                                           first, last, d0, fanout,
+                                           ffi.from_buffer("uint8_t[]", out))
             if st == lib.PDS_ESTATE:
                 raise DomainError("end_offsets are not the leaves of PrivTree's halving tree")
             check(st, "privtree depths")
@@ -236,11 +280,21 @@ class TreePartition(Partition):
         """The number of public shards the tree was grown in."""
         return self._shards
 
+    @property
+    def fanout(self):
+        """The tree's fanout ``beta`` (2 or 4)."""
+        return self._fanout
+
     def _to_record(self):
-        """``(kind, meta, arrays, mode)`` for :func:`pydp_synopsis.save` (released numbers)."""
+        """``(kind, meta, arrays, mode)`` for :func:`pydp_synopsis.save` (released numbers).
+        Fanout 2 writes version 1 as before; fanout 4 writes version 2 with its fanout
+        (an older reader refuses it rather than read it as a binary tree)."""
         meta = {"version": TREE_PARTITION_VERSION, "domain": [int(self._lo), int(self._hi)],
                 "epsilon": [self._epsilon.numerator, self._epsilon.denominator],
                 "beta": self._beta, "shards": self._shards}
+        if self._fanout != 2:
+            meta["version"] = TREE_PARTITION_VERSION_FANOUT
+            meta["fanout"] = self._fanout
         return TREE_PARTITION_KIND, meta, {"end_offsets": self._offsets}, None
 
     @property
@@ -258,11 +312,14 @@ class TreePartition(Partition):
         (module doc), all at once with probability ``>= 1 - beta``.  O(1)."""
         lam = float(self.scale)
         a = math.exp(-1.0 / lam)
-        # depths at which some shard has nodes of width >= 2
-        levels = len({d0 + j for d0, w in self._roots for j in range((w - 1).bit_length())}) or 1
+        # depths at which some shard has nodes of width >= 2 (a 4-ary level: two halvings)
+        per = 1 if self._fanout == 2 else 2
+        levels = len({d0 + j for d0, w in self._roots
+                      for j in range(-(-(w - 1).bit_length() // per))}) or 1
         d = np.arange(129)
-        # nodes a depth can hold: sum over shards of 2^(d - d0), at most D
-        nodes = [min(self._size, sum(1 << (int(x) - d0) for d0, _ in self._roots if x >= d0))
+        # nodes a depth can hold: sum over shards of beta^(d - d0), at most D
+        nodes = [min(self._size, sum(1 << (per * (int(x) - d0)) for d0, _ in self._roots
+                                     if x >= d0))
                  for x in d]
         log_nodes = np.log(np.maximum(np.array(nodes, dtype=np.float64), 1.0))
         x = (log_nodes - math.log1p(a) + math.log(levels) - math.log(self._beta)) * lam
@@ -297,32 +354,34 @@ class TreePartition(Partition):
         return self.interior_weight_bound()
 
     def _key(self):
-        return (self.domain, self._epsilon, self._beta, self._shards)
+        return (self.domain, self._epsilon, self._beta, self._shards, self._fanout)
 
 
 # --------------------------------------------------------------------------
 # Driving the kernel.
 
 def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False, *, scale_bias=None,
-          theta=_THETA):
+          theta=_THETA, fanout=2):
     """The leaves' end offsets of one tree over ``[first, last]`` and their true
     counts (not private), from the C kernel.  ``cum`` None: ``keys`` is a sorted
     column with repeats, one item each.  ``release``: ``keys`` and ``cum`` are
     read-only memory maps whose pages the kernel drops behind its walk.
     ``scale_bias`` ``(lambda, delta)`` and ``theta`` replace the release's
-    parameters of ``epsilon`` (``research/explore_privtree.py`` only)."""
-    lam, delta = privtree_parameters(epsilon) if scale_bias is None else scale_bias
+    parameters of ``epsilon`` (``research/explore_privtree.py`` and the tests' mutants
+    only).  ``fanout``: 2 or 4 (checked by the caller; the kernel refuses others)."""
+    lam, delta = privtree_parameters(epsilon, fanout) if scale_bias is None else scale_bias
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     if cum is not None:
         cum = np.ascontiguousarray(cum, dtype=np.int64)
     out = ffi.new("pds_privtree *")
     try:
         with rng.native() as state:
-            st = lib.pds_privtree_build(state, ffi.from_buffer("uint64_t[]", keys),
-                                        ffi.NULL if cum is None else ffi.from_buffer("int64_t[]", cum),
-                                        keys.size, first,
-                                        last, depth0, lam.numerator, lam.denominator, delta, theta,
-                                        _MAX_LEAVES, int(release), out)
+            st = lib.pds_privtree_build_k(state, ffi.from_buffer("uint64_t[]", keys),
+                                          ffi.NULL if cum is None
+                                          else ffi.from_buffer("int64_t[]", cum),
+                                          keys.size, first, last, depth0, lam.numerator,
+                                          lam.denominator, delta, theta, _MAX_LEAVES,
+                                          int(release), fanout, out)
         check(st, "privtree partition")
         ends = np.frombuffer(ffi.buffer(out.ends, 8 * out.m), dtype=np.uint64).copy()
         counts = np.frombuffer(ffi.buffer(out.counts, 8 * out.m), dtype=np.int64).copy()
@@ -345,7 +404,7 @@ def _runs_of_sorted(sorted_offsets, counts):
 
 
 def privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts=None,
-                       leaf_counts=False):
+                       leaf_counts=False, fanout=2):
     """The PrivTree partition of sorted offsets (checked inputs, no re-validation).
 
     The counterpart of :func:`~pydp_synopsis.partitions.dnrr.dnrr_of_sorted`:
@@ -353,14 +412,15 @@ def privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts=None,
     reads the sorted column itself; with them, O(n) numpy work finds the
     distinct values.  O(m log n) kernel steps.  With ``leaf_counts`` also
     the true count of every leaf, as the kernel found them (not private).
+    ``fanout``: the tree's, 2 or 4 (checked).
     """
     lo, hi = domain
     if counts is None:    # the sorted column itself: the kernel counts its entries
         keys, cum = sorted_offsets, None
     else:
         keys, cum = _runs_of_sorted(sorted_offsets, counts)
-    ends, true_counts = _grow(keys, cum, 0, hi - lo, epsilon, rng)
-    part = TreePartition._checked(ends, lo, hi, epsilon, beta)
+    ends, true_counts = _grow(keys, cum, 0, hi - lo, epsilon, rng, fanout=fanout)
+    part = TreePartition._checked(ends, lo, hi, epsilon, beta, fanout=fanout)
     return (part, true_counts) if leaf_counts else part
 
 
@@ -449,7 +509,7 @@ class _Runs:
             self._dir = None
 
 
-def privtree_of_chunks(chunks, domain, epsilon, beta, rng, size=None):
+def privtree_of_chunks(chunks, domain, epsilon, beta, rng, size=None, fanout=2):
     """The PrivTree partition of a stream of sorted aggregates, and its segment weights.
 
     The counterpart of :func:`~pydp_synopsis.partitions.dnrr.dnrr_of_chunks`
@@ -457,17 +517,18 @@ def privtree_of_chunks(chunks, domain, epsilon, beta, rng, size=None):
     concatenation).  Memory O(chunk + m) plus, past ``2**22`` distinct
     values, two temporary files of 16 bytes per distinct value, read through
     memory maps.  ``size``: the whole domain's size when ``domain`` is one of
-    its shards (the tree then starts at :func:`root_depth`).
+    its shards (the tree then starts at :func:`root_depth`).  ``fanout``: 2 or 4.
     """
+    fanout = check_privtree_fanout(fanout)
     lo, hi = domain
-    depth0 = 0 if size is None else root_depth(size, hi - lo + 1)
+    depth0 = 0 if size is None else root_depth(size, hi - lo + 1, fanout)
     runs = _Runs(chunks)
     try:
         ends, weights = _grow(runs.keys, runs.cum, 0, hi - lo, epsilon, rng, depth0,
-                              release=runs.spilled)
+                              release=runs.spilled, fanout=fanout)
     finally:
         runs.close()
-    return TreePartition._checked(ends, lo, hi, epsilon, beta), weights
+    return TreePartition._checked(ends, lo, hi, epsilon, beta, fanout=fanout), weights
 
 
 @persist.register(TREE_PARTITION_KIND)
@@ -475,12 +536,14 @@ def _load_tree_partition(meta, arrays):
     """A saved PrivTree partition, checked by :class:`TreePartition`'s constructor (its leaves
     must be those of the halving tree)."""
     try:
-        if meta.get("version") != TREE_PARTITION_VERSION:
-            raise FormatError(f"unknown {TREE_PARTITION_KIND} version {meta.get('version')!r}")
+        version = meta.get("version")
+        if version not in (TREE_PARTITION_VERSION, TREE_PARTITION_VERSION_FANOUT):
+            raise FormatError(f"unknown {TREE_PARTITION_KIND} version {version!r}")
+        fanout = 2 if version == TREE_PARTITION_VERSION else meta["fanout"]
         eps = persist.state_fraction(meta["epsilon"], "epsilon")
         shards = check_shards(meta["shards"], [tuple(meta["domain"])])
         return TreePartition(arrays["end_offsets"], domain=tuple(meta["domain"]), epsilon=eps,
-                             beta=meta["beta"], shards=shards)
+                             beta=meta["beta"], shards=shards, fanout=fanout)
     except (KeyError, TypeError, ValueError, DomainError, ParameterError) as exc:
         if isinstance(exc, FormatError):
             raise

@@ -13,13 +13,14 @@ per shard there.  Either way, under a seed, the same partition and weights
 import numpy as np
 
 from .entry import assemble_partition, method_of, partition_sharded, shard_partition
+from .merge import merge_epsilons, merge_leaves
 from .sharded import shard_domains, shard_streams
 
 __all__ = ["partition_source_axis"]
 
 
 def partition_source_axis(prepared, a, domain, epsilon, beta, rng, shards=1, *, method="dnrr",
-                          threshold_factor=None):
+                          threshold_factor=None, privtree_fanout=2, privtree_merge=None):
     """Axis ``a``'s private partition of a prepared source, and its true segment weights.
 
     Parameters
@@ -30,7 +31,7 @@ def partition_source_axis(prepared, a, domain, epsilon, beta, rng, shards=1, *, 
         aggregate on its cluster.
     a : int
         The axis.
-    domain, epsilon, beta, rng, shards, method, threshold_factor
+    domain, epsilon, beta, rng, shards, method, threshold_factor, privtree_fanout, privtree_merge
         Checked parameters, as for
         :func:`~pydp_synopsis.partitions.partition_of_sorted`.
 
@@ -40,17 +41,23 @@ def partition_source_axis(prepared, a, domain, epsilon, beta, rng, shards=1, *, 
         The weights are true counts (not private: the caller adds noise).
     """
     method, factor = method_of(method, threshold_factor)
+    if privtree_merge is not None and method == "privtree":
+        eps_1, eps_m = merge_epsilons(epsilon, privtree_merge)
+        leaves, true = partition_source_axis(prepared, a, domain, eps_1, beta / 2, rng, shards,
+                                             method=method, privtree_fanout=privtree_fanout)
+        return merge_leaves(leaves, true, eps_m, rng)
     remote = getattr(prepared, "map_shards", None)
     if shards == 1 or remote is None:
         return partition_sharded(prepared.axis(a), domain, shards, epsilon, beta, factor, rng,
-                                 method=method)
+                                 method=method, privtree_fanout=privtree_fanout)
     lo, hi = domain
     streams = shard_streams(rng)
     arguments = [(shard, shard[0] - lo, epsilon, beta, factor, hi - lo + 1, streams._child_key(i),
-                  streams.seeded, method)
+                  streams.seeded, method, privtree_fanout)
                  for i, shard in enumerate(shard_domains(domain, shards))]
     results = remote(a, shards, shard_partition, arguments)
     ends = np.concatenate([r[0] for r in results])
     weights = np.concatenate([r[1] for r in results])
-    return (assemble_partition(ends, lo, hi, epsilon, beta, factor, shards, method=method),
+    return (assemble_partition(ends, lo, hi, epsilon, beta, factor, shards, method=method,
+                               privtree_fanout=privtree_fanout),
             weights)

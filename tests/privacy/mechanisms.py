@@ -18,6 +18,7 @@ attained by a threshold event (a single noisy count, or Fig. 1's heavy
 position), at epsilon 2-3, where the Clopper-Pearson bounds of the CI
 sample sizes get within ~15% of epsilon.
 """
+import dataclasses
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -324,6 +325,37 @@ for tree in ("hierarchical", "kary"):
                  params={"shards": 2}),
         ),
     ))
+
+
+# PrivTree of fanout 4, and its leaves merged by noisy density (privtree_merge): the
+# 4-ary tree's exact loss is bounded in tests/test_privtree4.py.  Tight as above: on a
+# two-value domain at a tiny partition share one noisy count carries 0.99 epsilon.
+for name, extra in (("interval/privtree4", {"privtree_fanout": 4}),
+                    ("interval/privtree-merge", {"privtree_merge": 0.5}),
+                    ("interval/privtree4-merge", {"privtree_fanout": 4, "privtree_merge": 0.5})):
+    base = {"domain": (0, 7), "epsilon": 2.5, "tree": "hierarchical", **extra}
+    mech = _interval_mechanism(
+        name, _interval_run, base,
+        (
+            Pair("two values: empty vs one item", [], [0], {CI, TIGHT},
+                 params={"domain": (0, 1), "partition_share": 0.01}),
+            Pair("empty vs one item", [], [3], {CI}),
+            Pair("a 4-ary split of width 3", [0, 1, 2] * 2, [0, 1, 2] * 2 + [2],
+                 params={"domain": (0, 2), "partition_share": 0.9}),
+            Pair("heavy duplicates", [3] * 12, [3] * 13),
+            Pair("merge-deciding counts", [0, 0, 1, 1, 6, 6, 7, 7], [0, 0, 1, 1, 6, 6, 7, 7, 7],
+                 {CI}, params={"partition_share": 0.9}),
+            Pair("domain 2^64: middle", [2**63] * 5, [2**63] * 6,
+                 params={"domain": (0, U64), "partition_share": 0.5}),
+            Pair("sharded: an item at the cut", [3] * 5, [3] * 5 + [4],
+                 params={"shards": 2}),
+        ),
+    )
+    if "privtree_merge" in extra:
+        # the two leaves of the tight pair merge into one segment whose uniform split
+        # blurs the half-domain features: twice the samples keep 1.5 epsilon detected
+        mech = dataclasses.replace(mech, mutant_samples={"epsilon_1_5": 2.0})
+    register(mech)
 
 
 # ---------------------------------------------------------- rectangle synopsis
