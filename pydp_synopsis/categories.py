@@ -181,6 +181,8 @@ def level_codes(levels, other, flat, what, name):
     >>> level_codes(("b", "a"), "z", np.array(["a", "q", "b"]), "values", "x").tolist()
     [1, 2, 0]
     """
+    if flat.size == 0:
+        return np.zeros(0, dtype=np.int64)
     text = isinstance(levels[0], str)
     keys = _text_values(flat, what, name) if text else _int_values(flat, what, name)
     if keys is None:

@@ -164,9 +164,8 @@ class Column:
                 or not 1 <= self.step <= 10**15:
             raise ParameterError(f"column step must be an integer in [1, 1e15], got {self.step!r}")
         kind = self.kind
-        if (kind == "category") != (self.levels is not None) or \
-                (kind != "category" and self.other is not None):
-            raise ParameterError("levels= (and other=) belong to a category column, which needs them")
+        if kind != "category" and (self.levels is not None or self.other is not None):
+            raise ParameterError("levels= and other= belong to a category column")
         if kind == "category":
             levels, other = check_levels(self.levels, self.other, _MISSING_STRINGS)
             object.__setattr__(self, "levels", levels)

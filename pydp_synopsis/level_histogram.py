@@ -52,7 +52,7 @@ __all__ = ["LevelHistogram", "category_synopsis", "category_column", "FLAT_MAX_L
 
 #: The public rule of :func:`category_synopsis`: a flat histogram up to this many
 #: levels (``other`` included), an interval synopsis over the codes above.
-FLAT_MAX_LEVELS = 256
+FLAT_MAX_LEVELS = 1024
 MECHANISMS = ("auto", "flat", "tree")
 KIND = "level-histogram"
 FORMAT = 1

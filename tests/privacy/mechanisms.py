@@ -326,6 +326,34 @@ for tree in ("hierarchical", "kary"):
     ))
 
 
+# ---------------------------------------------------- counts by category (flat)
+def _levels_run(values, rng, **params):
+    return ps.LevelHistogram.build(np.array(values, dtype=object), rng=rng, **params)
+
+
+# One noisy count per public level (sensitivity 1: a row is in one level, a value
+# outside them in ``other``).  Tight: one item moves one count by one at scale 1/epsilon.
+register(Mechanism(
+    name="categories/flat",
+    run=_levels_run,
+    features=lambda h, params: h.released,
+    epsilon=lambda h: h.epsilon,
+    released=lambda h: h._to_record()[2],
+    record=lambda h: h,
+    charges=True,
+    probes=(lambda h: h.count("zz", "zz"), lambda h: h.count("c", "a"),
+            lambda h: h.error_bound(1.5), lambda h: h.count_levels(["a", "a"]),
+            lambda h: h.save("/nonexistent-directory/x.pds")),
+    params={"levels": ["a", "b", "c"], "other": "other", "epsilon": 2.5},
+    pairs=(
+        Pair("empty vs one item", [], ["b"], {CI, TIGHT}),
+        Pair("a value outside the levels (other)", ["a"], ["a", "q"], {CI}),
+        Pair("heavy level", ["c"] * 50, ["c"] * 51),
+        Pair("first and last level", ["a", "c"], ["a", "c", "a"]),
+    ),
+))
+
+
 # ---------------------------------------------------------- rectangle synopsis
 def _rect_run(points, rng, **params):
     c = len(params["domain"])
