@@ -47,7 +47,7 @@ from .sources import as_source
 from .tails import laplace_sum_tail, laplace_weighted_tail
 from .units import prepare_build
 
-__all__ = ["LevelHistogram", "category_synopsis", "category_column", "FLAT_MAX_LEVELS",
+__all__ = ["LevelHistogram", "category_synopsis", "category_column", "uses_flat", "FLAT_MAX_LEVELS",
            "MECHANISMS", "KIND"]
 
 #: The public rule of :func:`category_synopsis`: a flat histogram up to this many
@@ -69,6 +69,14 @@ def category_column(levels, other=None, name=None):
             raise ParameterError("give other= and name= to Column.category, not beside it")
         return levels
     return Column.category(levels, other=other, name=name)
+
+
+def uses_flat(column, mechanism="auto"):
+    """The public rule: True when ``mechanism`` (checked) and the category ``column``'s
+    number of levels (``other`` included) call for a flat histogram."""
+    mechanism = check_choice(mechanism, "mechanism", MECHANISMS)
+    return mechanism == "flat" or (mechanism == "auto" and
+                                   len(column.all_levels) <= FLAT_MAX_LEVELS)
 
 
 class LevelHistogram(LevelQueries):
@@ -338,10 +346,7 @@ def category_synopsis(values, *, levels, epsilon, other=None, name=None, mechani
     ('LevelHistogram', 1.0)
     """
     col = category_column(levels, other, name)
-    mechanism = check_choice(mechanism, "mechanism", MECHANISMS)
-    flat = mechanism == "flat" or (mechanism == "auto" and
-                                   len(col.all_levels) <= FLAT_MAX_LEVELS)
-    if flat:
+    if uses_flat(col, mechanism):
         if options:
             raise ParameterError(f"{', '.join(sorted(options))}: options of the tree "
                                  f"(mechanism='tree'), not of a flat histogram")
