@@ -111,6 +111,18 @@ def test_query_errors(files, capsys):
     assert rc == 2 and "category column" in err
 
 
+def test_plot_draws_the_levels(files, capsys):
+    pytest.importorskip("matplotlib")
+    d, _, _ = files
+    for mechanism in ("flat", "tree"):
+        cli(capsys, "build", "--input", d / "t.csv", "--columns", "carrier", "--categories",
+            "AA,DL,UA,WN", "--other", "other", "--mechanism", mechanism, "--epsilon", "1",
+            "--output", d / f"{mechanism}.pds")
+        rc, out, _ = cli(capsys, "plot", d / f"{mechanism}.pds", "-o", d / f"{mechanism}.png")
+        assert rc == 0 and "counts by level" in out
+        assert (d / f"{mechanism}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 @pytest.mark.integration
 def test_subprocess_build_and_query(files):
     d, carriers, _ = files
