@@ -144,7 +144,10 @@ def _int_values(flat, what, name):
         kind = flat.dtype.kind
     if kind in "iu":
         if kind == "u" and flat.size and flat.max() > _I64.max:
-            return None          # beyond every int64 level: outside
+            # beyond every int64 level: a key that is no level (the smallest level - 1,
+            # or the largest + 1), so that it is outside, never wrapped onto a level
+            return np.where(flat > _I64.max, np.uint64(0), flat).astype(np.int64), \
+                flat > _I64.max
         return flat.astype(np.int64)
     if kind == "f" and (flat == np.rint(flat)).all() and (np.abs(flat) < 2.0**63).all():
         return flat.astype(np.int64)
@@ -185,13 +188,12 @@ def level_codes(levels, other, flat, what, name):
         return np.zeros(0, dtype=np.int64)
     text = isinstance(levels[0], str)
     keys = _text_values(flat, what, name) if text else _int_values(flat, what, name)
-    if keys is None:
-        hit = np.zeros(flat.shape, dtype=bool)
-        codes = np.zeros(flat.shape, dtype=np.int64)
-    elif keys.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    else:
-        codes, hit = _lookup(levels, keys)
+    beyond = None
+    if isinstance(keys, tuple):
+        keys, beyond = keys
+    codes, hit = _lookup(levels, keys)
+    if beyond is not None:
+        hit &= ~beyond
     if not hit.all():
         if other is None:
             raise InputError(f"{what}: {_column(name)} holds a value outside its "
@@ -214,6 +216,8 @@ def bound_codes(levels, other, values, what, name):
         keys = _text_values(flat, what, name) if text else _int_values(flat, what, name)
     except (TypeError, InputError):
         keys = None
+    if isinstance(keys, tuple):
+        keys = None if keys[1].any() else keys[0]
     if keys is None or (not text and flat.dtype.kind == "U"):
         raise DomainError(f"{what}: a bound of {_column(name)} must be one of its "
                           f"levels ({'str' if text else 'int'})")

@@ -43,12 +43,12 @@ from .noise import discrete_laplace
 from .params import check_beta, check_bool, check_choice, exact_epsilon, exact_scale, is_int
 from .persist import int64_array, state_fraction
 from .rng import resolve_rng
-from .sources import as_source
+from .sources import Source, as_source, is_source
 from .tails import laplace_sum_tail, laplace_weighted_tail
 from .units import prepare_build
 
-__all__ = ["LevelHistogram", "category_synopsis", "category_column", "uses_flat", "FLAT_MAX_LEVELS",
-           "MECHANISMS", "KIND"]
+__all__ = ["LevelHistogram", "category_synopsis", "category_column", "uses_flat", "check_not_dask",
+           "FLAT_MAX_LEVELS", "MECHANISMS", "KIND"]
 
 #: The public rule of :func:`category_synopsis`: a flat histogram up to this many
 #: levels (``other`` included), an interval synopsis over the codes above.
@@ -77,6 +77,15 @@ def uses_flat(column, mechanism="auto"):
     mechanism = check_choice(mechanism, "mechanism", MECHANISMS)
     return mechanism == "flat" or (mechanism == "auto" and
                                    len(column.all_levels) <= FLAT_MAX_LEVELS)
+
+
+def check_not_dask(values):
+    """ParameterError for a dask collection: its partitions are read as numbers, so a
+    category column must come from a Source that maps it (``units=[column]``)."""
+    if is_source(values) and not isinstance(values, Source):
+        raise ParameterError("a dask collection is not read as a category column: read the "
+                             "files with sources.files(..., units=[Column.category(...)]) or "
+                             "compute it to pandas")
 
 
 class LevelHistogram(LevelQueries):
@@ -163,6 +172,7 @@ class LevelHistogram(LevelQueries):
         noise draws.
         """
         col = category_column(levels, other, name)
+        check_not_dask(values)
         eps = exact_epsilon(epsilon)
         scale = exact_scale(1 / eps, "1 / epsilon")
         eps = 1 / scale             # the scale rounded up: the loss never exceeds epsilon asked
@@ -346,6 +356,7 @@ def category_synopsis(values, *, levels, epsilon, other=None, name=None, mechani
     ('LevelHistogram', 1.0)
     """
     col = category_column(levels, other, name)
+    check_not_dask(values)
     if uses_flat(col, mechanism):
         if options:
             raise ParameterError(f"{', '.join(sorted(options))}: options of the tree "

@@ -40,6 +40,10 @@ def test_codes_follow_the_users_order_and_other():
     assert ints.to_int(np.array([20, 30, 10])).tolist() == [2, 0, 1]
     assert ints.to_int(np.array(["20", "10"])).tolist() == [2, 1]          # CSV text
     assert ints.to_int(np.array([20.0])).tolist() == [2]
+    big = np.array([20, 2**64 - 1, 10], dtype=np.uint64)       # beyond int64: outside, not wrapped
+    assert ps.Column.category([30, 10, 20], other=-1).to_int(big).tolist() == [2, 3, 1]
+    with pytest.raises(InputError, match="outside its 3 levels"):
+        ints.to_int(big)
 
 
 def test_record_round_trip_and_strict_load():
@@ -368,6 +372,18 @@ def test_sqlite_and_duckdb_sources(table):
     with pytest.raises(InputError, match="outside its 4 levels") as exc:
         ps.LevelHistogram.build(strict, levels=LEVELS, epsilon=1)
     assert "XX" not in str(exc.value)
+
+
+def test_a_dask_collection_is_refused_in_one_line():
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    series = dd.from_pandas(pd.Series(["AA", "WN"] * 5, name="c"), npartitions=2)
+    budget = ps.Budget(1)
+    for mechanism in ("flat", "tree"):
+        with pytest.raises(ParameterError, match="dask collection"):
+            ps.category_synopsis(series, levels=LEVELS, epsilon=1, mechanism=mechanism,
+                                 budget=budget)
+    assert budget.spent == 0
 
 
 @pytest.mark.integration
