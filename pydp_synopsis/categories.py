@@ -15,17 +15,22 @@ the number of levels, never the value) unless ``other`` is given; it is never
 dropped silently.  Missing values are the caller's (the missing-value rule of
 :mod:`pydp_synopsis.columns`: refused, or dropped with ``dropna``).
 """
+import json
+
 import numpy as np
 
 from .errors import DomainError, InputError, ParameterError
 from .inputs import to_fixed_point
 
-__all__ = ["MAX_LEVELS", "check_levels", "all_levels", "level_codes", "bound_codes",
-           "describe_levels"]
+__all__ = ["MAX_LEVELS", "MAX_LEVELS_JSON", "check_levels", "all_levels", "level_codes",
+           "bound_codes", "describe_levels"]
 
 #: The most levels a category column may have (levels are held in memory,
 #: and a flat histogram releases one count per level).
-MAX_LEVELS = 1 << 20
+MAX_LEVELS = 1 << 17
+#: The most bytes a column's levels take in a saved file's JSON header (1.5 MiB: eight
+#: such axes stay under the header's limit, so every file written loads back).
+MAX_LEVELS_JSON = 3 << 19
 _I64 = np.iinfo(np.int64)
 
 
@@ -81,6 +86,10 @@ def check_levels(levels, other=None, missing=()):
             if v.strip() in missing or v != v.strip():
                 raise ParameterError(f"levels: {v!r} reads as a missing value or has "
                                      f"surrounding blanks; give another spelling")
+    size = len(json.dumps(list(out))) + len(json.dumps(other))
+    if size > MAX_LEVELS_JSON:
+        raise ParameterError(f"levels: at most {MAX_LEVELS_JSON} bytes of levels as JSON "
+                             f"(they are saved in the file's header), got {size}")
     if len(set(out)) != len(out):
         seen = set()
         dup = next(v for v in out if v in seen or seen.add(v))

@@ -9,6 +9,7 @@ import pytest
 
 import pydp_synopsis as ps
 from pydp_synopsis import sources
+from pydp_synopsis.categories import MAX_LEVELS
 from pydp_synopsis.errors import DomainError, FormatError, InputError, ParameterError
 from pydp_synopsis.level_histogram import FLAT_MAX_LEVELS
 from pydp_synopsis.persist import read_record, write_record
@@ -72,6 +73,9 @@ def test_record_round_trip_and_strict_load():
     (["a", "b"], 3, TypeError, "other must be a str"),
     ([1, 2], "x", TypeError, "other must be a int"),
     ([2**63], None, ParameterError, "int64"),
+    ([f"level {i}" for i in range(MAX_LEVELS + 1)], None, ParameterError,
+     "at most"),
+    (["x" * 100_000 + str(i) for i in range(20)], None, ParameterError, "bytes of levels"),
 ])
 def test_bad_levels(levels, other, error, text):
     with pytest.raises(error, match=text):
@@ -241,6 +245,15 @@ def test_save_load_identical_and_tampered(tmp_path):
         write_record(tmp_path / "bad.pds", kind, bad_meta, bad_arrays)
         with pytest.raises(FormatError):
             ps.load(tmp_path / "bad.pds")
+
+
+def test_the_largest_level_lists_save_and_load(tmp_path):
+    """Levels near the JSON limit still fit the file's header: what is written loads."""
+    levels = [f"l{i:07d}" for i in range(100_000)]
+    h = ps.LevelHistogram.build(np.array(["l0000007"]), levels=levels, epsilon=1e6)
+    h.save(tmp_path / "big.pds")
+    back = ps.load(tmp_path / "big.pds")
+    assert back.column == h.column and back.count_levels("l0000007") == 1
 
 
 # -------------------------------------------------------------- the rule, trees

@@ -7,7 +7,7 @@ import os
 
 from .. import persist
 from ..errors import ParameterError, UsageError
-from ..categories import MAX_LEVELS
+from ..categories import MAX_LEVELS_JSON
 from ..intervals import IntervalSynopsis
 from ..level_histogram import LevelHistogram, uses_flat
 from ..rectangles import RectangleSynopsis
@@ -19,8 +19,8 @@ __all__ = ["MAX_LEVELS_FILE", "SHOWN_LEVELS", "category_column_of", "read_levels
 
 #: How many levels ``info`` lists (they are public; the rest are counted).
 SHOWN_LEVELS = 100
-#: The largest ``--levels`` file read (bytes): MAX_LEVELS levels of 64 bytes.
-MAX_LEVELS_FILE = MAX_LEVELS * 64
+#: The largest ``--levels`` file read (bytes): the levels' own limit, as JSON.
+MAX_LEVELS_FILE = MAX_LEVELS_JSON
 
 
 def read_levels_file(path):
