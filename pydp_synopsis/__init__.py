@@ -20,6 +20,7 @@ from .errors import (
     SynopsisError,
 )
 from .intervals import IntervalSynopsis
+from .level_histogram import LevelHistogram, category_synopsis
 from .rectangles import RectangleSynopsis
 from .noise import discrete_laplace, discrete_laplace_variance
 from .gaussian import discrete_gaussian
@@ -41,6 +42,8 @@ __all__ = [
     "SqrtFactorizationCounter",
     "IntervalSynopsis",
     "RectangleSynopsis",
+    "LevelHistogram",
+    "category_synopsis",
     "Rng",
     "Column",
     "ErrorBars",

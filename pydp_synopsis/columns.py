@@ -14,21 +14,22 @@ import dataclasses
 import datetime as _dt
 import math
 import re
-import warnings
 import zoneinfo
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 import numpy as np
 
+from .categories import all_levels, bound_codes, check_levels, describe_levels, level_codes
 from .errors import FormatError, InputError, ParameterError
+from .isotimes import iso_days, iso_naive_datetimes
 from .inputs import clip_integers, parse_scale, to_fixed_point
 
 __all__ = ["Column", "KINDS", "DATETIME_UNITS", "ISO_DATE", "ISO_DATETIME", "parse_resolution",
            "missing_mask", "missing_message", "is_pandas", "is_tz_aware", "as_array"]
 
 #: The kinds of a column.
-KINDS = ("integer", "decimal", "date", "datetime")
+KINDS = ("integer", "decimal", "date", "datetime", "category")
 #: Units of a datetime column.
 DATETIME_UNITS = ("s", "ms", "us", "ns")
 _PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
@@ -122,6 +123,12 @@ class Column:
         ``datetime`` only: an IANA time zone (``"UTC"``, ``"Europe/Paris"``).
         The integers are then UTC instants; naive values given to such a
         column are read as wall times in ``tz``.  ``None``: naive wall times.
+    levels : tuple of str or int, optional
+        ``category`` only: the public, ordered, distinct levels; the integers
+        are their codes ``0 .. L - 1`` (:mod:`pydp_synopsis.categories`).
+    other : str or int, optional
+        ``category`` only: the level (code ``L``) that values outside the
+        levels count under; None: such values are refused.
 
     Examples
     --------
@@ -140,6 +147,8 @@ class Column:
     unit: object = None
     step: int = 1
     tz: object = None
+    levels: object = None
+    other: object = None
 
     def __post_init__(self):
         if self.name is not None and not isinstance(self.name, str):
@@ -155,6 +164,12 @@ class Column:
                 or not 1 <= self.step <= 10**15:
             raise ParameterError(f"column step must be an integer in [1, 1e15], got {self.step!r}")
         kind = self.kind
+        if kind != "category" and (self.levels is not None or self.other is not None):
+            raise ParameterError("levels= and other= belong to a category column")
+        if kind == "category":
+            levels, other = check_levels(self.levels, self.other, _MISSING_STRINGS)
+            object.__setattr__(self, "levels", levels)
+            object.__setattr__(self, "other", other)
         if kind != "decimal" and (self.scale != 1 or self.resolution is not None):
             raise ParameterError(f"a {kind} column has no scale or real resolution")
         if kind == "decimal":
@@ -229,6 +244,23 @@ class Column:
             unit = r_unit
         return cls(name, "datetime", unit=unit, tz=tz, step=step)
 
+    @classmethod
+    def category(cls, levels, *, other=None, name=None):
+        """A category column: the public, ordered, distinct ``levels`` (str or int)
+        stand for the codes ``0 .. L - 1``; a value outside them counts under
+        ``other`` (code ``L``) when given, else is refused (docs/guide/categories.md).
+
+        >>> col = Column.category(["AA", "UA", "WN"], other="other", name="carrier")
+        >>> col.to_int(["WN", "AA", "XX"]).tolist(), col.format(3)
+        ([2, 0, 3], 'other')
+        """
+        return cls(name, "category", levels=levels, other=other)
+
+    @property
+    def all_levels(self):
+        """A category column's levels in code order (``other`` last when given)."""
+        return all_levels(self.levels, self.other) if self.kind == "category" else None
+
     # --------------------------------------------------------------- record
     def to_record(self):
         """The JSON description stored in a synopsis's meta (``columns``)."""
@@ -239,6 +271,8 @@ class Column:
             out.update(step=self.step)
         elif self.kind == "datetime":
             out.update(unit=self.unit, step=self.step, tz=self.tz)
+        elif self.kind == "category":
+            out.update(levels=list(self.levels), other=self.other)
         return out
 
     @classmethod
@@ -247,7 +281,8 @@ class Column:
         keys = {"integer": {"name", "kind"},
                 "decimal": {"name", "kind", "scale", "resolution"},
                 "date": {"name", "kind", "step"},
-                "datetime": {"name", "kind", "unit", "step", "tz"}}
+                "datetime": {"name", "kind", "unit", "step", "tz"},
+                "category": {"name", "kind", "levels", "other"}}
         if not isinstance(rec, dict) or rec.get("kind") not in keys \
                 or set(rec) != keys[rec["kind"]]:
             raise FormatError("malformed column description")
@@ -257,6 +292,8 @@ class Column:
         for key in ("name", "resolution", "unit", "tz"):
             if rec.get(key) is not None and not isinstance(rec[key], str):
                 raise FormatError(f"malformed column description ({key})")
+        if "levels" in rec and not isinstance(rec["levels"], list):
+            raise FormatError("malformed column description (levels)")
         try:
             col = cls(**rec)
         except (ParameterError, TypeError, ValueError) as exc:
@@ -291,6 +328,8 @@ class Column:
             parts = [f"unit {self.unit}"] + ([f"step {self.step}"] if self.step != 1 else [])
             parts += [f"time zone {self.tz}"] if self.tz else []
             return f"datetime ({', '.join(parts)})"
+        if self.kind == "category":
+            return describe_levels(self.levels, self.other)
         return "integer"
 
     # ----------------------------------------------------- user -> integers
@@ -323,6 +362,9 @@ class Column:
         flat = arr.reshape(-1)
         if self.kind == "integer":
             out = _to_integers(flat, what, clip)
+        elif self.kind == "category":       # data: other or refused; bounds: levels only
+            out = (level_codes if bound is None else bound_codes)(
+                self.levels, self.other, flat, what, self.name)
         elif self.kind == "decimal":
             out = self._decimal(flat, what, clip)
         else:
@@ -371,14 +413,14 @@ class Column:
                             f"(give dates or ISO strings such as '2001-03-01')")
         if self.kind == "date" and flat.size > 1 and (flat.dtype.kind == "U" or (
                 flat.dtype.kind == "O" and all(isinstance(v, str) for v in flat.tolist()))):
-            days, bad = _iso_days(flat)
+            days, bad = iso_days(flat)
             if bad is None:
                 return np.floor_divide(days, step)
             # not all ISO dates: the one by one path names the first bad row
         if self.kind == "datetime" and bound is None and flat.size > 1 and (
                 flat.dtype.kind == "U" or (flat.dtype.kind == "O" and
                                            all(isinstance(v, str) for v in flat.tolist()))):
-            parsed = _iso_naive_datetimes(flat)
+            parsed = iso_naive_datetimes(flat)
             if parsed is not None:
                 flat = parsed           # naive wall times: the datetime64 path below
         if flat.dtype.kind == "M":
@@ -472,6 +514,8 @@ class Column:
         arr = np.asarray(ints)
         if self.kind == "integer":
             return arr
+        if self.kind == "category":
+            return np.array(self.all_levels, dtype=object)[arr.astype(np.int64)]
         if self.kind == "decimal":
             return np.array([self._decimal_value(int(v)) for v in arr.ravel().tolist()],
                             dtype=object).reshape(arr.shape)
@@ -493,6 +537,8 @@ class Column:
         v = int(v)
         if self.kind == "integer":
             return str(v)
+        if self.kind == "category":
+            return str(self.all_levels[v])
         if self.kind == "decimal":
             return format(self._decimal_value(v), "f")
         unit, step = self._unit_step()
@@ -515,56 +561,6 @@ class Column:
 
 
 # ------------------------------------------------------------------ helpers
-_DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
-
-
-def _iso_days(strings):
-    """Days since 1970-01-01 of ISO dates ``YYYY-MM-DD``, vectorised and exact
-    (the proleptic Gregorian calendar, Hinnant's ``days_from_civil``); or
-    ``(None, i)`` with ``i`` the first string that is not a valid date."""
-    s = np.char.strip(np.asarray(strings, dtype=str))
-    n = s.size
-    codes = np.frombuffer(s.astype("U10").tobytes(), dtype=np.uint32).reshape(n, 10)
-    num = np.delete(codes, [4, 7], axis=1).astype(np.int64) - ord("0")
-    ok = (np.char.str_len(s) == 10) & (codes[:, 4] == ord("-")) & (codes[:, 7] == ord("-")) \
-        & ((num >= 0) & (num <= 9)).all(axis=1)
-    num = np.where(ok[:, None], num, 0)
-    y = num[:, 0] * 1000 + num[:, 1] * 100 + num[:, 2] * 10 + num[:, 3]
-    m, d = num[:, 4] * 10 + num[:, 5], num[:, 6] * 10 + num[:, 7]
-    leap = ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
-    month = np.clip(m, 0, 12)
-    ok &= (m >= 1) & (m <= 12) & (d >= 1) & (d <= _DAYS_IN_MONTH[month] + ((month == 2) & leap))
-    if not ok.all():
-        return None, int(np.flatnonzero(~ok)[0])
-    y = y - (m <= 2)
-    era = np.floor_divide(y, 400)
-    yoe = y - era * 400
-    doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
-    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468, None
-
-
-def _iso_naive_datetimes(strings):
-    """ISO datetimes without a zone (``YYYY-MM-DDTHH:MM[:SS[.f]]``, years 1700 to
-    2200) as ``datetime64[ns]`` in bulk (numpy's parser checks every field);
-    None when some string is of another form (they go one by one)."""
-    s = np.char.strip(np.asarray(strings, dtype=str))
-    n = s.size
-    codes = np.frombuffer(s.astype("U11").tobytes(), dtype=np.uint32).reshape(n, 11)
-    year = (codes[:, :4].astype(np.int64) - ord("0")) @ np.array([1000, 100, 10, 1])
-    if not ((np.char.str_len(s) >= 16) & ((codes[:, 10] == ord("T")) | (codes[:, 10] == ord(" ")))
-            & ((codes[:, :4] >= ord("0")) & (codes[:, :4] <= ord("9"))).all(axis=1)
-            & (year >= 1700) & (year <= 2200)
-            & (np.char.find(s, "Z") < 0) & (np.char.find(s, "+") < 0)
-            & (np.char.rfind(s, "-") == 7)).all():
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            return s.astype("datetime64[ns]")
-    except (ValueError, UserWarning, DeprecationWarning):
-        return None
-
-
 def _zone(tz):
     if not isinstance(tz, str):
         raise TypeError(f"a time zone must be a name such as 'UTC', not {type(tz).__name__}")

@@ -33,6 +33,7 @@ from .inputs import parse_scale
 from .params import check_int
 from .intervals import IntervalSynopsis
 from .noise import discrete_laplace_variance
+from .plot_levels import plot_levels
 from .rectangles import RectangleSynopsis
 from .tails import laplace_sum_tail
 
@@ -392,6 +393,9 @@ def plot_file(path, output, *, releases=None, confidence=0.95, scale=None, bins=
     obj = persist.load(path)
     if isinstance(obj, RectangleSynopsis) and bins is not None:
         check_int(bins, "--bins (per axis of a rectangle synopsis)", 1, MAX_BINS_2D)
+    if getattr(getattr(obj, "column", None), "kind", None) == "category":
+        plot_levels(obj, output, confidence=confidence)
+        return "counts by level with per-level intervals"
     if isinstance(obj, IntervalSynopsis):
         plot_interval(obj, output, bins=200 if bins is None else bins, confidence=confidence, scale=scale,
                       window=None if window is None else window[0])

@@ -420,4 +420,6 @@ def columns_from_record(meta, domains):
         if col.kind in ("date", "datetime") and \
                 not all(abs(int(b) * col.step) < 2**63 - 1 for b in (lo, hi)):
             raise FormatError("malformed column description (domain beyond datetime64)")
+        if col.kind == "category" and not 0 <= int(lo) <= int(hi) < len(col.all_levels):
+            raise FormatError("malformed column description (domain beyond the levels' codes)")
     return cols

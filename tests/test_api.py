@@ -9,6 +9,7 @@ EXPECTED = {
     "BudgetError", "EntropyError", "NativeError",
     "discrete_gaussian", "SqrtFactorizationCounter", "l2_laplace_scale", "l2_laplace_epsilon",
     "Column", "get_threads", "set_threads", "ErrorBars",
+    "LevelHistogram", "category_synopsis",
 }
 
 

@@ -52,6 +52,8 @@ def public_objects(tmp_path):
         "Column": ps.Column.datetime("pickup", unit="s", tz="UTC", resolution="1h"),
         "ErrorBars": ps.IntervalSynopsis.build(values, domain=(0, 9_999), epsilon=1.0,
                                                rng=rng).confidence_intervals([10], [5000], 0.9),
+        "LevelHistogram": ps.LevelHistogram.build(np.array(["a", "b"])[values % 2],
+                                                  levels=["a", "b"], epsilon=1.0, rng=rng),
     }
 
 
@@ -78,7 +80,8 @@ def test_record_kinds_have_one_spelling_and_old_files_load(tmp_path):
             kinds.add(obj._to_record()[0])
     assert kinds == {"interval-synopsis", "rectangle-synopsis", "binary-tree-counter",
                      "kary-tree-counter", "sparse-stream-counter", "sqrt-factorization-counter",
-                     "dnrr-partition", "privtree-partition", "online-partition"}
+                     "dnrr-partition", "privtree-partition", "online-partition",
+                     "level-histogram"}
     assert all(re.fullmatch(r"[a-z]+(-[a-z]+)+", k) for k in kinds)
     # release 0.1 files carry the underscored counter kinds and still load
     for name in ("counter_binary", "counter_kary", "counter_sparse"):

@@ -9,6 +9,7 @@ from ..rectangles import RectangleSynopsis
 from ..sources import expand_paths, parse_database
 from ..sources.dask import CLUSTER_TIMEOUT, check_cluster_timeout, check_scheduler, dask_files
 from ..units import Column, describe_axes
+from .categories import build_categories, category_column_of, other_domain
 from .common import check_output_option, delimiter_of, rng_of
 from .domains import parse_domain, parse_user_domain, per_column
 from .progress import BuildProgress, Observed
@@ -79,10 +80,10 @@ def _build_source(args, columns, units=None):
                          "(--database with --table or --sql)")
     engine = args.engine or "local"
     if engine == "dask":
-        if units is not None and any(col.kind in ("date", "datetime") or col.resolution
-                                     is not None for col in units):
+        if units is not None and any(col.kind in ("date", "datetime", "category")
+                                     or col.resolution is not None for col in units):
             raise UsageError("--engine dask reads integer and --scale decimal columns; dates "
-                             "and --resolution need --engine local or duckdb")
+                             "--resolution and categories need --engine local or duckdb")
         return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler,
                           dropna=args.dropna, timeout=_cluster_timeout(args))
     if args.allow_writable_role:
@@ -144,7 +145,8 @@ def cmd_build(args):
     if args.shards is not None and args.engine != "dask":
         raise UsageError("--shards needs --engine dask")
     columns = _columns(args.columns)
-    if args.domain is None:
+    cat = category_column_of(args, columns)
+    if args.domain is None and cat is None:
         parse_domain(None, 1)
     dims = len(columns) or len(args.domain.split(","))
     if args.partition is not None and dims != 1:
@@ -152,7 +154,12 @@ def cmd_build(args):
     if (args.privtree_fanout is not None or args.privtree_merge is not None) and dims != 1:
         raise UsageError("--privtree-fanout and --privtree-merge apply to one column "
                          "(an interval synopsis)")
-    units, domain = _describe_build(args, columns, dims)
+    if cat is not None:       # the category column first, its domain is its levels
+        args.domain = other_domain(args, dims)
+        units, domain = _describe_build(args, columns[1:], dims - 1) if dims > 1 else (None, [])
+        units = (cat,) + tuple(units or describe_axes(None, domain, columns=columns[1:]) or ())
+    else:
+        units, domain = _describe_build(args, columns, dims)
     if units is None and columns:
         units = describe_axes(None, domain, columns=columns)     # named integer columns
     check_output_option(args.output, *_input_paths(args))
@@ -161,7 +168,9 @@ def cmd_build(args):
     progress = BuildProgress()
     try:
         observed = Observed(source, progress)
-        if len(domain) == 1:
+        if cat is not None:
+            syn, what = build_categories(observed, cat, units, domain, args, rng)
+        elif len(domain) == 1:
             syn = IntervalSynopsis.build(observed, domain=domain[0], epsilon=args.epsilon,
                                          beta=args.beta, rng=rng, shards=args.shards,
                                          columns=units, partition=args.partition,

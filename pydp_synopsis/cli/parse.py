@@ -155,6 +155,17 @@ def build_parser():
                    help="clip values outside --domain to its nearest end (per column, in the "
                         "column's units; a per-row map: the same epsilon) instead of refusing "
                         "them; the synopsis records it")
+    b.add_argument("--categories", metavar="A,B,C",
+                   help="the first of --columns is a category column with these public levels, "
+                        "in this order (docs/guide/categories.md)")
+    b.add_argument("--levels", metavar="FILE",
+                   help="as --categories, the levels read from FILE (one per line, UTF-8)")
+    b.add_argument("--other", metavar="NAME",
+                   help="with --categories/--levels: count values outside the levels under one "
+                        "more level NAME (default: such a value is an error)")
+    b.add_argument("--mechanism", choices=("auto", "flat", "tree"), default=None,
+                   help="one category column: a flat histogram (auto: up to 1024 levels) or an "
+                        "interval synopsis over the levels")
     b.add_argument("--output", required=True, metavar="SYN", help="where to save the synopsis")
     b.add_argument("--seed", type=integer, help=seed_help)
     b.set_defaults(func=cmd_build)
@@ -167,6 +178,9 @@ def build_parser():
                                    "Queries cost no privacy.")
     q.add_argument("synopsis", metavar="SYN")
     q.add_argument("--lo", help="lower corner, inclusive (comma separated for rectangles)")
+    q.add_argument("--by-level", dest="by_level", action="store_true",
+                   help="a category column's synopsis: every level's count with its error bars "
+                        "(CSV: level,answer,std,low,high)")
     q.add_argument("--hi", help="upper corner, inclusive")
     q.add_argument("--queries", metavar="FILE.csv", help="CSV with lo,hi (or lo_0..,hi_0..) columns")
     q.add_argument("--output", metavar="FILE.csv", help="where to write answers (default stdout)")

@@ -11,12 +11,17 @@ from ..errors import InputError, SynopsisError, UsageError
 from ..inputs import parse_scale, to_fixed_point
 from ..intervals import IntervalSynopsis
 from ..partitions.merge import partition_summary
+from ..level_histogram import LevelHistogram
 from ..queryfiles import located, query_chunks, spooled_stdout
 from ..rectangles import RectangleSynopsis
 from ..sources.files import in_file
+from .categories import by_level, levels_lines
 from .common import check_output_option, delimiter_of, full_text, shown_text
 
 __all__ = ["cmd_query", "cmd_info"]
+
+#: The synopses of one column (queries are one lo and one hi).
+ONE_COLUMN = (IntervalSynopsis, LevelHistogram)
 
 
 def _parse_point(text, dims, name, scale):
@@ -32,7 +37,7 @@ def _parse_point(text, dims, name, scale):
 def _columns_of(syn):
     """The synopsis's column descriptions, or None (a file of integers: release
     0.1, or built without names)."""
-    cols = (syn.column,) if isinstance(syn, IntervalSynopsis) else syn.columns
+    cols = (syn.column,) if isinstance(syn, ONE_COLUMN) else syn.columns
     return None if all(c.is_plain and c.name is None for c in cols) else cols
 
 
@@ -61,12 +66,12 @@ def _parse_user_point(text, dims, name):
 
 
 def _dims(syn):
-    return 1 if isinstance(syn, IntervalSynopsis) else len(syn.domain)
+    return 1 if isinstance(syn, ONE_COLUMN) else len(syn.domain)
 
 
 def _error_bars(syn, lo, hi, confidence, nonnegative):
     """Per-query :class:`~pydp_synopsis.errorbars.ErrorBars` of (q, dims) corners."""
-    if isinstance(syn, IntervalSynopsis):
+    if isinstance(syn, ONE_COLUMN):
         return syn.confidence_intervals(lo[:, 0], hi[:, 0], confidence, nonnegative=nonnegative)
     return syn.confidence_intervals(lo, hi, confidence, nonnegative=nonnegative)
 
@@ -91,8 +96,10 @@ def cmd_query(args):
         check_output_option(args.output, args.synopsis, args.queries)
     delimiter = delimiter_of(args)
     syn = persist.load(args.synopsis)
-    if not isinstance(syn, (IntervalSynopsis, RectangleSynopsis)):
+    if not isinstance(syn, (*ONE_COLUMN, RectangleSynopsis)):
         raise UsageError(f"{args.synopsis} is a {type(syn).__name__} checkpoint, not a synopsis")
+    if args.by_level:
+        return by_level(syn, args, delimiter)
     dims = _dims(syn)
     units = _query_units(syn, args.scale)
     bound = syn.error_bound(args.confidence)
@@ -187,6 +194,8 @@ def cmd_info(args):
         keys += ("estimator",)
     elif isinstance(obj, RectangleSynopsis):
         keys += ("structure",)
+    elif isinstance(obj, LevelHistogram):
+        keys += ("noise_scale",)
     else:
         keys += ("horizon", "k", "time")
     for key in keys:
@@ -195,13 +204,15 @@ def cmd_info(args):
             print(f"{key + ':':<15} {value}")
     if getattr(obj, "clipped", False):
         print("clipped:        yes (values outside the domain counted at its nearest end)")
-    cols = _columns_of(obj) if isinstance(obj, (IntervalSynopsis, RectangleSynopsis)) else None
+    cols = _columns_of(obj) if isinstance(obj, (*ONE_COLUMN, RectangleSynopsis)) else None
     if cols is not None:
-        doms = [obj.domain] if isinstance(obj, IntervalSynopsis) else obj.domain
+        doms = [obj.domain] if isinstance(obj, ONE_COLUMN) else obj.domain
         for a, (c, (lo, hi)) in enumerate(zip(cols, doms)):
             label = c.name if c.name is not None else str(a)
             print(f"{'column ' + label + ':':<15} {c.describe()}, domain "
                   f"{c.format(lo)} .. {c.format(hi)}")
+            for line in levels_lines(c):
+                print(line)
     if isinstance(obj, IntervalSynopsis):
         print(f"segments:       {len(obj):,}")
         print(f"partition:      {partition_summary(obj.partition)}")

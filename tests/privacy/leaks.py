@@ -62,6 +62,8 @@ META_KEYS = {
                            "delta", "pure_epsilon",
                            # public column descriptions (units.Column)
                            "columns"},
+    # the public levels (units.Column) and epsilon
+    "level-histogram": {"format", "column", "epsilon"},
     # checkpoints (secret: the true prefix, the noise in use)
     "binary-tree-counter": {"kind", "version", "horizon", "k", "epsilon", "time", "prefix",
                             "noise", "rng", "max_item", "delta", "pure_epsilon", "peak"},
@@ -79,6 +81,7 @@ ARRAY_KEYS = {
                           "leaf_end_offsets", "leaf_noisy_counts"},
     "rectangle-synopsis": {f"ends_{a}" for a in range(8)} | {"coarse", "fine", "fine_shape",
                                                               "seals", "count", "child", "succ"},
+    "level-histogram": {"released"},
     "binary-tree-counter": {"digits", "slots", "pool"},
     "kary-tree-counter": {"digits", "slots", "pool"},
     "sparse-stream-counter": {"digits", "slots", "ends", "pool"},

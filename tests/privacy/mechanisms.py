@@ -333,7 +333,7 @@ for tree in ("hierarchical", "kary"):
 for name, extra in (("interval/privtree4", {"privtree_fanout": 4}),
                     ("interval/privtree-merge", {"privtree_merge": 0.5}),
                     ("interval/privtree4-merge", {"privtree_fanout": 4, "privtree_merge": 0.5})):
-    base = {"domain": (0, 7), "epsilon": 2.5, "tree": "hierarchical", **extra}
+    base = {"domain": (0, 7), "epsilon": 2.5, "structure": "hierarchical", **extra}
     mech = _interval_mechanism(
         name, _interval_run, base,
         (
@@ -356,6 +356,32 @@ for name, extra in (("interval/privtree4", {"privtree_fanout": 4}),
         # blurs the half-domain features: twice the samples keep 1.5 epsilon detected
         mech = dataclasses.replace(mech, mutant_samples={"epsilon_1_5": 2.0})
     register(mech)
+# ---------------------------------------------------- counts by category (flat)
+def _levels_run(values, rng, **params):
+    return ps.LevelHistogram.build(np.array(values, dtype=object), rng=rng, **params)
+
+
+# One noisy count per public level (sensitivity 1: a row is in one level, a value
+# outside them in ``other``).  Tight: one item moves one count by one at scale 1/epsilon.
+register(Mechanism(
+    name="categories/flat",
+    run=_levels_run,
+    features=lambda h, params: h.released,
+    epsilon=lambda h: h.epsilon,
+    released=lambda h: h._to_record()[2],
+    record=lambda h: h,
+    charges=True,
+    probes=(lambda h: h.count("zz", "zz"), lambda h: h.count("c", "a"),
+            lambda h: h.error_bound(1.5), lambda h: h.count_levels(["a", "a"]),
+            lambda h: h.save("/nonexistent-directory/x.pds")),
+    params={"levels": ["a", "b", "c"], "other": "other", "epsilon": 2.5},
+    pairs=(
+        Pair("empty vs one item", [], ["b"], {CI, TIGHT}),
+        Pair("a value outside the levels (other)", ["a"], ["a", "q"], {CI}),
+        Pair("heavy level", ["c"] * 50, ["c"] * 51),
+        Pair("first and last level", ["a", "c"], ["a", "c", "a"]),
+    ),
+))
 
 
 # ---------------------------------------------------------- rectangle synopsis
