@@ -90,8 +90,8 @@ class SumSpec(namedtuple("SumSpec", ["column", "lo", "hi", "share"])):
 
     def ledger(self, eps_s):
         """Public facts for the ledger's description."""
-        return {"sum_of": self.column.name or "values", "sum_bounds": self.user_bounds(),
-                "epsilon_sum": eps_s}
+        named = {"sum_of": self.column.name} if self.column.name else {}
+        return {**named, "sum_bounds": self.user_bounds(), "epsilon_sum": eps_s}
 
     def user_bounds(self):
         """The bounds in user units (ints, or Decimals for a scaled column)."""
@@ -255,6 +255,12 @@ class RangeSums(IntervalAnswers):
         return self._scale
 
     @property
+    def noise_scales(self):
+        """The discrete Laplace scale of each released level of the sum tree, leaves first (a
+        tuple of Fractions, integer units): ``U`` times the count tree's at ``epsilon_sum``."""
+        return tuple(self._scales) if self._scales is not None else (self._scale,) * self._levels
+
+    @property
     def user_bounds(self):
         """``(lo, hi)`` in user units."""
         return tuple(self.column.values(np.array(self.bounds, dtype=np.int64)).tolist())
@@ -401,11 +407,6 @@ class RangeSumQueries:
             raise _no_sums()
         return self.sums
 
-    def _split_delta(self, confidence):
-        """Half of the noise's failure probability for each of the two trees."""
-        from_conf = self._noise_delta(confidence)
-        return from_conf / 2
-
     def sum_many(self, lo, hi, *, return_std=False):
         """Noisy sums of the value column over the inclusive ranges ``[lo[q], hi[q]]`` of x.
 
@@ -462,12 +463,16 @@ class RangeSumQueries:
         """
         return float(self.sum_many([lo], [hi])[0])
 
-    def _sum_parts(self, lo, hi, confidence, multiplicity):
-        """The shifted sums' and the counts' bars, each noise at half the noise budget."""
+    def _sum_parts(self, lo, hi, confidence, multiplicity, counts=True):
+        """The shifted sums' and the counts' bars: each tree's noise fails with probability
+        half of ``1 - confidence - beta / 2`` (a union bound), or the sums' all of it when
+        the counts are not needed (``counts=False``: ``c`` is None)."""
         sums = self._sums_or_raise()
-        delta = self._split_delta(confidence)
+        delta = self._noise_delta(confidence) / (2 if counts else 1)
         lo_o, hi_o, shape = self._offsets(lo, hi)
         s = sums.shifted_bars(lo_o, hi_o, delta, multiplicity)
+        if not counts:
+            return sums, s, None, shape
         c_ans = self._answers(lo_o, hi_o)
         c_std, c_noise = noise_tails(self, lo_o, hi_o, delta)
         c = (c_ans, c_std, c_noise, self._query_bias(lo_o, hi_o, multiplicity))
@@ -480,9 +485,10 @@ class RangeSumQueries:
         ``answer -+ (noise + bias)``: the shifted sum's Chernoff tail and
         its boundary bias (``U`` times the count's: each cut segment holds
         at most ``W`` rows, each adding at most ``U = hi_bound - lo_bound``),
-        plus ``|lo_bound|`` times the count's noise and bias.  The noise of
-        the two trees gets ``(1 - confidence - beta / 2) / 2`` each (a union
-        bound; the partition's weight bound ``beta / 2``).  Values outside
+        plus, when ``lo_bound != 0``, ``|lo_bound|`` times the count's noise
+        and bias; the noise of the two trees then gets ``(1 - confidence -
+        beta / 2) / 2`` each (a union bound), else the sum tree all of it
+        (``beta / 2`` is the partition's weight bound's).  Values outside
         ``sum_bounds`` were clipped: the interval is about the clipped sum.
 
         Parameters
@@ -495,14 +501,14 @@ class RangeSumQueries:
         ErrorBars
             In the value column's user units.
         """
-        sums, s, c, shape = self._sum_parts(lo, hi, confidence, multiplicity)
+        sums = self._sums_or_raise()
         low, unit = sums.bounds[0], sums.unit
-        answer = s[0] + low * c[0]
-        std = np.sqrt(s[1] ** 2 + (low * c[1]) ** 2)
+        sums, s, c, shape = self._sum_parts(lo, hi, confidence, multiplicity, counts=low != 0)
+        answer, std, noise, bias = s
         if low:
-            noise, bias = s[2] + abs(low) * c[2], s[3] + abs(low) * c[3]
-        else:
-            noise, bias = s[2], s[3]
+            answer = answer + low * c[0]
+            std = np.sqrt(std ** 2 + (low * c[1]) ** 2)
+            noise, bias = noise + abs(low) * c[2], bias + abs(low) * c[3]
         low_end, high_end = answer - noise - bias, answer + noise + bias
         return ErrorBars(*(np.asarray(x / unit, dtype=np.float64).reshape(shape)
                            for x in (answer, low_end, high_end, std, noise, bias)))

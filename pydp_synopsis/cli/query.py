@@ -14,6 +14,7 @@ from ..queryfiles import located, query_chunks, spooled_stdout
 from ..rectangles import RectangleSynopsis
 from ..sources.files import in_file
 from .common import check_output_option, delimiter_of, full_text, shown_text
+from .sums import cmd_query_sums, print_sums_info
 
 __all__ = ["cmd_query", "cmd_info"]
 
@@ -92,6 +93,8 @@ def cmd_query(args):
     syn = persist.load(args.synopsis)
     if not isinstance(syn, (IntervalSynopsis, RectangleSynopsis)):
         raise UsageError(f"{args.synopsis} is a {type(syn).__name__} checkpoint, not a synopsis")
+    if args.sum or args.mean:                   # range sums and means (cli/sums.py)
+        return cmd_query_sums(args, syn)
     dims = _dims(syn)
     units = _query_units(syn, args.scale)
     bound = syn.error_bound(args.confidence)
@@ -203,6 +206,7 @@ def cmd_info(args):
                   f"{c.format(lo)} .. {c.format(hi)}")
     if isinstance(obj, IntervalSynopsis):
         print(f"segments:       {len(obj):,}")
+        print_sums_info(obj)
     elif isinstance(obj, RectangleSynopsis):
         print(f"nodes:          {obj.num_nodes:,}")
         print(f"segments/axis:  {', '.join(str(len(p)) for p in obj.partitions)}")

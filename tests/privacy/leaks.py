@@ -45,7 +45,8 @@ META_KEYS = {
                           "columns",   # public column descriptions (units.Column)
                           # the partition method ("privtree") and its public shard count
                           "partition", "shards",
-                          "level_ratio"},   # the public split of the tree's budget
+                          "level_ratio",    # the public split of the tree's budget
+                          "sums"},          # range sums: public column, bounds, epsilon_sum
     "rectangle-synopsis": {"format", "domain", "beta", "config", "threshold_factor",
                            "epsilon_axis", "structure",
                            # adaptive grid
@@ -72,7 +73,7 @@ META_KEYS = {
 }
 #: Array names each record kind may hold.
 ARRAY_KEYS = {
-    "interval-synopsis": {"end_offsets", "released"},
+    "interval-synopsis": {"end_offsets", "released", "sum_released"},
     "rectangle-synopsis": {f"ends_{a}" for a in range(8)} | {"coarse", "fine", "fine_shape",
                                                               "seals", "count", "child", "succ"},
     "binary-tree-counter": {"digits", "slots", "pool"},
