@@ -296,3 +296,14 @@ def test_bad_query_arguments():
         syn.sum_intervals([0], [9], 1.0)
     with pytest.raises(ParameterError, match="confidence"):
         syn.mean_intervals([0], [9], 0.99999)
+
+
+def test_a_source_is_refused_before_reading(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("x\n1\n2\n")
+    source = ps.sources.files(str(path), ["x"])
+    budget = ps.Budget(1)
+    with pytest.raises(ParameterError, match="Source"):
+        ps.IntervalSynopsis.build(source, domain=(0, 9), epsilon=1, sum_of=[1, 2],
+                                  sum_bounds=(0, 5), budget=budget)
+    assert budget.spent == 0
