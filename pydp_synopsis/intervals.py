@@ -367,7 +367,7 @@ class IntervalSynopsis(IntervalAnswers, RangeSumQueries):
         eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
                                                   "epsilon * (1 - partition_share)"))
         spec, eps_t, eps_s = check_sum_options(sum_of, sum_bounds, sum_share, sum_scale, eps_t,
-                                               tree, dlt, counts, is_source(values), dropna)
+                                               values, counts, dropna, tree, fanout, ratio, dlt)
         values, (domain,), counts, described = prepare_build(
             values, [domain], counts=counts, columns=columns, scale=scale,
             resolution=resolution, dropna=dropna, clip=clip, source=is_source(values))
@@ -397,7 +397,7 @@ class IntervalSynopsis(IntervalAnswers, RangeSumQueries):
             return syn
         offsets = as_offsets(values, domain, "values", clip=clip)
         weights = check_counts(counts, offsets.shape)
-        offsets, shifted = offsets.ravel(), spec and spec.shifted_values(sum_of, offsets.size)
+        offsets, shifted = offsets.ravel(), spec and spec.shifted_values(sum_of, offsets.size, domain)
         charge(budget, eps_p + eps_t + eps_s, what, dlt)
 
         if weights is not None or n_shards > 1:

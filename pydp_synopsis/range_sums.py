@@ -58,7 +58,8 @@ from .errorbars import ErrorBars, noise_std
 from .errors import FormatError, InputError, ParameterError
 from .interval_answers import IntervalAnswers
 from .interval_options import tree_scales
-from .params import check_bool, check_share, exact_epsilon, is_int, split_epsilon
+from .params import MAX_SCALE, check_bool, check_share, exact_epsilon, is_int, split_epsilon
+from .sources import is_source
 from .tails import laplace_weighted_tail
 
 __all__ = ["DEFAULT_SUM_SHARE", "MAX_SUM_BOUND", "SumSpec", "check_sum_options", "RangeSums",
@@ -71,8 +72,10 @@ DEFAULT_SUM_SHARE = Fraction(1, 2)
 MAX_SUM_BOUND = 1 << 40
 
 
-class SumSpec(namedtuple("SumSpec", ["column", "lo", "hi", "share"])):
-    """The checked sum options: the value column, its integer bounds and the budget share."""
+class SumSpec(namedtuple("SumSpec", ["column", "lo", "hi", "share", "fanout", "ratio",
+                                     "epsilon"])):
+    """The checked sum options: the value column, its integer bounds, the budget share, the
+    tree's fanout and level ratio (the count tree's) and ``epsilon_sum``."""
 
     __slots__ = ()
 
@@ -81,11 +84,11 @@ class SumSpec(namedtuple("SumSpec", ["column", "lo", "hi", "share"])):
         """``U = hi - lo``: what one row can add to a segment's shifted sum."""
         return self.hi - self.lo
 
-    def split(self, eps_trees):
+    @staticmethod
+    def split(eps_trees, share):
         """``(epsilon_tree, epsilon_sum)`` of the trees' budget (each rounded down)."""
-        eps_s, eps_t = split_epsilon(eps_trees, self.share,
-                                     ("epsilon_trees * sum_share",
-                                      "epsilon_trees * (1 - sum_share)"))
+        eps_s, eps_t = split_epsilon(eps_trees, share, ("epsilon_trees * sum_share",
+                                                        "epsilon_trees * (1 - sum_share)"))
         return eps_t, eps_s
 
     def ledger(self, eps_s):
@@ -97,9 +100,24 @@ class SumSpec(namedtuple("SumSpec", ["column", "lo", "hi", "share"])):
         """The bounds in user units (ints, or Decimals for a scaled column)."""
         return tuple(self.column.values(np.array([self.lo, self.hi], dtype=np.int64)).tolist())
 
-    def shifted_values(self, sum_of, size):
+    def check_scale(self, domain):
+        """Refuse (before anything is spent) bounds whose node scale could pass the sampler's
+        ``2**48`` on this domain: the levels are known after the partition, so the most a
+        partition of the domain can have is checked (as ``level_ratio`` is)."""
+        most = min(domain[1] - domain[0] + 1, (1 << 62) - 1)
+        levels = trees.tree_shape(most, self.fanout)[0]
+        scales = _sum_scales(levels, self.epsilon, self.ratio, self.width) or [
+            trees.noise_scale(levels, self.epsilon / self.width)]
+        if max(scales) > MAX_SCALE:
+            raise ParameterError("sum_bounds are too wide for this domain and epsilon: the sums' "
+                                 "noise scale (hi - lo) * levels / epsilon_sum could pass 2**48; "
+                                 "use tighter bounds, a larger epsilon or sum_share")
+
+    def shifted_values(self, sum_of, size, domain):
         """``clip(v, lo, hi) - lo`` as int64 in integer units, one per row (checked: numeric,
-        no missing value, the rows' shape).  Draws nothing."""
+        no missing value, the rows' shape; and :meth:`check_scale` on the integer
+        ``domain``).  Draws nothing."""
+        self.check_scale(domain)
         arr = np.asarray(sum_of)
         if arr.dtype.kind not in "iuf" or arr.dtype == np.bool_:
             raise TypeError(f"sum_of must be numeric (integers or floats), got dtype {arr.dtype}")
@@ -132,8 +150,8 @@ def _bound_int(column, bound, name):
     return value
 
 
-def check_sum_options(sum_of, sum_bounds, sum_share, sum_scale, eps_trees, tree, delta, counts,
-                      source, dropna):
+def check_sum_options(sum_of, sum_bounds, sum_share, sum_scale, eps_trees, values, counts, dropna,
+                      tree, fanout, ratio, delta):
     """The sum options checked before any data is read, budget charged or noise drawn.
 
     Returns
@@ -157,7 +175,7 @@ def check_sum_options(sum_of, sum_bounds, sum_share, sum_scale, eps_trees, tree,
         raise ParameterError("sum_of needs delta=0 (range sums are pure epsilon-DP)")
     if counts is not None:
         raise ParameterError("sum_of takes one value per row: give the rows, not counts=")
-    if source:
+    if is_source(values):
         raise ParameterError("sum_of needs the values in memory (arrays, lists, Series), not a "
                              "Source")
     if dropna:
@@ -178,8 +196,9 @@ def check_sum_options(sum_of, sum_bounds, sum_share, sum_scale, eps_trees, tree,
     hi = _bound_int(column, sum_bounds[1], "sum_bounds[1]")
     if lo >= hi:
         raise ParameterError(f"sum_bounds must be (lo, hi) with lo < hi, got {tuple(sum_bounds)!r}")
-    spec = SumSpec(column, lo, hi, share)
-    return (spec, *spec.split(eps_trees))
+    eps_t, eps_s = SumSpec.split(eps_trees, share)
+    return SumSpec(column, lo, hi, share, 2 if tree == "binary" else fanout, ratio, eps_s), \
+        eps_t, eps_s
 
 
 class RangeSums(IntervalAnswers):

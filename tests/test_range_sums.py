@@ -282,6 +282,18 @@ def test_bad_input_refused_before_budget_and_randomness(kwargs, error, match):
         assert secret not in str(info.value) or secret in repr(kwargs)
 
 
+def test_bounds_too_wide_for_the_sampler_are_refused_before_budget():
+    budget, rng = ps.Budget(1), ps.Rng(seed=18)
+    with pytest.raises(ParameterError, match="2\\*\\*48"):
+        ps.IntervalSynopsis.build(np.arange(100), domain=(0, 2**40), epsilon=0.01,
+                                  sum_of=np.arange(100), sum_bounds=(0, 2**40), fanout=2,
+                                  budget=budget, rng=rng)
+    assert budget.spent == 0 and rng.random_uint64() == ps.Rng(seed=18).random_uint64()
+    # the same bounds on a small domain (few levels) and a larger epsilon are fine
+    ps.IntervalSynopsis.build(np.arange(100), domain=(0, 99), epsilon=1, sum_of=np.arange(100),
+                              sum_bounds=(0, 2**40), rng=rng)
+
+
 def test_bad_query_arguments():
     x, v = _data()
     syn = ps.IntervalSynopsis.build(x, domain=(0, 999), epsilon=1, sum_of=v, sum_bounds=(0, 9),

@@ -81,7 +81,7 @@ def check_build_sums(args, columns, units, dims):
             check_share(float(args.sum_share), "--sum-share")
         parse_scale(args.sum_scale)
         check_sum_options(np.zeros(0), _bounds(args.sum_bounds), None, args.sum_scale, 1,
-                          "hierarchical", 0, None, False, False)
+                          None, None, False, "hierarchical", 16, 1, 0)
     except (TypeError, ValueError) as exc:
         text = str(exc).replace("sum_bounds", "--sum-bounds").replace("sum_scale", "--sum-scale")
         raise UsageError(text) from None
