@@ -22,9 +22,9 @@ def _data(n=3000, seed=0, hi=999):
     return g.integers(0, hi + 1, n), g.integers(-5, 60, n)
 
 
-def _segments(syn):
-    """Inclusive (lo, hi) of every segment of the released partition (whole segments)."""
-    ends = np.asarray(syn.partition.ends, dtype=np.int64)
+def _blocks(syn):
+    """Inclusive (lo, hi) of every block of the sum tree (whole blocks: no apportioning)."""
+    ends = np.asarray(syn.sums.block_ends, dtype=np.int64)
     starts = np.concatenate(([syn.domain[0]], ends[:-1] + 1))
     return starts, ends
 
@@ -34,13 +34,13 @@ def _true_sums(x, v, lo, hi):
 
 
 # ------------------------------------------------------------------ exact answers
-def test_whole_segments_exact_at_huge_epsilon():
+def test_whole_blocks_exact_at_huge_epsilon():
     x, v = _data()
     syn = ps.IntervalSynopsis.build(x, domain=(0, 999), epsilon=1e6, sum_of=v,
                                     sum_bounds=(0, 50), rng=ps.Rng(seed=3))
     syn.sums._check()
     vc = np.clip(v, 0, 50)
-    lo, hi = _segments(syn)
+    lo, hi = _blocks(syn)
     assert np.array_equal(np.round(syn.sum_many(lo, hi)), _true_sums(x, vc, lo, hi))
     assert round(syn.sum(0, 999)) == vc.sum()
     counts = np.array([np.count_nonzero((x >= a) & (x <= b)) for a, b in zip(lo, hi)])
@@ -54,7 +54,7 @@ def test_shifted_bounds_and_negative_values_exact():
     syn = ps.IntervalSynopsis.build(x, domain=(0, 999), epsilon=1e6, sum_of=v,
                                     sum_bounds=(-3, 40), rng=ps.Rng(seed=4))
     vc = np.clip(v, -3, 40)
-    lo, hi = _segments(syn)
+    lo, hi = _blocks(syn)
     assert np.array_equal(np.round(syn.sum_many(lo, hi)), _true_sums(x, vc, lo, hi))
     assert round(syn.sum(0, 999)) == vc.sum()
     assert syn.mean(0, 999) == pytest.approx(vc.mean(), abs=1e-3)
@@ -81,7 +81,7 @@ def test_clipping_counts_values_at_the_bounds():
                                     sum_bounds=(0, 10), rng=ps.Rng(seed=6))
     assert round(syn.sum(0, 3)) == 0 + 5 + 7 + 10
     # how many values were clipped is never computed: the record holds public facts only
-    assert set(syn._to_record()[1]["sums"]) == {"column", "bounds", "epsilon"}
+    assert set(syn._to_record()[1]["sums"]) == {"column", "bounds", "epsilon", "block"}
 
 
 def test_user_units_on_x_dates():
@@ -103,19 +103,19 @@ def _dlap_probs(b, k):
 
 @pytest.mark.parametrize("level_ratio", [1, Fraction(7, 4)])
 def test_leaf_noise_is_discrete_laplace_of_scale_u_over_epsilon(level_ratio):
-    """A whole segment's answer from the raw tree is its leaf: true shifted sum plus one
+    """A whole block's answer from the raw tree is its leaf: true shifted sum plus one
     discrete Laplace draw of the leaves' scale U * L / epsilon_sum (equal levels)."""
-    x, v = _data(n=20000, seed=8, hi=4095)
+    x, v = _data(n=40000, seed=8, hi=16383)
     noises, scale = [], None
-    for seed in range(6):
-        syn = ps.IntervalSynopsis.build(x, domain=(0, 4095), epsilon=6, sum_of=v,
+    for seed in range(14):
+        syn = ps.IntervalSynopsis.build(x, domain=(0, 16383), epsilon=6, sum_of=v,
                                         sum_bounds=(0, 3), consistency=False,
                                         estimator="cover", level_ratio=level_ratio,
                                         rng=ps.Rng(seed=100 + seed))
         b = syn.sums.noise_scales[0]
         assert scale is None or b == scale
         scale = b
-        lo, hi = _segments(syn)
+        lo, hi = _blocks(syn)
         noises.append(np.round(syn.sum_many(lo, hi)).astype(np.int64)
                       - _true_sums(x, np.clip(v, 0, 3), lo, hi))
         std = syn.sum_many(lo, hi, return_std=True)[1]
@@ -142,12 +142,53 @@ def test_consistent_sum_errors_match_their_std():
     for seed in range(40):
         syn = ps.IntervalSynopsis.build(x, domain=(0, 999), epsilon=2, sum_of=v,
                                         sum_bounds=(0, 20), rng=ps.Rng(seed=200 + seed))
-        lo, hi = _segments(syn)
+        lo, hi = _blocks(syn)
         pick = np.arange(0, lo.size, max(1, lo.size // 8))
         lo, hi = np.concatenate((lo[pick], [0])), np.concatenate((hi[pick], [999]))
         ans, std = syn.sum_many(lo, hi, return_std=True)
         z.append((ans - _true_sums(x, np.clip(v, 0, 20), lo, hi)) / std)
     assert_mean_var(np.concatenate(z), 0.0, 1.0)
+
+
+@pytest.mark.parametrize("options", [{}, {"consistency": False, "tree": "binary"},
+                                     {"level_ratio": 1}])
+def test_std_of_cut_blocks_is_exact(options):
+    """Given the counts, an answer is linear in the sum tree's released nodes: its weights,
+    read by releasing unit vectors through the same constructor, give the exact variance
+    that ``return_std`` computes by polarisation over whole-block ranges."""
+    x, v = _data(n=40000, seed=21, hi=9999)
+    syn = ps.IntervalSynopsis.build(x, domain=(0, 9999), epsilon=1, sum_of=v, sum_bounds=(0, 60),
+                                    rng=ps.Rng(seed=22), **options)
+    sums = syn.sums
+    assert sums._levels >= 2                  # covariances between the leaves' estimates
+    g = np.random.default_rng(23)
+    lo = np.concatenate((g.integers(0, 9999, 60), [0, 3, 500]))
+    hi = np.minimum(lo + np.concatenate((g.integers(0, 3000, 60), [9999, 3, 0])), 9999)
+    _, std = syn.sum_many(lo, hi, return_std=True)
+    nodes = sums._released.size
+    levels, sizes, n = sums._levels, [], len(sums)
+    for _ in range(levels):
+        sizes.append(n)
+        n = -(-n // sums.fanout)
+    scale_of_node = np.repeat([float(discrete_laplace_variance(b)) for b in sums.noise_scales],
+                              sizes)
+    weights = np.empty((nodes, lo.size))
+    base = RangeSums._from_release(syn, np.zeros(nodes, np.int64), epsilon=sums.epsilon,
+                                   column=sums.column, bounds=sums.bounds, block=sums.block)
+    try:
+        syn.sums = base
+        zero = syn.sum_many(lo, hi)
+        for j in range(nodes):
+            unit = np.zeros(nodes, np.int64)
+            unit[j] = 1
+            syn.sums = RangeSums._from_release(syn, unit, epsilon=sums.epsilon,
+                                               column=sums.column, bounds=sums.bounds,
+                                               block=sums.block)
+            weights[j] = syn.sum_many(lo, hi) - zero
+    finally:
+        syn.sums = sums
+    exact = np.sqrt((weights ** 2 * scale_of_node[:, None]).sum(axis=0))
+    assert np.allclose(std, exact, rtol=1e-7, atol=1e-9)
 
 
 def test_intervals_cover_the_truth():
