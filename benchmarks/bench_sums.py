@@ -12,9 +12,8 @@ At the same total epsilon per (data, epsilon, workload):
 
 * ours: ``IntervalSynopsis.build(x, sum_of=v, sum_bounds=...)`` with its
   defaults (a quarter of epsilon to the partition, then half of the rest to the
-  sums; the counts come with it, and means) and a fixed sums-first
-  configuration, :data:`SUMS_FIRST` (most of epsilon to the sums, a coarser
-  partition, a one-level tree up to 1024 segments), the same for every row;
+  sums over blocks of 16 segments, apportioned by the counts; the counts come
+  with it, and means);
 * flat: a histogram of sums over public bins of ``w`` minutes, each bin's
   sum plus discrete Laplace noise of scale ``U / epsilon`` (parallel
   composition: one row is in one bin), a range answered by its whole bins and
@@ -39,15 +38,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pydp_synopsis as ps  # noqa: E402
 from workloads import data_file  # noqa: E402
 
-__all__ = ["main", "CLASSES", "VALUES", "SUMS_FIRST", "flat_sums", "opendp_sums"]
+__all__ = ["main", "CLASSES", "VALUES", "flat_sums", "opendp_sums"]
 
 SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data",
                       "flights-2001h1.npz")
 DOMAIN = (0, 2**18 - 1)
 #: Range widths in minutes.
 CLASSES = {"short": 60, "medium": 1440, "long": 43200}
-#: The sums-first build options of the "ours, sums-first" column.
-SUMS_FIRST = {"sum_share": 0.9, "partition_share": 0.1, "fanout": 1024}
 #: Value columns and their public clip bounds.
 VALUES = {"distance": (0, 2600), "delay": (-30, 180)}
 
@@ -127,27 +124,25 @@ def main(argv=None):
     widths = [int(w) for w in args.flat_widths.split(",")]
     print(f"range sums, flights ({x.size:,} rows), x = departure minute, {args.queries} "
           f"ranges per class, {args.reps} releases each; RMSE of the sum\n")
-    print("| value [bounds] | eps | ranges | ours | ours, sums-first | flat (best w) | OpenDP | "
-          "OpenDP 1q | ours/flat | sums-first/flat | ours/OpenDP |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| value [bounds] | eps | ranges | ours | flat (best w) | OpenDP | OpenDP 1q | "
+          "ours/flat | ours/OpenDP |")
+    print("|---|---|---|---|---|---|---|---|---|")
     out = {}
     for name, bounds in VALUES.items():
         v = np.clip(cols[name], *bounds)
         for eps in epsilons:
-            errs = {k: {c: [] for c in CLASSES} for k in ("ours", "ours9", "opendp", "one")}
+            errs = {k: {c: [] for c in CLASSES} for k in ("ours", "opendp", "one")}
             flat = {c: {w: [] for w in widths} for c in CLASSES}
             qs = {c: ranges(x, wd, args.queries, args.seed + i) for i, (c, wd)
                   in enumerate(CLASSES.items())}
             truth = {c: true_sums(x, v, *qs[c]) for c in CLASSES}
             for rep in range(args.reps):
                 rng = ps.Rng(seed=(args.seed, rep, name, eps).__repr__().encode())
-                syns = {key: ps.IntervalSynopsis.build(
-                    x, domain=DOMAIN, epsilon=eps, sum_of=cols[name], sum_bounds=bounds,
-                    rng=rng, **opts) for key, opts in (("ours", {}), ("ours9", SUMS_FIRST))}
+                syn = ps.IntervalSynopsis.build(x, domain=DOMAIN, epsilon=eps, sum_of=cols[name],
+                                                sum_bounds=bounds, rng=rng)
                 for c in CLASSES:
                     lo, hi = qs[c]
-                    for key in ("ours", "ours9"):
-                        errs[key][c].append(syns[key].sum_many(lo, hi) - truth[c])
+                    errs["ours"][c].append(syn.sum_many(lo, hi) - truth[c])
                     for w in widths:
                         flat[c][w].append(flat_sums(x, v, bounds, w, eps, lo, hi, rng)
                                           - truth[c])
@@ -161,13 +156,12 @@ def main(argv=None):
                 best = min(fl, key=fl.get)
                 out[(name, eps, c)] = {**r, "flat": fl[best], "flat_width": best}
                 print(f"| {name} [{bounds[0]}, {bounds[1]}] | {eps:g} | {c} | {r['ours']:,.0f} | "
-                      f"{r['ours9']:,.0f} | {fl[best]:,.0f} (w={best}) | {r['opendp']:,.0f} | "
-                      f"{r['one']:,.0f} | {r['ours'] / fl[best]:.2f} | "
-                      f"{r['ours9'] / fl[best]:.2f} | {r['ours'] / r['opendp']:.3f} |")
+                      f"{fl[best]:,.0f} (w={best}) | {r['opendp']:,.0f} | {r['one']:,.0f} | "
+                      f"{r['ours'] / fl[best]:.2f} | {r['ours'] / r['opendp']:.3f} |")
     def geomean(a, b):
         return math.exp(np.mean(np.log([o[a] / o[b] for o in out.values()])))
-    print(f"\ngeomean ours/flat: {geomean('ours', 'flat'):.2f}; sums-first/flat: "
-          f"{geomean('ours9', 'flat'):.2f}; ours/OpenDP: {geomean('ours', 'opendp'):.3f}")
+    print(f"\ngeomean ours/flat: {geomean('ours', 'flat'):.2f}; ours/OpenDP: "
+          f"{geomean('ours', 'opendp'):.3f}")
     return out
 
 

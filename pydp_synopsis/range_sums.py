@@ -72,7 +72,7 @@ __all__ = ["DEFAULT_SUM_SHARE", "MAX_SUM_BOUND", "SUM_BLOCK", "SumSpec", "check_
 #: The share of the trees' budget ``epsilon * (1 - partition_share)`` spent on the sums.
 DEFAULT_SUM_SHARE = Fraction(1, 2)
 #: Segments per leaf of the sum tree: its leaves are blocks of this many consecutive segments
-#: of the released partition (docs/guide/sums.md, "Accuracy": 16 measured best of 1, 4, 16, 64).
+#: of the released partition (docs/guide/sums.md, "Accuracy": 16 against 1, 4 and 64).
 SUM_BLOCK = 16
 #: Largest ``|lo|``, ``|hi|`` of ``sum_bounds`` in the column's integer units (``2**40``).
 MAX_SUM_BOUND = 1 << 40
