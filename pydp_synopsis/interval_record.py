@@ -19,6 +19,7 @@ from .partitions.sharded import MAX_SHARDS
 from .persist import check_pure_epsilon, state_delta
 from .interval_options import PRIVTREE_ESTIMATORS, check_tree_options
 from .units import clipped_from_record, columns_from_record, columns_to_record
+from .range_sums import attach_sums, sums_from_record, sums_to_record
 
 __all__ = ["KIND", "FORMAT_DNRR", "FORMAT_PRIVTREE", "FORMAT_LEVELS", "FORMAT_PRIVTREE_OPTIONS",
            "to_record", "from_record"]
@@ -72,6 +73,8 @@ def to_record(syn):
         meta["merge_epsilon"] = eps(syn.partition.merge_epsilon)
         arrays["leaf_end_offsets"] = syn.partition.leaves.end_offsets
         arrays["leaf_noisy_counts"] = syn.partition.noisy_counts
+    if syn.sums is not None:   # absent: no range sums (every older file; older readers skip it)
+        meta["sums"], arrays["sum_released"] = sums_to_record(syn.sums)
     return KIND, meta, arrays, None
 
 
@@ -155,8 +158,10 @@ def from_record(meta, arrays, from_release):
         syn = from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
                            fanout=fanout, consistency=consistency, estimator=estimator, k=k,
                            delta=delta, level_ratio=ratio)
-        check_pure_epsilon(meta, syn.pure_epsilon, delta)
         syn._columns = columns_from_record(meta, [part.domain])
+        if "sums" in meta:     # range_sums.py: its epsilon is part of the pure epsilon checked
+            attach_sums(syn, sums_from_record(meta["sums"], arrays["sum_released"], syn))
+        check_pure_epsilon(meta, syn.pure_epsilon, delta)
         syn.clipped = clipped_from_record(meta)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         if isinstance(exc, FormatError):

@@ -46,6 +46,7 @@ from .sources import as_source, is_source
 from ._threads import halves, sort_u64
 from .tails import laplace_weighted_tail
 from .units import Column, prepare_build
+from .range_sums import RangeSumQueries, check_sum_options, release_sums
 from .interval_answers import IntervalAnswers
 from .level_queries import LevelQueries
 # the defaults stay importable from here (release 0.2's names)
@@ -59,7 +60,7 @@ from .interval_record import KIND, from_record, to_record
 __all__ = ["IntervalSynopsis"]
 
 
-class IntervalSynopsis(IntervalAnswers, LevelQueries):
+class IntervalSynopsis(IntervalAnswers, LevelQueries, RangeSumQueries):
     """How many values fall in any range ``[lo, hi]``, answered with epsilon-differential privacy.
 
     Build it once from one integer column (``build(values, domain=(lo, hi),
@@ -139,7 +140,7 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries):
     __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta", "delta",
                  "pure_epsilon", "_scale", "level_ratio", "_scales", "_weights",
                  "tree", "fanout", "consistency", "estimator", "k", "_released", "_prefix",
-                 "_levels", "_ends", "_tau", "_coef", "_columns", "clipped")
+                 "_levels", "_ends", "_tau", "_coef", "_columns", "clipped", "sums")
 
     def __init__(self):
         raise TypeError("use IntervalSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -165,7 +166,7 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries):
         self._tau = float(partition.threshold)
         self._coef = None
         self._columns = None                     # set by build/load when described
-        self.clipped = False                     # build(clip=True): values were clipped
+        self.clipped, self.sums = False, None    # build(clip=True), build(sum_of=...)
         self._levels, self._prefix = None, None
         self.level_ratio = Fraction(level_ratio)
         self._scales, self._weights = None, None
@@ -200,7 +201,8 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries):
               partition_share=None, threshold_factor=None, k=19, budget=None,
               counts=None, shards=None, delta=0, columns=None, scale=None,
               resolution=None, dropna=False, partition=None, level_ratio=None, clip=False,
-              privtree_fanout=2, privtree_merge=None, tree=None):
+              privtree_fanout=2, privtree_merge=None, sum_of=None, sum_bounds=None,
+              sum_share=None, sum_scale=None, tree=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -317,6 +319,8 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries):
             the synopsis records it (``clipped``, saved and shown by
             ``pydp-synopsis info``): the counts at the domain's ends then
             include the values clipped there.
+        sum_of, sum_bounds, sum_share, sum_scale : optional
+            Range sums of a clipped column: :mod:`pydp_synopsis.range_sums`, docs/guide/sums.md.
 
         Returns
         -------
@@ -373,6 +377,8 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries):
         clip = check_bool(clip, "clip")
         eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
                                                   "epsilon * (1 - partition_share)"))
+        spec, eps_t, eps_s = check_sum_options(sum_of, sum_bounds, sum_share, sum_scale, eps_t,
+                                               values, counts, dropna, tree, fanout, ratio, dlt)
         values, (domain,), counts, described = prepare_build(
             values, [domain], counts=counts, columns=columns, scale=scale,
             resolution=resolution, dropna=dropna, clip=clip, source=is_source(values))
@@ -384,8 +390,8 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries):
         check_level_scales(ratio, domain, tree, fanout, eps_t)
         n_shards = check_shards(shards, [domain])
         rng = resolve_rng(rng)
-        what = describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t,
-                        **({"delta": dlt} if dlt else {}))
+        what = describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t + eps_s,
+                        **({"delta": dlt} if dlt else {}), **(spec.ledger(eps_s) if spec else {}))
         source = as_source(values, counts, dropna)
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
@@ -402,8 +408,8 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries):
             return syn
         offsets = as_offsets(values, domain, "values", clip=clip)
         weights = check_counts(counts, offsets.shape)
-        offsets = offsets.ravel()
-        charge(budget, eps_p + eps_t, what, dlt)
+        offsets, shifted = offsets.ravel(), spec and spec.shifted_values(sum_of, offsets.size, domain)
+        charge(budget, eps_p + eps_t + eps_s, what, dlt)
 
         if weights is not None or n_shards > 1:
             # the distinct values with their counts (the streamed builds' form)
@@ -420,6 +426,7 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries):
                                 consistency=consistency, estimator=estimator, k=k,
                                 dlt=dlt, ratio=ratio)
         syn._columns, syn.clipped = described, clip
+        release_sums(spec, syn, offsets, shifted, eps_s, rng)      # sum_of: range_sums.py
         return syn
 
     @classmethod

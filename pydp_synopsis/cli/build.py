@@ -13,6 +13,7 @@ from .categories import build_categories, category_column_of, other_domain
 from .common import check_output_option, delimiter_of, rng_of
 from .domains import parse_domain, parse_user_domain, per_column
 from .progress import BuildProgress, Observed
+from .sums import build_with_sums, check_build_sums, wants_sums
 
 __all__ = ["ENGINES", "cmd_build"]
 
@@ -162,7 +163,15 @@ def cmd_build(args):
         units, domain = _describe_build(args, columns, dims)
     if units is None and columns:
         units = describe_axes(None, domain, columns=columns)     # named integer columns
+    if wants_sums(args):                        # range sums: both columns in memory
+        check_build_sums(args, columns, units, dims)
     check_output_option(args.output, *_input_paths(args))
+    if wants_sums(args):
+        syn = build_with_sums(args, columns, domain, rng_of(args))
+        syn.save(args.output)
+        print(f"wrote {args.output}: interval synopsis with range sums of {args.sum}: "
+              f"{len(syn):,} segments, epsilon={syn.epsilon}")
+        return 0
     source = _build_source(args, columns, units)
     rng = rng_of(args)
     progress = BuildProgress()

@@ -10,6 +10,8 @@ from .build import ENGINES, cmd_build
 from .demo import cmd_demo
 from .plot import cmd_plot
 from .query import cmd_info, cmd_query
+from .sums import add_build_arguments as add_sum_build_arguments
+from .sums import add_query_arguments as add_sum_query_arguments
 from .stream import COUNTERS, cmd_count_stream
 
 __all__ = ["build_parser", "attach_negative_values"]
@@ -21,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 #: Options whose value may start with '-' (a negative number): ``--domain -5:5``.
-_SIGNED_VALUE_OPTIONS = ("--domain", "--lo", "--hi", "--range")
+_SIGNED_VALUE_OPTIONS = ("--domain", "--lo", "--hi", "--range", "--sum-bounds")
 _SIGNED_VALUE = re.compile(r"-[0-9.][-0-9.:,eE+ ]*")
 
 
@@ -166,6 +168,7 @@ def build_parser():
     b.add_argument("--mechanism", choices=("auto", "flat", "tree"), default=None,
                    help="one category column: a flat histogram (auto: up to 1024 levels) or an "
                         "interval synopsis over the levels")
+    add_sum_build_arguments(b)                  # --sum, --sum-bounds, ... (cli/sums.py)
     b.add_argument("--output", required=True, metavar="SYN", help="where to save the synopsis")
     b.add_argument("--seed", type=integer, help=seed_help)
     b.set_defaults(func=cmd_build)
@@ -194,6 +197,7 @@ def build_parser():
                    help="field separator of the query and answer CSV files (default: ,)")
     q.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6); only for "
                                    "files without column descriptions (the file says its units)")
+    add_sum_query_arguments(q)                  # --sum, --mean (cli/sums.py)
     q.set_defaults(func=cmd_query)
 
     i = sub.add_parser("info", help="describe a saved synopsis or counter checkpoint",

@@ -17,6 +17,7 @@ from ..rectangles import RectangleSynopsis
 from ..sources.files import in_file
 from .categories import by_level, levels_lines
 from .common import check_output_option, delimiter_of, full_text, shown_text
+from .sums import cmd_query_sums, print_sums_info
 
 __all__ = ["cmd_query", "cmd_info"]
 
@@ -100,6 +101,8 @@ def cmd_query(args):
         raise UsageError(f"{args.synopsis} is a {type(syn).__name__} checkpoint, not a synopsis")
     if args.by_level:
         return by_level(syn, args, delimiter)
+    if args.sum or args.mean:                   # range sums and means (cli/sums.py)
+        return cmd_query_sums(args, syn)
     dims = _dims(syn)
     units = _query_units(syn, args.scale)
     bound = syn.error_bound(args.confidence)
@@ -216,6 +219,7 @@ def cmd_info(args):
     if isinstance(obj, IntervalSynopsis):
         print(f"segments:       {len(obj):,}")
         print(f"partition:      {partition_summary(obj.partition)}")
+        print_sums_info(obj)
     elif isinstance(obj, RectangleSynopsis):
         print(f"nodes:          {obj.num_nodes:,}")
         print(f"segments/axis:  {', '.join(str(len(p)) for p in obj.partitions)}")

@@ -47,6 +47,7 @@ audit bounds ``ln(P[S]/P'[S])``, which delta can exceed on rare events.
 from .audit import ALPHA, TIERS, TIGHT_FRACTION, AuditResult, Tier, audit_pair
 from .registry import MECHANISMS, MUTANTS, Mechanism, Pair, get, register
 from . import mechanisms  # noqa: F401  (registers the package's mechanisms)
+from . import sums  # noqa: F401  (registers the range sums)
 
 __all__ = ["ALPHA", "TIERS", "TIGHT_FRACTION", "AuditResult", "Tier", "audit_pair",
            "MECHANISMS", "MUTANTS", "Mechanism", "Pair", "get", "register"]

@@ -47,7 +47,8 @@ META_KEYS = {
                           "partition", "shards",
                           "level_ratio",    # the public split of the tree's budget
                           # PrivTree's public fanout; the merge's public epsilon share
-                          "privtree_fanout", "merge_epsilon"},
+                          "privtree_fanout", "merge_epsilon",
+                          "sums"},          # range sums: public column, bounds, epsilon_sum
     "rectangle-synopsis": {"format", "domain", "beta", "config", "threshold_factor",
                            "epsilon_axis", "structure",
                            # adaptive grid
@@ -76,7 +77,7 @@ META_KEYS = {
 }
 #: Array names each record kind may hold.
 ARRAY_KEYS = {
-    "interval-synopsis": {"end_offsets", "released",
+    "interval-synopsis": {"end_offsets", "released", "sum_released",
                           # merged PrivTree leaves: released leaves and their noisy counts
                           "leaf_end_offsets", "leaf_noisy_counts"},
     "rectangle-synopsis": {f"ends_{a}" for a in range(8)} | {"coarse", "fine", "fine_shape",
