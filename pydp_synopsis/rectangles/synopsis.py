@@ -14,10 +14,11 @@ from fractions import Fraction
 from .. import persist
 from .._threads import halves
 from ..persist import check_pure_epsilon, state_delta
-from ..errorbars import assemble, noise_std
+from ..errorbars import METHODS, noise_std
 from ..errors import FormatError, ParameterError
-from ..params import check_beta, check_bool, check_int, renamed_keyword
+from ..params import check_beta, check_bool, check_choice, check_int, renamed_keyword
 from .axes import Axes, as_int_array, check_corners
+from .bars import rectangle_bars
 from .grid import AdaptiveGrid
 from .multitree import MultiTree
 from .release import CONFIGS, MECHANISMS, release
@@ -572,8 +573,8 @@ class RectangleSynopsis:
         sumsq, _, scales = self._mechanism.noise(lo_o, hi_o)
         return out, noise_std(sumsq, scales)
 
-    def confidence_intervals(self, lo, hi, confidence=0.95, *, multiplicity=None,
-                             nonnegative=False, max_multiplicity=None):
+    def confidence_intervals(self, lo, hi, confidence=0.95, *, method="rigorous",
+                             multiplicity=None, nonnegative=False, max_multiplicity=None):
         """Per-query intervals holding each true count with probability >= ``confidence``.
 
         For each rectangle on its own (not all at once: that is
@@ -640,14 +641,13 @@ class RectangleSynopsis:
         True
         """
         conf = check_beta(confidence, "confidence")
+        method = check_choice(method, "method", METHODS)
         mu = check_int(renamed_keyword("RectangleSynopsis.confidence_intervals", "max_multiplicity=",
                                        "multiplicity=", max_multiplicity, multiplicity, 1),
                        "multiplicity", 1, 1 << 62)
         nonnegative = check_bool(nonnegative, "nonnegative")
         lo_o, hi_o = check_corners(*self._user(lo, hi), self.domain)
-        std, noise, bias = self._mechanism.error_bars(lo_o, hi_o, conf, mu)
-        answer = self._mechanism.answer(lo_o, hi_o)
-        return assemble(answer, std, noise, bias, answer.shape, nonnegative)
+        return rectangle_bars(self._mechanism, lo_o, hi_o, conf, mu, method, nonnegative)
 
     def count(self, lo, hi):
         """Noisy count of the inclusive rectangle ``[lo, hi]`` (length-c corners; a float).
