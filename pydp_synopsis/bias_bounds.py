@@ -61,12 +61,14 @@ import numpy as np
 
 from .noise import discrete_laplace_variance
 
-__all__ = ["CONCENTRATION", "split_delta", "snapped_interval", "cut_variance",
+__all__ = ["CONCENTRATION", "MAX_KURTOSIS", "split_delta", "snapped_interval", "cut_variance",
            "excess_kurtosis", "noise_quantile", "calibrated_interval"]
 
 #: The calibrated model's beta-binomial concentration ``nu``: how evenly the items of a
 #: cut segment spread over it (docs/guide/error-bars.md, "Calibrated").
 CONCENTRATION = 2.0
+#: The largest excess kurtosis the calibrated noise quantile uses (twice the Laplace's 3).
+MAX_KURTOSIS = 6.0
 
 
 def split_delta(has_inner, delta):
@@ -134,7 +136,7 @@ def excess_kurtosis(scale):
     3.0
     """
     a = math.exp(-1.0 / float(scale))
-    return (1.0 + 10.0 * a + a * a) / (2.0 * a) - 3.0
+    return math.inf if a == 0.0 else (1.0 + 10.0 * a + a * a) / (2.0 * a) - 3.0
 
 
 def noise_quantile(std, sumsq, maxabs, scales, confidence):
@@ -147,7 +149,8 @@ def noise_quantile(std, sumsq, maxabs, scales, confidence):
     <=`` that over ``std^4``; its two-sided ``confidence`` quantile is about
     ``std (z + g (z^3 - 3 z) / 24)``, ``z`` the normal quantile (the
     fourth-cumulant term of the Cornish-Fisher expansion, ``g`` at its upper
-    bound, at most the largest ``k_g``).  One term (``g = 3``) gives 2.17 std
+    bound, at most :data:`MAX_KURTOSIS`: a scale below 1 has a kurtosis the
+    expansion cannot follow, and its mass at 0 keeps the quantile small).  One term (``g = 3``) gives 2.17 std
     at 95%, the exact Laplace 2.12.  An approximation, used only by the
     calibrated interval.
 
@@ -167,10 +170,10 @@ def noise_quantile(std, sumsq, maxabs, scales, confidence):
     """
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     var = [discrete_laplace_variance(b) for b in scales]
-    kurt = [excess_kurtosis(b) for b in scales]
+    kurt = [min(excess_kurtosis(b), MAX_KURTOSIS) for b in scales]
     k4 = sum(kurt[g] * var[g] ** 2 * maxabs[:, g] ** 2 * sumsq[:, g] for g in range(len(scales)))
     safe = np.where(std > 0, std, 1.0)
-    g = np.minimum(np.where(std > 0, k4 / safe ** 4, 0.0), max(kurt))
+    g = np.minimum(np.where(std > 0, k4 / safe ** 4, 0.0), MAX_KURTOSIS)
     return std * (z + g * (z ** 3 - 3 * z) / 24)
 
 
