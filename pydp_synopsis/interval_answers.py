@@ -1,5 +1,6 @@
 """The interval synopsis' answers and error terms: query offsets, tree answers, noise bounds,
-noise weights and boundary bias.
+noise weights and the simultaneous bound's bias (the per-query intervals are
+:mod:`pydp_synopsis.interval_bars`').
 
 Mixed into :class:`~pydp_synopsis.intervals.IntervalSynopsis`, whose
 :meth:`count_many`, :meth:`error_bound` and :meth:`confidence_intervals` they serve.  The
@@ -18,7 +19,7 @@ import math
 import numpy as np
 
 from . import trees
-from .errors import DomainError, ParameterError
+from .errors import DomainError
 from .params import as_offsets
 from .partitions import TreePartition
 from .tails import laplace_sum_tail
@@ -168,50 +169,3 @@ class IntervalAnswers:
         return trees.interval_noise(self._ends, lo_o, hi_o, self.estimator, fanout=self.fanout,
                                     consistent=self.consistency, corners=corners,
                                     lookup=self.partition.lookup, weights=self._weights)
-
-    def _boundaries(self, lo_o, hi_o):
-        """Per query: is the left (or only) boundary segment cut, is the right one,
-        does each cut one lose its seal point (its end) to the query, and the two
-        boundary segments' indices?"""
-        ends, lookup = self._ends, self.partition.lookup
-        k, r = lookup.of(lo_o).astype(np.intp), lookup.of(hi_o).astype(np.intp)
-        first = np.where(k == 0, np.uint64(0), ends[np.maximum(k, 1) - 1] + np.uint64(1))
-        single = k == r
-        seal_out_left = single & (hi_o < ends[k])
-        left = (lo_o > first) | seal_out_left
-        right = ~single & (hi_o < ends[r])
-        return left, right, seal_out_left, right, k, r
-
-    def _query_bias(self, lo_o, hi_o, multiplicity):
-        """Per query, the most the estimator can miscount in the cut boundary segments.
-
-        Per cut segment (``W`` = :meth:`interior_weight_bound`, ``mu`` =
-        ``multiplicity``): ``"seal"`` ``W``; ``"uniform"`` ``W + mu``;
-        ``"cover"`` ``W``, plus ``mu`` when the segment's seal point lies
-        outside the query; ``"seal_uniform"`` ``W`` for one cut segment and
-        ``W + T`` for two (the left one errs in ``[-T, W]``, the right one
-        in ``[-W, T]``).  These are the per-boundary terms of
-        :meth:`error_bound`'s bias.
-        """
-        left, right, seal_l, seal_r, k, r = self._boundaries(lo_o, hi_o)
-        if isinstance(self.partition, TreePartition):
-            # "uniform" and "cover" take a share of a cut leaf in [0, its weight]
-            w = self.partition.leaf_weight_bounds()
-            return np.where(left, w[k], 0.0) + np.where(right, w[r], 0.0)
-        w, cut = self.interior_weight_bound(), left.astype(np.float64) + right
-        if self.estimator == "seal":
-            return w * cut
-        if self.estimator == "seal_uniform":
-            return w * np.minimum(cut, 1.0) + self._tau * (cut == 2)
-        if self.estimator == "uniform":
-            return (w + multiplicity) * cut
-        return w * cut + multiplicity * ((left & seal_l).astype(np.float64) + (right & seal_r))
-
-    def _noise_delta(self, confidence):
-        """``1 - confidence - beta / 2``: what the noise may use after the partition's share."""
-        delta, part_fail = 1.0 - confidence, self.beta / 2
-        if delta <= part_fail:
-            raise ParameterError(
-                f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partition's "
-                f"failure probability fixed at build), got {confidence!r}")
-        return delta - part_fail

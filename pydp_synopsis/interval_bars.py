@@ -102,8 +102,8 @@ class IntervalBars:
             if q.size:
                 inner[q], i_sq, i_max = self._range_noise(in_lo[q], in_hi[q])
                 t_in[q] = laplace_weighted_tail(i_sq, i_max, [b], log_in[q])
-            low, high, noise = snapped_interval(answer, inner, t_in, outer, t_out)
-            return assemble_interval(answer, std, noise, low, high, shape, nonnegative)
+            low, high, noise, bias = snapped_interval(answer, inner, t_in, outer, t_out)
+            return assemble_interval(answer, std, noise, low, high, shape, nonnegative, bias=bias)
         # calibrated: the answer's own two-sided tail, widened by the model's bias variance
         a_sq, a_max = self._range_noise(lo_o, hi_o)[1:]
         noise = noise_quantile(std, a_sq, a_max, [b], confidence)

@@ -57,12 +57,13 @@ def test_split_snapped_and_model_arithmetic():
     assert log_in[0] == pytest.approx(math.log(20)) and log_out[0] == pytest.approx(math.log(20))
     assert log_in[1] == math.inf and log_out[1] == pytest.approx(math.log(10))
     # the interval never excludes the answer, never goes below 0, and I, O in either order
-    low, high, noise = snapped_interval(np.array([12.0, 3.0, -5.0]), np.array([10.0, 8.0, 0.0]),
-                                        np.array([3.0, 1.0, 0.0]), np.array([15.0, 6.0, -2.0]),
-                                        np.array([4.0, 2.0, 1.0]))
+    low, high, noise, bias = snapped_interval(
+        np.array([12.0, 3.0, -5.0]), np.array([10.0, 8.0, 0.0]), np.array([3.0, 1.0, 0.0]),
+        np.array([15.0, 6.0, -2.0]), np.array([4.0, 2.0, 1.0]))
     np.testing.assert_allclose(low, [7.0, 3.0, 0.0])
     np.testing.assert_allclose(high, [19.0, 10.0, 1.0])
     np.testing.assert_allclose(noise, [3.5, 1.5, 0.5])
+    np.testing.assert_allclose(bias, (high - low) / 2 - noise)
     # f (1 - f) C (C + nu) / (1 + nu), C clipped at 0, f clipped to [0, 1]
     v = cut_variance(np.array([0.25, 1.0, 0.5, 0.5]), np.array([12.0, 50.0, -3.0, 4.0]),
                      concentration=2.0)

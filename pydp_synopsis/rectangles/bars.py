@@ -127,8 +127,9 @@ def _multitree_bars(mt, lo, hi, answer, confidence, method, nonnegative):
     idx = np.flatnonzero(has_inner)
     if idx.size:
         inner[idx], t_in[idx] = _whole_boxes(mt, in_lo[idx], in_hi[idx], log_in[idx])
-    low, high, noise = snapped_interval(answer, inner, t_in, outer, t_out)
-    return assemble_interval(answer, std, noise, low, high, answer.shape, nonnegative)
+    low, high, noise, bias = snapped_interval(answer, inner, t_in, outer, t_out)
+    return assemble_interval(answer, std, noise, low, high, answer.shape, nonnegative,
+                             bias=bias)
 
 
 def _grid_calibrated(grid, lo, hi, answer, confidence, nonnegative):
