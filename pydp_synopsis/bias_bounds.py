@@ -189,19 +189,30 @@ def noise_quantile(std, sumsq, maxabs, scales, confidence):
     return std * (z + g * (z ** 3 - 3 * z) / 24)
 
 
-def calibrated_interval(answer, noise, bias_var, confidence):
+def calibrated_interval(answer, noise, bias_var, confidence, below=None, above=None):
     """``(low, high)`` of the calibrated model: ``answer -+ sqrt(noise^2 + z^2 v)``.
 
     ``noise`` = the noise quantile (:func:`noise_quantile`), ``v`` =
     ``bias_var`` (:func:`cut_variance` summed over the cut segments), ``z``
-    the normal quantile of ``confidence`` (two-sided).
+    the normal quantile of ``confidence`` (two-sided).  ``low`` is clipped
+    at 0; with ``below``/``above`` (the most the cut segments can make the
+    answer too high / too low, ``sum f C`` and ``sum (1 - f) C`` of their
+    released counts ``C``) each side is clipped at ``noise`` plus that: the
+    model's normal tail must not reach counts the cut segments cannot hold.
 
     Examples
     --------
     >>> low, high = calibrated_interval(np.array([5.0]), np.array([3.0]), np.array([4.0]), 0.95)
     >>> round(float(high[0] - 5.0), 3)            # sqrt(3^2 + 1.96^2 * 4)
     4.936
+    >>> calibrated_interval(np.array([5.0]), np.array([3.0]), np.array([4.0]), 0.95,
+    ...                     np.array([0.5]), np.array([1.0]))[1] - 5.0
+    array([4.])
     """
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     half = np.sqrt(noise ** 2 + z * z * bias_var)
-    return np.maximum(answer - half, 0.0), answer + half
+    low, high = answer - half, answer + half
+    if below is not None:
+        low = np.maximum(low, answer - noise - below)
+        high = np.minimum(high, answer + noise + above)
+    return np.maximum(low, 0.0), high

@@ -111,7 +111,9 @@ class IntervalBars:
         first_r = np.where(r == 0, np.uint64(0), ends[np.maximum(r, 1) - 1] + np.uint64(1))
         leaf_k = self._answers(out_lo, ends[k])
         leaf_r = np.where(cut_r, self._answers(first_r, out_hi), 0.0)
-        var = cut_variance(f_l, np.where(cut_l, leaf_k, 0.0)) + cut_variance(f_r, leaf_r)
-        low, high = calibrated_interval(answer, noise, var, confidence)
+        c_l, c_r = np.maximum(np.where(cut_l, leaf_k, 0.0), 0.0), np.maximum(leaf_r, 0.0)
+        var = cut_variance(f_l, c_l) + cut_variance(f_r, c_r)
+        low, high = calibrated_interval(answer, noise, var, confidence, f_l * c_l + f_r * c_r,
+                                        (1 - f_l) * c_l + (1 - f_r) * c_r)
         return assemble_interval(answer, std, noise, low, high, shape, nonnegative,
                                  calibrated=True)

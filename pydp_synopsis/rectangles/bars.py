@@ -111,14 +111,17 @@ def _multitree_bars(mt, lo, hi, answer, confidence, method, nonnegative):
     has_inner, in_lo, in_hi, out_lo, out_hi, slabs = tree_snaps(mt.axes, mt.merge, lo, hi)
     if method == "calibrated":
         noise = noise_quantile(std, sumsq, maxabs, scales, confidence)
-        var = np.zeros_like(answer)
+        var, below, above = (np.zeros_like(answer) for _ in range(3))
         for a, cut, s_lo, s_hi, frac in slabs:
             idx = np.flatnonzero(cut)
             if idx.size:
                 box_lo, box_hi = out_lo[idx].copy(), out_hi[idx].copy()
                 box_lo[:, a], box_hi[:, a] = s_lo[idx], s_hi[idx]
-                var[idx] += cut_variance(frac[idx], mt.answer(box_lo, box_hi))
-        low, high = calibrated_interval(answer, noise, var, confidence)
+                count = np.maximum(mt.answer(box_lo, box_hi), 0.0)
+                var[idx] += cut_variance(frac[idx], count)
+                below[idx] += frac[idx] * count
+                above[idx] += (1 - frac[idx]) * count
+        low, high = calibrated_interval(answer, noise, var, confidence, below, above)
         return assemble_interval(answer, std, noise, low, high, answer.shape, nonnegative,
                                  calibrated=True)
     log_in, log_out = split_delta(has_inner, 1.0 - confidence)
@@ -143,7 +146,7 @@ def _grid_calibrated(grid, lo, hi, answer, confidence, nonnegative):
     total = np.maximum(cut[:, 0], 0.0) + spread
     per_cell = total / np.maximum(cells, 1.0)
     var = total * (per_cell + CONCENTRATION) / (1.0 + CONCENTRATION)
-    low, high = calibrated_interval(answer, noise, var, confidence)
+    low, high = calibrated_interval(answer, noise, var, confidence, total, total)
     return assemble_interval(answer, std, noise, low, high, answer.shape, nonnegative,
                              calibrated=True)
 
