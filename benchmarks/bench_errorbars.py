@@ -80,14 +80,25 @@ def class_queries(gen, q, points, domain, widths):
     return lo, hi
 
 
-def datasets(full_flights=None):
-    """``(name, points (n, c), domain)`` of the data sets: ZIP codes and flights."""
+def _subsample(n, size, seed):
+    """Indices of a seeded subsample of ``size`` of ``n`` rows (all rows when None)."""
+    if size is None or size >= n:
+        return slice(None)
+    return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+
+
+def datasets(full_flights=None, subsample=None):
+    """``(name, points (n, c), domain)`` of the data sets: ZIP codes and flights
+    (``subsample``: at most that many rows of each, for the short test tier)."""
     zc = np.load(DEMO)
-    lat, lon = zc["latitude_e6"].astype(np.int64), zc["longitude_e6"].astype(np.int64)
+    keep = _subsample(zc["latitude_e6"].size, subsample, 1)
+    lat = zc["latitude_e6"][keep].astype(np.int64)
+    lon = zc["longitude_e6"][keep].astype(np.int64)
     path = full_flights if full_flights is not None else SAMPLE
     fl = np.load(path)
-    minute = fl["minute"].astype(np.int64)
-    dist = fl["distance"].astype(np.int64)
+    keep = _subsample(fl["minute"].size, subsample, 2)
+    minute = fl["minute"][keep].astype(np.int64)
+    dist = fl["distance"][keep].astype(np.int64)
     tag = f"flights (n={minute.size:,})"
     lat_dom, lon_dom = (-90 * E6, 90 * E6), (-180 * E6, 180 * E6)
     return [
@@ -209,12 +220,14 @@ def main(argv=None):
     parser.add_argument("--builds", type=int, default=20, help="seeded builds per data set")
     parser.add_argument("--queries", type=int, default=500, help="queries per class")
     parser.add_argument("--no-counters", action="store_true", help="skip the counter table")
+    parser.add_argument("--subsample", type=int, default=None,
+                        help="at most this many rows of each data set (the test tier)")
     args = parser.parse_args(argv)
     builds, q, runs = (3, 200, 2) if args.quick else (args.builds, args.queries, 5)
     start = time.perf_counter()
     full = data_file("flights-2001h1.npz", required=False)
-    sets = datasets()
-    if full is not None:
+    sets = datasets(subsample=args.subsample)
+    if full is not None and args.subsample is None:
         sets += [d for d in datasets(full) if d[0].startswith("flights")]
     rows = coverage_table(sets, builds, q)
     if not args.no_counters:
