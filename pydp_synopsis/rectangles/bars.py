@@ -32,7 +32,11 @@ the arguments are in :mod:`pydp_synopsis.bias_bounds`.
   in or out of the box: variance ``U (U / n + nu) / (1 + nu)``
   (:func:`~pydp_synopsis.bias_bounds.cut_variance` at ``f (1 - f)`` = 1,
   four times its worst fraction: the fine cells' fractions are not
-  reported by the kernel, and a box cuts a cell on up to ``2 c`` sides).
+  reported by the kernel), times ``1 + rho (n / (2c) - 1)``: the errors
+  of the cells along one of the box's ``2c`` faces equicorrelated with
+  ``rho`` = :data:`CELL_CORRELATION` (fitted, like ``nu``, on the real data
+  the repository ships).  Each side is clipped at the noise quantile plus
+  ``U``.
 
 ``low`` is clipped at 0 in both (true counts are never negative: the
 coverage is unchanged).
@@ -46,7 +50,11 @@ from ..noise import discrete_laplace_variance
 from ..tails import laplace_weighted_tail
 from .grid import AdaptiveGrid
 
-__all__ = ["rectangle_bars", "tree_snaps"]
+__all__ = ["CELL_CORRELATION", "rectangle_bars", "tree_snaps"]
+
+#: The grid's calibrated model: the correlation of the cut cells' errors along one face
+#: of a box (docs/guide/error-bars.md, "Calibrated").
+CELL_CORRELATION = 0.05
 
 
 def _first(ends, j):
@@ -145,7 +153,9 @@ def _grid_calibrated(grid, lo, hi, answer, confidence, nonnegative):
     spread = np.sqrt(cells * discrete_laplace_variance(grid.scales[-1]))
     total = np.maximum(cut[:, 0], 0.0) + spread
     per_cell = total / np.maximum(cells, 1.0)
-    var = total * (per_cell + CONCENTRATION) / (1.0 + CONCENTRATION)
+    # equicorrelated along each of the 2c faces of the box: n / (2c) cells a face
+    faces = 1.0 + CELL_CORRELATION * np.maximum(cells / (2 * lo.shape[1]) - 1.0, 0.0)
+    var = faces * total * (per_cell + CONCENTRATION) / (1.0 + CONCENTRATION)
     low, high = calibrated_interval(answer, noise, var, confidence, total, total)
     return assemble_interval(answer, std, noise, low, high, answer.shape, nonnegative,
                              calibrated=True)
