@@ -64,12 +64,13 @@ def test_split_snapped_and_model_arithmetic():
     np.testing.assert_allclose(high, [19.0, 10.0, 1.0])
     np.testing.assert_allclose(noise, [3.5, 1.5, 0.5])
     np.testing.assert_allclose(bias, (high - low) / 2 - noise)
-    # f (1 - f) C (C + nu) / (1 + nu), C clipped at 0, f clipped to [0, 1]
-    v = cut_variance(np.array([0.25, 1.0, 0.5, 0.5]), np.array([12.0, 50.0, -3.0, 4.0]),
+    # f (1 - f) C (C + nu) / (1 + nu), nu = 2 f, C clipped at 0, f clipped to [0, 1]
+    v = cut_variance(np.array([0.25, 1.0, 0.5, 0.5, 1.5]), np.array([12.0, 50.0, -3.0, 4.0, 9.0]),
                      concentration=2.0)
-    np.testing.assert_allclose(v, [0.1875 * 12 * 14 / 3, 0.0, 0.0, 0.25 * 4 * 6 / 3])
+    np.testing.assert_allclose(v, [0.1875 * 12 * 12.5 / 1.5, 0.0, 0.0, 0.25 * 4 * 5 / 2, 0.0])
+    nu = CONCENTRATION * 0.5
     assert cut_variance(np.array([0.5]), np.array([4.0]))[0] == pytest.approx(
-        0.25 * 4 * (4 + CONCENTRATION) / (1 + CONCENTRATION))
+        0.25 * 4 * (4 + nu) / (1 + nu))
     low, high = calibrated_interval(np.array([10.0, 1.0]), np.array([2.0, 2.0]),
                                     np.array([1.0, 9.0]), 0.95)
     half = np.sqrt(4.0 + Z95 ** 2 * np.array([1.0, 9.0]))

@@ -29,7 +29,8 @@ the arguments are in :mod:`pydp_synopsis.bias_bounds`.
   union bound).  Calibrated: the cut cells' released count ``U`` over ``n``
   cut cells, raised by one standard deviation of its noise, stands for
   ``n`` cells of ``U / n`` items each, every one of whose content may fall
-  in or out of the box: variance ``U (U / n + nu) / (1 + nu)``
+  in or out of the box: variance ``U (U / n + nu) / (1 + nu)`` (``nu`` =
+  :data:`CELL_CONCENTRATION`)
   (:func:`~pydp_synopsis.bias_bounds.cut_variance` at ``f (1 - f)`` = 1,
   four times its worst fraction: the fine cells' fractions are not
   reported by the kernel), times ``1 + rho (n / (2c) - 1)``: the errors
@@ -43,15 +44,18 @@ coverage is unchanged).
 """
 import numpy as np
 
-from ..bias_bounds import (CONCENTRATION, calibrated_interval, cut_variance, noise_quantile,
+from ..bias_bounds import (calibrated_interval, cut_variance, noise_quantile,
                            snapped_interval, split_delta)
 from ..errorbars import assemble_interval, noise_std
 from ..noise import discrete_laplace_variance
 from ..tails import laplace_weighted_tail
 from .grid import AdaptiveGrid
 
-__all__ = ["CELL_CORRELATION", "rectangle_bars", "tree_snaps"]
+__all__ = ["CELL_CONCENTRATION", "CELL_CORRELATION", "rectangle_bars", "tree_snaps"]
 
+#: The grid's calibrated model: the beta-binomial concentration ``nu`` of a cut cell's
+#: content (its fraction inside the box is not known to it).
+CELL_CONCENTRATION = 1.0
 #: The grid's calibrated model: the correlation of the cut cells' errors along one face
 #: of a box (docs/guide/error-bars.md, "Calibrated").
 CELL_CORRELATION = 0.05
@@ -155,7 +159,7 @@ def _grid_calibrated(grid, lo, hi, answer, confidence, nonnegative):
     per_cell = total / np.maximum(cells, 1.0)
     # equicorrelated along each of the 2c faces of the box: n / (2c) cells a face
     faces = 1.0 + CELL_CORRELATION * np.maximum(cells / (2 * lo.shape[1]) - 1.0, 0.0)
-    var = faces * total * (per_cell + CONCENTRATION) / (1.0 + CONCENTRATION)
+    var = faces * total * (per_cell + CELL_CONCENTRATION) / (1.0 + CELL_CONCENTRATION)
     low, high = calibrated_interval(answer, noise, var, confidence, total, total)
     return assemble_interval(answer, std, noise, low, high, answer.shape, nonnegative,
                              calibrated=True)
