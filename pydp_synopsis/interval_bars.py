@@ -67,20 +67,23 @@ class IntervalBars:
 
     __slots__ = ()
 
-    def _range_noise(self, lo_o, hi_o):
-        """``(answers, tail_sumsq, maxabs)`` of ranges of whole segments (no bias)."""
-        answer = self._answers(lo_o, hi_o)
+    def _tail_weights(self, lo_o, hi_o):
+        """``(sumsq, tail_sumsq, maxabs)``, (q, 1) each, of the answers' noise weights."""
         sumsq, maxabs = self._noise_weights(lo_o, hi_o, corners=False)
         # unequal levels: the tail at the largest scale, sum of squares <= kappa sumsq
         tail_sq = sumsq if self._weights is None else sumsq * self._weights.kappa
-        return answer, tail_sq[:, 3:], maxabs[:, 3:]
+        return sumsq[:, 3:], tail_sq[:, 3:], maxabs[:, 3:]
+
+    def _range_noise(self, lo_o, hi_o):
+        """``(answers, tail_sumsq, maxabs)`` of ranges of whole segments (no bias)."""
+        return (self._answers(lo_o, hi_o), *self._tail_weights(lo_o, hi_o)[1:])
 
     def _error_bars(self, lo_o, hi_o, shape, confidence, method, nonnegative):
         """The :class:`~pydp_synopsis.errorbars.ErrorBars` of ``method`` (checked arguments).
 
         Rigorous: ``[I - t_I, O + t_O]`` of the inner and outer whole-segment
         ranges (:mod:`~pydp_synopsis.bias_bounds`); calibrated: the answer
-        -+ the noise tail widened by the cut segments' model variance.  The
+        -+ its noise quantile widened by the cut segments' model variance.  The
         model is the uniform estimator's: with another estimator the result
         is the rigorous interval (and says so in its ``method``).
         """
@@ -90,8 +93,8 @@ class IntervalBars:
         snaps = segment_snaps(self._ends, k, r, lo_o, hi_o)
         has_inner, in_lo, in_hi, out_lo, out_hi, cut_l, cut_r, f_l, f_r = snaps
         answer = self._answers(lo_o, hi_o)
-        sumsq, _ = self._noise_weights(lo_o, hi_o, corners=False)
-        std = noise_std(sumsq[:, 3:], [b])
+        sumsq, a_sq, a_max = self._tail_weights(lo_o, hi_o)
+        std = noise_std(sumsq, [b])
         if method == "rigorous" or self.estimator != "uniform":
             log_in, log_out = split_delta(has_inner, 1.0 - confidence)
             outer, o_sq, o_max = self._range_noise(out_lo, out_hi)
@@ -104,8 +107,7 @@ class IntervalBars:
                 t_in[q] = laplace_weighted_tail(i_sq, i_max, [b], log_in[q])
             low, high, noise, bias = snapped_interval(answer, inner, t_in, outer, t_out)
             return assemble_interval(answer, std, noise, low, high, shape, nonnegative, bias=bias)
-        # calibrated: the answer's own two-sided tail, widened by the model's bias variance
-        a_sq, a_max = self._range_noise(lo_o, hi_o)[1:]
+        # calibrated: the answer's noise quantile, widened by the model's bias variance
         noise = noise_quantile(std, a_sq, a_max, [b], confidence)
         ends = self._ends
         first_r = np.where(r == 0, np.uint64(0), ends[np.maximum(r, 1) - 1] + np.uint64(1))
