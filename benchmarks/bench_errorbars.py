@@ -1,23 +1,22 @@
-"""Per-query error bars against the simultaneous bound, and the consistent releases.
+"""Per-query error bars by query width: coverage and width of the rigorous and calibrated intervals.
 
-For the demo data (ZIP-code centroids: latitude, latitude x longitude) and
-the flights of 2001 H1 (departure minute; minute x distance; delay x
-distance), default synopses at epsilon = 1, several builds, random queries
-(half with endpoints uniform in the region, half between data points):
+For each data set (the flights of 2001 H1 -- the 30,000-row sample shipped in
+``tests/data``, or the full 3 million rows from ``$PYDP_SYNOPSIS_DATA`` --
+and the ZIP-code centroids shipped with the package; 1-D: departure minute,
+latitude; 2-D: minute x distance, latitude x longitude), default synopses at
+epsilon = 1 over ``--builds`` seeded builds, and three query-width classes:
+each query is centred on a random data point with a width log-uniform in
 
-* ``med|err|``  median absolute error of the answers;
-* ``med std``   median per-query noise standard deviation (exact, ``count_many(...,
-  return_std=True)``);
-* ``bound``     ``error_bound(0.95)``: the simultaneous worst-case bound (all queries
-  at once), the only error bar before;
-* ``half-width``  median half-width of the per-query 95% intervals
-  (``confidence_intervals``), and its two parts: ``noise`` (rigorous
-  Chernoff tail) and ``bias`` (bound on the boundary segments' or cells'
-  within-segment error);
-* ``cover``     fraction of queries whose true count lies in its 95% interval;
-* ``cover 1.96s``  the same for ``answer -+ 1.96 std`` (noise only, a normal
-  approximation: not a guarantee);
-* ``rmse raw / >=0``  RMSE of the answers and of ``nonnegative=True``.
+* ``short``  1e-5 to 1e-3 of the data's span (per axis),
+* ``medium`` 1e-3 to 1e-1,
+* ``long``   1e-1 to 1,
+
+clipped to the domain.  Per class and interval (``confidence_intervals(...,
+0.95, method=...)``): the coverage (fraction of queries x builds whose true
+count lies in the interval) with its 95% Wilson interval, the median
+half-width, the median |error| of the answers and their ratio.  Targets
+(issue 32): coverage >= 0.95 and half-width <= 5x median |error| in every
+class.
 
 Then the continual counter on a real stream (departures per minute of one
 airport): RMSE of the raw releases, of ``monotone=True`` (the online running
@@ -27,12 +26,13 @@ coverage of ``release -+ 1.96 std()``.
 
 Usage::
 
-    python benchmarks/bench_errorbars.py            # about 4 minutes on 2 cores
+    PYDP_SYNOPSIS_DATA=/path python benchmarks/bench_errorbars.py   # + the full flights
     python benchmarks/bench_errorbars.py --quick    # smoke run
 
 Seeds make runs reproducible (benchmarks only).  Nothing is asserted.
 """
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -47,89 +47,123 @@ import pydp_synopsis as ps  # noqa: E402
 from workloads import RectangleCounter, data_file, interval_counts  # noqa: E402
 
 DEMO = HERE.parent / "pydp_synopsis" / "data" / "zipcodes.npz"
+SAMPLE = HERE.parent / "tests" / "data" / "flights-2001h1.npz"
 E6 = 1_000_000
+#: Query-width classes: log-uniform fractions of the data's span per axis.
+CLASSES = {"short": (1e-5, 1e-3), "medium": (1e-3, 1e-1), "long": (1e-1, 1.0)}
+METHODS = ("rigorous", "calibrated")
 
 
-def _queries(gen, q, region, points):
-    """q rectangles (q, c): half uniform in ``region`` (c (lo, hi) pairs), half the
-    bounding boxes of two data points."""
-    c = len(region)
-    half = q // 2
-    a = np.column_stack([gen.integers(lo, hi + 1, (half, 2)) for lo, hi in region])
-    a = a.reshape(half, c, 2) if c > 1 else a.reshape(half, 1, 2)
-    uni_lo, uni_hi = a.min(axis=2), a.max(axis=2)
-    p = points[gen.integers(0, len(points), q - half)]
-    r = points[gen.integers(0, len(points), q - half)]
-    lo = np.concatenate([uni_lo, np.minimum(p, r)])
-    hi = np.concatenate([uni_hi, np.maximum(p, r)])
-    return lo.astype(np.int64), hi.astype(np.int64)
+def wilson(hits, n, z=1.959964):
+    """The 95% Wilson score interval of a binomial proportion."""
+    p = hits / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return c - h, c + h
 
 
-def workloads(quick):
+def class_queries(gen, q, points, domain, widths):
+    """q boxes (q, c) centred on random data points, widths log-uniform in ``widths``
+    times the data's span on each axis, clipped to the domain."""
+    c = points.shape[1]
+    span = points.max(axis=0).astype(np.float64) - points.min(axis=0) + 1
+    centre = points[gen.integers(0, len(points), q)].astype(np.float64)
+    frac = np.exp(gen.uniform(math.log(widths[0]), math.log(widths[1]), (q, c)))
+    half = np.maximum(frac * span / 2, 0.5)
+    lo = np.floor(centre - half + 0.5).astype(np.int64)
+    hi = np.floor(centre + half - 0.5).astype(np.int64)
+    dlo = np.array([d[0] for d in domain])
+    dhi = np.array([d[1] for d in domain])
+    lo = np.clip(lo, dlo, dhi)
+    hi = np.clip(np.maximum(hi, lo), dlo, dhi)
+    return lo, hi
+
+
+def _subsample(n, size, seed):
+    """Indices of a seeded subsample of ``size`` of ``n`` rows (all rows when None)."""
+    if size is None or size >= n:
+        return slice(None)
+    return np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+
+
+def datasets(full_flights=None, subsample=None):
+    """``(name, points (n, c), domain)`` of the data sets: ZIP codes and flights
+    (``subsample``: at most that many rows of each, for the short test tier)."""
     zc = np.load(DEMO)
-    lat, lon = zc["latitude_e6"].astype(np.int64), zc["longitude_e6"].astype(np.int64)
-    fl = np.load(data_file("flights-2001h1.npz"))
-    n = 300_000 if quick else fl["minute"].size
-    idx = np.random.default_rng(0).permutation(fl["minute"].size)[:n]
-    minute = fl["minute"][idx].astype(np.int64)
-    dist = fl["distance"][idx].astype(np.int64)
-    delay = fl["delay"][idx].astype(np.int64)
+    keep = _subsample(zc["latitude_e6"].size, subsample, 1)
+    lat = zc["latitude_e6"][keep].astype(np.int64)
+    lon = zc["longitude_e6"][keep].astype(np.int64)
+    path = full_flights if full_flights is not None else SAMPLE
+    fl = np.load(path)
+    keep = _subsample(fl["minute"].size, subsample, 2)
+    minute = fl["minute"][keep].astype(np.int64)
+    dist = fl["distance"][keep].astype(np.int64)
+    tag = f"flights (n={minute.size:,})"
     lat_dom, lon_dom = (-90 * E6, 90 * E6), (-180 * E6, 180 * E6)
     return [
-        ("demo: latitude (ZIP codes)", lat[:, None], [lat_dom],
-         [(-15 * E6, 72 * E6)]),
-        ("demo: lat x lon (ZIP codes)", np.column_stack([lat, lon]), [lat_dom, lon_dom],
-         [(-15 * E6, 72 * E6), (-180 * E6, -60 * E6)]),
-        (f"flights minute (n={n:,})", minute[:, None], [(0, 260640)], [(0, 260640)]),
-        ("flights minute x distance", np.column_stack([minute, dist]),
-         [(0, 260640), (0, 5000)], [(0, 260640), (0, 5000)]),
-        ("flights delay x distance", np.column_stack([delay, dist]),
-         [(-2880, 2880), (0, 5000)], [(-2880, 2880), (0, 5000)]),
+        (f"{tag}: minute", minute[:, None], [(0, 260640)]),
+        (f"ZIP codes (n={lat.size:,}): latitude", lat[:, None], [lat_dom]),
+        (f"{tag}: minute x distance", np.column_stack([minute, dist]), [(0, 260640), (0, 5000)]),
+        ("ZIP codes: lat x lon", np.column_stack([lat, lon]), [lat_dom, lon_dom]),
     ]
 
 
-def run_synopsis(name, pts, domain, region, builds, q, epsilon=1.0):
-    c = pts.shape[1]
-    gen = np.random.default_rng(1)
-    lo, hi = _queries(gen, q, region, pts)
-    lo = np.maximum(lo, [d[0] for d in domain])
-    hi = np.minimum(hi, [d[1] for d in domain])
-    if c == 1:
-        true = interval_counts(pts[:, 0], lo[:, 0], hi[:, 0])
-    else:
-        true = RectangleCounter(pts).count(lo, hi)
-    rows = {k: [] for k in ("err", "std", "half", "noise", "bias", "hit", "zhit", "clip", "neg")}
-    bounds, t_build, t_bars = [], 0.0, 0.0
+def measure(points, domain, builds, q, epsilon=1.0, confidence=0.95, seed=0):
+    """Per class and method: ``(hits, n, median half-width, median |error|)`` over
+    ``builds`` seeded builds (queries drawn once per class)."""
+    c = points.shape[1]
+    gen = np.random.default_rng(seed)
+    counter = None if c == 1 else RectangleCounter(points)
+    sorted_1d = np.sort(points[:, 0]) if c == 1 else None
+    work = {}
+    for cls, widths in CLASSES.items():
+        lo, hi = class_queries(gen, q, points, domain, widths)
+        true = (interval_counts(sorted_1d, lo[:, 0], hi[:, 0], presorted=True) if c == 1
+                else counter.count(lo, hi))
+        work[cls] = (lo, hi, true.astype(np.float64))
+    acc = {(cls, m): ([], [], []) for cls in CLASSES for m in METHODS}
     for b in range(builds):
-        rng = ps.Rng(seed=100 + b)
-        t0 = time.perf_counter()
+        rng = ps.Rng(seed=1000 + b)
         if c == 1:
-            s = ps.IntervalSynopsis.build(pts[:, 0], domain=domain[0], epsilon=epsilon, rng=rng)
-            args = (lo[:, 0], hi[:, 0])
+            s = ps.IntervalSynopsis.build(points[:, 0], domain=domain[0], epsilon=epsilon, rng=rng)
         else:
-            s = ps.RectangleSynopsis.build(pts, domain=domain, epsilon=epsilon, rng=rng)
-            args = (lo, hi)
-        t_build += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        bars = s.confidence_intervals(*args, 0.95)
-        t_bars += time.perf_counter() - t0
-        err = bars.answer - true
-        rows["err"].append(err)
-        rows["std"].append(bars.std)
-        rows["half"].append(bars.noise + bars.bias)
-        rows["noise"].append(bars.noise)
-        rows["bias"].append(bars.bias)
-        rows["hit"].append((bars.low <= true) & (true <= bars.high))
-        rows["zhit"].append(np.abs(err) <= 1.96 * bars.std)
-        rows["clip"].append(np.maximum(bars.answer, 0.0) - true)
-        rows["neg"].append(bars.answer < 0)
-        bounds.append(s.error_bound(0.95))
-    r = {k: np.concatenate(v) for k, v in rows.items()}
-    rmse = lambda e: float(np.sqrt(np.mean(e ** 2)))  # noqa: E731
-    return (name, float(np.median(np.abs(r["err"]))), float(np.median(r["std"])),
-            float(np.mean(bounds)), float(np.median(r["half"])), float(np.median(r["noise"])),
-            float(np.median(r["bias"])), float(r["hit"].mean()), float(r["zhit"].mean()),
-            rmse(r["err"]), rmse(r["clip"]), t_bars / builds / q * 1e6, float(r["neg"].mean()))
+            s = ps.RectangleSynopsis.build(points, domain=domain, epsilon=epsilon, rng=rng)
+        for cls, (lo, hi, true) in work.items():
+            args = (lo[:, 0], hi[:, 0]) if c == 1 else (lo, hi)
+            for m in METHODS:
+                bars = s.confidence_intervals(*args, confidence, method=m)
+                hit, half, err = acc[cls, m]
+                hit.append((bars.low <= true) & (true <= bars.high))
+                half.append((bars.high - bars.low) / 2)
+                err.append(np.abs(bars.answer - true))
+    out = {}
+    for key, (hit, half, err) in acc.items():
+        hit = np.concatenate(hit)
+        out[key] = (int(hit.sum()), hit.size, float(np.median(np.concatenate(half))),
+                    float(np.median(np.concatenate(err))))
+    return out
+
+
+def coverage_table(sets, builds, q, out=print):
+    """Print the coverage table; returns ``{(data, class, method): row}``."""
+    out(f"## 95% intervals by query width: epsilon = 1, default options, {builds} seeded builds "
+        f"x {q} queries per class\n")
+    out("| data | class | interval | coverage (95% Wilson) | median half-width | "
+        "median abs error | half-width / abs error |")
+    out("|---|---|---|---|---|---|---|")
+    rows = {}
+    for name, pts, domain in sets:
+        res = measure(pts, domain, builds, q)
+        for cls in CLASSES:
+            for m in METHODS:
+                hits, n, half, err = res[cls, m]
+                lo, hi = wilson(hits, n)
+                ratio = half / err if err > 0 else math.inf
+                rows[name, cls, m] = (hits / n, lo, hi, half, err, ratio)
+                out(f"| {name} | {cls} | {m} | {hits / n:.4f} ({lo:.4f}-{hi:.4f}) | "
+                    f"{half:,.1f} | {err:,.2f} | {ratio:.1f} |")
+    return rows
 
 
 def isotonic(y):
@@ -155,8 +189,8 @@ def isotonic(y):
     return out
 
 
-def run_counter(code, runs, k=19, epsilon=1.0):
-    fl = np.load(data_file("flights-2001h1.npz"))
+def run_counter(code, runs, k=19, epsilon=1.0, path=SAMPLE):
+    fl = np.load(path)
     origin = int(np.flatnonzero(fl["airports"] == code)[0])
     stream = np.bincount(fl["minute"][fl["origin"] == origin] - 1, minlength=260640)
     truth = np.cumsum(stream)
@@ -180,34 +214,36 @@ def run_counter(code, runs, k=19, epsilon=1.0):
             float(np.mean(np.concatenate(hits))), rmse(low_e))
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a minute)")
-    args = parser.parse_args()
-    builds, q, runs = (2, 2000, 2) if args.quick else (5, 4000, 5)
+    parser.add_argument("--builds", type=int, default=20, help="seeded builds per data set")
+    parser.add_argument("--queries", type=int, default=500, help="queries per class")
+    parser.add_argument("--no-counters", action="store_true", help="skip the counter table")
+    parser.add_argument("--subsample", type=int, default=None,
+                        help="at most this many rows of each data set (the test tier)")
+    args = parser.parse_args(argv)
+    builds, q, runs = (3, 200, 2) if args.quick else (args.builds, args.queries, 5)
     start = time.perf_counter()
-    print(f"## Per-query error bars, epsilon = 1, default options, {builds} builds x {q} queries "
-          "(half uniform, half between data points)\n")
-    print("| data | med abs err | med std | simultaneous bound (0.95) | 95% half-width: "
-          "median (noise + bias) | cover (95%) | cover 1.96 std | rmse raw / >= 0 (answers < 0) | "
-          "us/query |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, pts, domain, region in workloads(args.quick):
-        row = run_synopsis(name, pts, domain, region, builds, q)
-        print(f"| {row[0]} | {row[1]:.1f} | {row[2]:.1f} | {row[3]:,.0f} | {row[4]:,.0f} "
-              f"({row[5]:,.0f} + {row[6]:,.0f}) | {row[7]:.4f} | {row[8]:.3f} | {row[9]:.2f} / "
-              f"{row[10]:.2f} ({row[12]:.1%}) | {row[11]:.1f} |", flush=True)
-    print(f"\n## Continual counting, departures per minute (T = 260,640), k = 19, epsilon = 1, "
-          f"{runs} runs\n")
-    print("| airport | flights | rmse raw | rmse monotone (online running max) | "
-          "mean bias monotone | running max of release - 2 std | rmse isotonic (offline) | "
-          "med std | cover 1.96 std |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for code in ("ORD", "ABQ", "ACT"):
-        r = run_counter(code, runs)
-        print(f"| {r[0]} | {r[1]:,} | {r[2]:.1f} | {r[3]:.1f} | {r[5]:+.1f} | {r[8]:.1f} | "
-              f"{r[4]:.1f} | {r[6]:.1f} | {r[7]:.3f} |", flush=True)
+    full = data_file("flights-2001h1.npz", required=False)
+    sets = datasets(subsample=args.subsample)
+    if full is not None and args.subsample is None:
+        sets += [d for d in datasets(full) if d[0].startswith("flights")]
+    rows = coverage_table(sets, builds, q)
+    if not args.no_counters:
+        path = full if full is not None else SAMPLE
+        print(f"\n## Continual counting, departures per minute (T = 260,640), k = 19, "
+              f"epsilon = 1, {runs} runs\n")
+        print("| airport | flights | rmse raw | rmse monotone (online running max) | "
+              "mean bias monotone | running max of release - 2 std | rmse isotonic (offline) | "
+              "med std | cover 1.96 std |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for code in ("ORD", "ABQ", "ACT"):
+            r = run_counter(code, runs, path=path)
+            print(f"| {r[0]} | {r[1]:,} | {r[2]:.1f} | {r[3]:.1f} | {r[5]:+.1f} | {r[8]:.1f} | "
+                  f"{r[4]:.1f} | {r[6]:.1f} | {r[7]:.3f} |", flush=True)
     print(f"\n(total {time.perf_counter() - start:.0f} s)")
+    return rows
 
 
 if __name__ == "__main__":

@@ -34,22 +34,44 @@ import numpy as np
 
 from .noise import discrete_laplace_variance
 
-__all__ = ["ErrorBars", "noise_std", "assemble"]
+__all__ = ["ErrorBars", "CalibratedErrorBars", "METHODS", "noise_std", "assemble",
+           "assemble_interval"]
+
+#: What ``confidence_intervals(..., method=)`` accepts: a guarantee, or a checked model.
+METHODS = ("rigorous", "calibrated")
+
 
 class ErrorBars(namedtuple("ErrorBars", ["answer", "low", "high", "std", "noise", "bias"])):
-    """Per-query error bars: each answer with an interval holding its true count.
+    """Per-query error bars: each answer with an interval for its true count.
 
     Returned by ``confidence_intervals`` of both synopses (``ps.ErrorBars``).
     All fields are float64 arrays of the queries' shape: the ``answer``; the
-    interval ``[low, high]``; the exact noise standard deviation ``std``; the
-    noise half-width ``noise`` (a rigorous tail at the confidence asked) and
-    the bias bound ``bias``, with ``low = answer - noise - bias`` and ``high =
-    answer + noise + bias`` (clipped at 0 from below with
-    ``nonnegative=True``).  A named tuple: ``answer, low, high, std, noise,
-    bias = bars`` unpacks it.  See docs/guide/error-bars.md.
+    interval ``[low, high]``; the exact noise standard deviation ``std``; and
+    the interval's half-width ``(high - low) / 2 = noise + bias`` in two
+    parts, ``noise`` (what the released noise needs) and ``bias`` (what the
+    boundary segments or cells the query cuts add).  The interval need not
+    be centred on the answer (the rigorous one of an interval synopsis runs
+    from the whole segments inside the query to the whole segments it
+    touches); ``nonnegative=True`` clips the answer and ``low`` at 0.  A
+    named tuple: ``answer, low, high, std, noise, bias = bars`` unpacks it.
+
+    ``method`` says what the interval means: ``"rigorous"`` (this class) --
+    ``low <= true count <= high`` with probability at least the confidence
+    asked, for each query, a theorem; ``"calibrated"``
+    (:class:`CalibratedErrorBars`) -- a model whose coverage was measured,
+    not proven.  See docs/guide/error-bars.md.
     """
 
     __slots__ = ()
+    method = "rigorous"
+
+
+class CalibratedErrorBars(ErrorBars):
+    """:class:`ErrorBars` of ``method="calibrated"``: a model of the boundary bias, not a
+    guarantee (its coverage is measured, docs/guide/error-bars.md)."""
+
+    __slots__ = ()
+    method = "calibrated"
 
 
 def noise_std(sumsq, scales):
@@ -77,8 +99,22 @@ def assemble(answer, std, noise, bias, shape, nonnegative):
     below): true counts are never negative, so this only moves an answer
     toward its true count and the interval keeps it whenever it did.
     """
-    low, high = answer - noise - bias, answer + noise + bias
+    return assemble_interval(answer, std, noise, answer - noise - bias, answer + noise + bias,
+                             shape, nonnegative, bias=bias)
+
+
+def assemble_interval(answer, std, noise, low, high, shape, nonnegative, calibrated=False,
+                      bias=None):
+    """The :class:`ErrorBars` of flat per-query arrays and any interval ``[low, high]``.
+
+    ``bias`` (when not given) is what the half-width holds beyond ``noise``:
+    ``(high - low) / 2 - noise``.  ``nonnegative`` as :func:`assemble`;
+    ``calibrated`` returns :class:`CalibratedErrorBars`.
+    """
+    if bias is None:
+        bias = np.maximum((high - low) / 2 - noise, 0.0)
+    cls = CalibratedErrorBars if calibrated else ErrorBars
     if nonnegative:
         answer, low, high = (np.maximum(x, 0.0) for x in (answer, low, high))
-    return ErrorBars(*(np.asarray(x, dtype=np.float64).reshape(shape)
-                       for x in (answer, low, high, std, noise, bias)))
+    return cls(*(np.asarray(x, dtype=np.float64).reshape(shape)
+                 for x in (answer, low, high, std, noise, bias)))

@@ -1,5 +1,6 @@
 """The interval synopsis' answers and error terms: query offsets, tree answers, noise bounds,
-noise weights and boundary bias.
+noise weights and the simultaneous bound's bias (the per-query intervals are
+:mod:`pydp_synopsis.interval_bars`').
 
 Mixed into :class:`~pydp_synopsis.intervals.IntervalSynopsis`, whose
 :meth:`count_many`, :meth:`error_bound` and :meth:`confidence_intervals` they serve.  The
@@ -169,6 +170,8 @@ class IntervalAnswers:
                                     consistent=self.consistency, corners=corners,
                                     lookup=self.partition.lookup, weights=self._weights)
 
+    # -- the worst-case per-query bias of a cut boundary segment, kept for the range sums'
+    # intervals (range_answers.py: a sum's cut block may hold anything its weight bound allows)
     def _boundaries(self, lo_o, hi_o):
         """Per query: is the left (or only) boundary segment cut, is the right one,
         does each cut one lose its seal point (its end) to the query, and the two

@@ -25,7 +25,6 @@ References
 .. [QYL13] Qardaji, Yang, Li, VLDB 2013 (fanout).
 .. [APT] Andersson, Pagh, Torkamani, Algorithm 2 (k-ary tree with subtraction).
 """
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -34,21 +33,21 @@ from . import persist, trees
 from .accounting import check_delta_or_zero
 from .budget import charge, describe
 from .counters import KaryTreeCounter
-from .errorbars import assemble, noise_std
+from .errorbars import METHODS, noise_std
 from .errors import ParameterError
-from .params import (as_offsets, check_beta, check_bool, check_domain, check_int, check_share,
-                     exact_epsilon, is_int, split_epsilon, renamed_keyword)
+from .params import (as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
+                     check_share, exact_epsilon, is_int, renamed_keyword, split_epsilon)
 from .aggregates import aggregate, check_counts
 from .partitions import fig1_threshold, partition_of_sorted, partition_source_axis
 from .partitions.sharded import check_shards
 from .rng import resolve_rng
 from .sources import as_source, is_source
 from ._threads import halves, sort_u64
-from .tails import laplace_weighted_tail
 from .units import Column, prepare_build
 from .range_sums import RangeSumQueries, check_sum_options, release_sums
 from .interval_answers import IntervalAnswers
 from .level_queries import LevelQueries
+from .interval_bars import IntervalBars
 # the defaults stay importable from here (release 0.2's names)
 from .interval_options import (DEFAULT_ESTIMATOR, DEFAULT_FANOUT, DEFAULT_LEVEL_RATIO,  # noqa: F401
                                DEFAULT_PARTITION, DEFAULT_SHARE, DEFAULT_TREE, DNRR_ESTIMATOR,
@@ -60,7 +59,7 @@ from .interval_record import KIND, from_record, to_record
 __all__ = ["IntervalSynopsis"]
 
 
-class IntervalSynopsis(IntervalAnswers, LevelQueries, RangeSumQueries):
+class IntervalSynopsis(IntervalAnswers, IntervalBars, LevelQueries, RangeSumQueries):
     """How many values fall in any range ``[lo, hi]``, answered with epsilon-differential privacy.
 
     Build it once from one integer column (``build(values, domain=(lo, hi),
@@ -90,15 +89,8 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries, RangeSumQueries):
     from the nodes covering the segments it touches, a boundary segment it
     cuts by ``estimator``.
 
-    Defaults: ``partition="privtree"``, ``structure="hierarchical"``,
-    ``fanout=16``, ``level_ratio=7/4``, ``consistency=True``,
-    ``estimator="uniform"``, ``partition_share=0.25``; with
-    ``partition="dnrr"`` (selected by ``threshold_factor`` or a seal
-    estimator) ``estimator="seal_uniform"``, ``partition_share=0.25``,
-    ``threshold_factor=1``.  DNRR's own configuration is
-    ``partition="dnrr", structure="binary", consistency=False,
-    estimator="cover", partition_share=0.5, threshold_factor=3``.  The
-    evidence: docs/benchmarks/intervals.md.
+    The defaults, DNRR's own configuration and the evidence for each:
+    docs/guide/intervals.md and docs/benchmarks/intervals.md.
 
     Attributes
     ----------
@@ -693,43 +685,44 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries, RangeSumQueries):
                 f"failure probability fixed at build), got {confidence!r}")
         return self._noise_bound(delta - part_fail) + self._bias_bound(multiplicity)
 
-    def confidence_intervals(self, lo, hi, confidence=0.95, *, multiplicity=1,
-                             nonnegative=False):
-        """Per-query intervals holding each true count with probability >= ``confidence``.
+    def confidence_intervals(self, lo, hi, confidence=0.95, *, method="rigorous",
+                             multiplicity=1, nonnegative=False):
+        """Per-query intervals for each true count: a guarantee, or a calibrated model.
 
         For each interval on its own (not all at once: that is
-        :meth:`error_bound`, which is 10-100 times wider), the true count
-        lies in ``[low, high] = answer -+ (noise + bias)`` with probability
-        at least ``confidence`` over the mechanism's coins:
+        :meth:`error_bound`), from released numbers only (post-processing):
 
-        * ``std``: the exact standard deviation of the answer's noise
-          (:meth:`count_many` with ``return_std=True``);
-        * ``noise``: ``P(|noise| > noise) <= delta`` by the Chernoff bound
-          with the exact discrete Laplace MGF on the answer's weighted sum of
-          noise terms (:func:`~pydp_synopsis.tails.laplace_weighted_tail`,
-          which needs ``sum w^2`` and ``max |w|``, both computed exactly per
-          query).  Rigorous, about ``3 std`` at 95% for sums of many terms
-          (``1.96 std`` would be a normal approximation, not a bound: one
-          discrete Laplace term has heavier tails).  For ``"seal_uniform"`` the
-          clipped boundary terms make the noise affine in two factors in
-          [0, 1]; it lies between the noises of the four corners, and the
-          tail is the largest of theirs, union-bounded;
-        * ``bias``: what the estimator can miscount inside the boundary
-          segments the interval cuts (0 when both ends are segment ends);
-          deterministic given the partition's weight bound ``W``
-          (:meth:`interior_weight_bound`), which fails with probability at
-          most ``beta / 2``, so the noise gets ``delta = 1 - confidence -
-          beta / 2``.
+        * ``method="rigorous"`` (the default): ``low <= true count <= high``
+          with probability at least ``confidence`` over the mechanism's coins,
+          a theorem for any data.  The true count lies between those of the
+          whole segments inside the query (``I``) and of the whole segments
+          it touches (``O``); both are answered without bias, and one-sided
+          Chernoff tails of their exact noise (discrete Laplace MGF) give
+          ``[I - t_I, O + t_O]``, each side failing with probability
+          ``(1 - confidence) / 2`` (all of it on ``O``'s side when no
+          segment is inside).  The bias part is half the released count of
+          the cut segments.  :mod:`pydp_synopsis.bias_bounds` has the proof.
+        * ``method="calibrated"``: a *model*, not a guarantee: the answer
+          ``-+`` its rigorous noise tail widened by a beta-binomial model of
+          the items inside each cut segment (fraction cut, released count).
+          Far narrower on queries that cut segments; its coverage is
+          measured on real data (docs/guide/error-bars.md), not proven.
+          Only for ``estimator="uniform"`` (the default); other estimators
+          get the rigorous interval.
+
+        The result's ``method`` says which was given; ``std`` is the exact
+        noise standard deviation of the answer (:meth:`count_many`).
 
         Parameters
         ----------
         lo, hi : array_like of int
             As :meth:`count_many`.
         confidence : float
-            In ``(0, 1 - beta / 2)``.
+            In ``(0, 1)``.
+        method : {"rigorous", "calibrated"}
         multiplicity : int
-            Only for "cover" and "uniform": a public bound on how often one
-            value occurs (as :meth:`error_bound`).
+            Accepted for compatibility and checked (>= 1); unused: the
+            intervals read released counts, which hold any duplicates.
         nonnegative : bool
             Clip the answers and ``low`` at 0 (post-processing; true counts
             are >= 0, so the intervals keep their coverage).
@@ -738,30 +731,29 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries, RangeSumQueries):
         -------
         ErrorBars
             ``(answer, low, high, std, noise, bias)``, float64 arrays of the
-            queries' shape (:class:`pydp_synopsis.errorbars.ErrorBars`).
+            queries' shape, ``high - low = 2 (noise + bias)``, and ``method``
+            (:class:`pydp_synopsis.errorbars.ErrorBars`).
 
         Raises
         ------
         ParameterError
-            ``confidence`` outside ``(0, 1 - beta / 2)`` or ``multiplicity``
-            below 1.
+            ``confidence`` outside ``(0, 1)``, an unknown ``method``,
+            ``multiplicity`` below 1 (all before any query is read).
         TypeError
-            A non-real ``confidence``, a non-int ``multiplicity``, a
-            non-bool ``nonnegative``.
+            A non-real ``confidence``, a non-str ``method``, a non-int
+            ``multiplicity``, a non-bool ``nonnegative``.
         DomainError
             As :meth:`count_many`.
 
         Notes
         -----
-        O(q log m) plus two C calls (answers, noise weights) and one C call
-        for the tails per clip corner (``csrc/tails.c``).
+        O(q log m) plus a few C calls (answers, noise weights, tails) for
+        the query and its snapped ranges.
 
         References
         ----------
-        .. [HRMS10] Hay, Rastogi, Miklau, Suciu, VLDB 2010, section 4 (the
-           consistent estimator whose weights are computed).
         .. [DNRR] Dwork, Naor, Reingold, Rothblum, section 3.2 (covers,
-           boundary segments) and Theorem 2.1's proof (``W``).
+           boundary segments).
         .. [CKS20] Canonne, Kamath, Steinke 2020 (the discrete Laplace MGF).
 
         Examples
@@ -770,32 +762,17 @@ class IntervalSynopsis(IntervalAnswers, LevelQueries, RangeSumQueries):
         >>> s = IntervalSynopsis.build(list(range(0, 4000, 3)), domain=(0, 3999),
         ...                            epsilon=1.0, rng=ps.Rng(seed=4))   # seed: tests only
         >>> bars = s.confidence_intervals([100], [2000], 0.9)
-        >>> bool(bars.low[0] <= 634 <= bars.high[0])       # 634 values in [100, 2000]
-        True
-        >>> bool(bars.high[0] - bars.low[0] < 2 * s.error_bound(0.9))
-        True
+        >>> bool(bars.low[0] <= 634 <= bars.high[0]), bars.method   # 634 values in [100, 2000]
+        (True, 'rigorous')
+        >>> s.confidence_intervals([100], [2000], 0.9, method="calibrated").method
+        'calibrated'
         """
         conf = check_beta(confidence, "confidence")
-        multiplicity = check_int(multiplicity, "multiplicity", 1, 1 << 62)
+        method = check_choice(method, "method", METHODS)
+        check_int(multiplicity, "multiplicity", 1, 1 << 62)
         nonnegative = check_bool(nonnegative, "nonnegative")
-        delta = self._noise_delta(conf)
         lo_o, hi_o, shape = self._offsets(lo, hi)
-        answer = self._answers(lo_o, hi_o)
-        sumsq, maxabs = self._noise_weights(lo_o, hi_o)
-        b = self._noise_scale()
-        # unequal levels: the tail of sum (fac w) Z' at the largest scale, whose
-        # sum of squares is at most kappa * sumsq (trees.LevelWeights)
-        tail_sq = sumsq if self._weights is None else sumsq * self._weights.kappa
-        if self.estimator == "seal_uniform":
-            left, right = self._boundaries(lo_o, hi_o)[:2]
-            log_inv = np.log(2.0 * 2.0 ** (left.astype(np.float64) + right) / delta)
-            noise = np.max([laplace_weighted_tail(tail_sq[:, j:j + 1], maxabs[:, j:j + 1], [b],
-                                                  log_inv) for j in range(4)], axis=0)
-        else:
-            noise = laplace_weighted_tail(tail_sq[:, 3:], maxabs[:, 3:], [b],
-                                          math.log(2.0 / delta))
-        return assemble(answer, noise_std(sumsq[:, 3:], [b]), noise,
-                        self._query_bias(lo_o, hi_o, multiplicity), shape, nonnegative)
+        return self._error_bars(lo_o, hi_o, shape, conf, method, nonnegative)
 
     # ----------------------------------------------------------- persistence
     def save(self, path, *, mode=None):

@@ -35,7 +35,7 @@ from . import persist
 from .aggregates import check_counts
 from .budget import charge, describe
 from .columns import Column
-from .errorbars import assemble, noise_std
+from .errorbars import METHODS, assemble, noise_std
 from .errors import DomainError, FormatError, ParameterError
 from .intervals import IntervalSynopsis
 from .level_queries import LevelQueries
@@ -263,13 +263,17 @@ class LevelHistogram(LevelQueries):
                 raise TypeError(f"{name} must be a level (str or int), not {type(v).__name__}")
         return float(self.count_many([lo], [hi])[0])
 
-    def confidence_intervals(self, lo, hi, confidence=0.95, *, nonnegative=False):
+    def confidence_intervals(self, lo, hi, confidence=0.95, *, method="rigorous",
+                             nonnegative=False):
         """Per-range intervals holding each true count with probability >= ``confidence``.
 
         No bias (every level has its own count): ``noise`` is the Chernoff
         tail of a sum of ``k`` discrete Laplace terms with the exact MGF
         (:func:`~pydp_synopsis.tails.laplace_weighted_tail`), two-sided.
+        ``method`` is accepted for the synopses' convention: with no bias to
+        model, ``"calibrated"`` is the rigorous interval (``bars.method`` says so).
         """
+        check_choice(method, "method", METHODS)
         conf = check_beta(confidence, "confidence")
         nonnegative = check_bool(nonnegative, "nonnegative")
         lo_c, hi_c = self._codes(lo, hi)

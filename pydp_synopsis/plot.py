@@ -167,7 +167,8 @@ def plot_interval(syn, path=None, *, window=None, bins=200, confidence=0.95, sca
     bins : int
         Equal-width bins over the window, in ``[1, MAX_BINS]`` (10,000).
     confidence : float
-        Of each bin's interval (``confidence_intervals``; per bin, not
+        Of each bin's interval (``confidence_intervals(..., method="calibrated")``:
+        a model of the segments a bin cuts, labelled so; per bin, not
         simultaneous).
     scale : str, optional
         The fixed-point scale used at build (``"1e6"``): the axis in user units.
@@ -187,14 +188,17 @@ def plot_interval(syn, path=None, *, window=None, bins=200, confidence=0.95, sca
                              _queries(col, ends))
         window = view_window(syn.partition, cum)
     starts, stops = _bins(int(window[0]), int(window[1]), int(bins))
+    # the calibrated band (a model of the cut segments): the rigorous one is the
+    # released count of every segment a bin cuts, which swamps narrow bins
     bars = syn.confidence_intervals(_queries(col, _as_int_array(starts, dom)),
                                     _queries(col, _as_int_array(stops, dom)),
-                                    confidence, nonnegative=True)
+                                    confidence, method="calibrated", nonnegative=True)
     x, xlabel = _axis(col, list(starts) + [int(stops[-1]) + 1], scale)
     fig, ax = _figure_and_axes(ax, (9, 4.5))
+    which = "calibrated (a model)" if bars.method == "calibrated" else "rigorous"
     ax.fill_between(x, np.append(bars.low, bars.low[-1]), np.append(bars.high, bars.high[-1]),
                     step="post", alpha=0.3, color="tab:blue",
-                    label=f"{100 * confidence:g}% interval per bin")
+                    label=f"{100 * confidence:g}% interval per bin, {which}")
     ax.step(x, np.append(bars.answer, bars.answer[-1]), where="post", color="tab:blue", lw=1.2,
             label="private count (clipped at 0)")
     ax.set_xlabel(xlabel)

@@ -598,37 +598,44 @@ def test_interval_error_bars_shapes_and_consistency(interval_synopsis):
     assert ans.shape == std.shape == (2, 2) and np.all(std > 0)
     np.testing.assert_array_equal(ans, s.count_many(lo, hi))
     bars = s.confidence_intervals(lo, hi, 0.9)
-    assert all(x.shape == (2, 2) for x in bars)
+    assert all(x.shape == (2, 2) for x in bars) and bars.method == "rigorous"
     np.testing.assert_array_equal(bars.answer, ans)
     np.testing.assert_array_equal(bars.std, std)
-    np.testing.assert_allclose(bars.low, ans - bars.noise - bars.bias)
-    np.testing.assert_allclose(bars.high, ans + bars.noise + bars.bias)
+    np.testing.assert_allclose(bars.high - bars.low, 2 * (bars.noise + bars.bias))
+    assert np.all((bars.low <= bars.answer) & (bars.answer <= bars.high))
     assert np.all(bars.noise > std)                # a 90% tail is more than one sigma
-    # per query, never wider than the simultaneous bound's noise part plus its bias
+    # per query, never wider than the simultaneous bound
     assert np.all(bars.noise + bars.bias <= s.error_bound(0.9))
-    # a higher confidence widens the noise part only
+    # a higher confidence widens the interval
     wider = s.confidence_intervals(lo, hi, 0.97)
-    assert np.all(wider.noise > bars.noise) and np.array_equal(wider.bias, bars.bias)
+    assert np.all(wider.noise > bars.noise)
+    assert np.all((wider.low <= bars.low) & (bars.high <= wider.high))
     assert float(s.count(0, 999_999)) == ans[0, 0]
 
 
-def test_interval_bias_is_per_boundary_segment(interval_synopsis):
+def test_interval_bias_is_half_the_released_cut_segments(interval_synopsis):
+    # every estimator: the interval runs from the whole segments inside the query to
+    # the whole segments it touches, so its bias part is half their difference, the
+    # released count of the cut segments (0 for whole segments)
     values, _ = interval_synopsis
     for estimator in trees.ESTIMATORS:
         s = ps.IntervalSynopsis.build(values, domain=(0, 10**6 - 1), epsilon=1.0,
                                       estimator=estimator, rng=ps.Rng(seed=32),
                                       partition="dnrr")
         e = s.partition.end_offsets.astype(np.int64)
-        w, tau, mu = s.interior_weight_bound(), s.partition.threshold, 3
-        assert e[4] - e[3] > 1
-        # whole segments; the left end cut; both ends cut; inside one segment, its end outside
-        lo = np.array([e[3] + 1, e[3] + 2, e[3] + 2, e[3] + 1])
-        hi = np.array([e[9], e[9], e[9] - 1, e[3] + 1])
-        want = {"seal": [0, w, 2 * w, w],
-                "seal_uniform": [0, w, w + tau, w],
-                "uniform": [0, w + mu, 2 * (w + mu), w + mu],
-                "cover": [0, w, 2 * w + mu, w + mu]}[estimator]   # + mu: seal point outside
-        np.testing.assert_allclose(s.confidence_intervals(lo, hi, multiplicity=mu).bias, want)
+        assert e[4] - e[3] > 1 and e[10] - e[9] > 1
+        # whole segments; the left end cut; both ends cut
+        lo = np.array([e[3] + 1, e[3] + 2, e[3] + 2])
+        hi = np.array([e[9], e[9], e[10] - 1])
+        inner = s.count_many([e[3] + 1, e[4] + 1, e[4] + 1], [e[9], e[9], e[9]])
+        outer = s.count_many([e[3] + 1] * 3, [e[9], e[9], e[10]])
+        bars = s.confidence_intervals(lo, hi, multiplicity=3)
+        assert np.all(bars.low > 0)
+        inside = (bars.answer >= np.minimum(inner, outer) - bars.noise) & (
+            bars.answer <= np.maximum(inner, outer) + bars.noise)
+        assert inside.all()
+        np.testing.assert_allclose(bars.bias, np.abs(outer - inner) / 2, atol=1e-9)
+        assert bars.bias[0] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_nonnegative_answers_move_toward_the_truth(rectangle_synopses):
@@ -671,7 +678,7 @@ def test_rectangle_error_bars_shapes_and_consistency(rectangle_synopses):
         np.testing.assert_array_equal(bars.std, std)
         np.testing.assert_allclose(bars.high - bars.low, 2 * (bars.noise + bars.bias))
         assert np.all(bars.noise > std)
-        assert bars.bias[0] == 0.0                  # the whole domain cuts nothing
+        assert bars.bias[0] == pytest.approx(0.0, abs=1e-9)    # the whole domain cuts nothing
         assert np.all(bars.noise + bars.bias <= s.error_bound(0.9))
     # a pruned multi-tree (DNRR's configuration): absent nodes carry no noise, and the
     # bias holds the whole-tree pruning term of error_terms
@@ -680,7 +687,7 @@ def test_rectangle_error_bars_shapes_and_consistency(rectangle_synopses):
     assert dnrr.prune == "dnrr"
     bars = dnrr.confidence_intervals(lo, hi, 0.9)
     pruning = dnrr.error_terms(0.9).pruning
-    assert pruning > 0 and np.all(bars.bias >= pruning)
+    assert pruning > 0 and np.all(bars.high - bars.answer >= bars.noise + pruning)
     assert np.all(bars.noise + bars.bias <= dnrr.error_bound(0.9))
 
 
@@ -693,7 +700,8 @@ def test_rectangle_error_bars_shapes_and_consistency(rectangle_synopses):
     (lambda s: s.confidence_intervals([1], [2], -0.5), ps.ParameterError, "confidence"),
     (lambda s: s.confidence_intervals([1], [2], float("nan")), ps.ParameterError, "confidence"),
     (lambda s: s.confidence_intervals([1], [2], "0.9"), TypeError, "confidence"),
-    (lambda s: s.confidence_intervals([1], [2], 0.99), ps.ParameterError, "beta/2"),
+    (lambda s: s.confidence_intervals([1], [2], method="exact"), ps.ParameterError, "method"),
+    (lambda s: s.confidence_intervals([1], [2], method=None), TypeError, "method"),
     (lambda s: s.confidence_intervals([1], [2], multiplicity=0), ps.ParameterError,
      "multiplicity"),
     (lambda s: s.confidence_intervals([1], [2], nonnegative=1), TypeError, "nonnegative"),
@@ -723,16 +731,25 @@ def test_rectangle_error_bars_reject_bad_arguments(rectangle_synopses, call, exc
     for s in rectangle_synopses[1]:
         with pytest.raises(exc, match=word):
             call(s)
+    # the unpruned multi-tree's intervals read released counts (no share of beta); a
+    # pruned one's hold with the partitions' weight bounds, so confidence < 1 - beta/2
     multitree = rectangle_synopses[1][1]
+    assert multitree.prune is None
+    assert multitree.confidence_intervals([[1, 1]], [[2, 2]], 0.99).method == "rigorous"
+    pruned = ps.RectangleSynopsis.build(rectangle_synopses[0], domain=[(0, 2**16 - 1)] * 2,
+                                        epsilon=1.0, config="dnrr", rng=ps.Rng(seed=36))
     with pytest.raises(ps.ParameterError, match="beta/2"):
-        multitree.confidence_intervals([[1, 1]], [[2, 2]], 0.99)
+        pruned.confidence_intervals([[1, 1]], [[2, 2]], 0.99)
 
 
 @pytest.mark.parametrize("estimator", ["uniform", "cover"])
-def test_multitree_bias_is_per_cut_side(estimator):
+def test_pruned_multitree_bias_is_per_cut_side(estimator):
+    # a pruned tree's whole-segment answers miss what the pruned nodes hide, so its
+    # per-query bias is the partitions' weight bounds per cut side plus the pruning term
     pts = DATA.integers(0, 2**12, (3000, 2))
     s = ps.RectangleSynopsis.build(pts, domain=[(0, 2**12 - 1)] * 2, epsilon=2.0,
-                                   estimator=estimator, merge=1, rng=ps.Rng(seed=34))
+                                   estimator=estimator, merge=1, prune=1.0, rng=ps.Rng(seed=34))
+    assert s.prune is not None
     e = [p.end_offsets.astype(np.int64) for p in s.partitions]
     w = [p.interior_weight_bound() for p in s.partitions]
     mu = 2
@@ -745,7 +762,8 @@ def test_multitree_bias_is_per_cut_side(estimator):
     lo_side = heavy if estimator == "uniform" else w       # cover: the seal point is inside
     want = [0, lo_side[0], heavy[1], lo_side[0] + heavy[0] + lo_side[1] + heavy[1]]
     bars = s.confidence_intervals(lo, hi, 0.9, multiplicity=mu)
-    np.testing.assert_allclose(bars.bias, want)
+    pruning = s.error_terms(0.9).pruning
+    np.testing.assert_allclose(bars.high - bars.answer - bars.noise, np.array(want) + pruning)
 
 
 # ---------------------------------------------------------------- counters

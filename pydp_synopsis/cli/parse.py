@@ -193,6 +193,11 @@ def build_parser():
     q.add_argument("--nonnegative", action="store_true",
                    help="clip answers and intervals at 0 (post-processing: true counts are "
                         "never negative)")
+    q.add_argument("--interval", choices=("rigorous", "calibrated"), default="rigorous",
+                   help="the per-query interval: 'rigorous' holds the true count with the "
+                        "confidence asked, for any data; 'calibrated' is a model of the cut "
+                        "segments, far narrower on short queries, whose coverage was measured, "
+                        "not proven (default: %(default)s)")
     q.add_argument("--delimiter", metavar="CHAR",
                    help="field separator of the query and answer CSV files (default: ,)")
     q.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6); only for "

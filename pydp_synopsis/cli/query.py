@@ -70,24 +70,25 @@ def _dims(syn):
     return 1 if isinstance(syn, ONE_COLUMN) else len(syn.domain)
 
 
-def _error_bars(syn, lo, hi, confidence, nonnegative):
+def _error_bars(syn, lo, hi, confidence, nonnegative, method="rigorous"):
     """Per-query :class:`~pydp_synopsis.errorbars.ErrorBars` of (q, dims) corners."""
     if isinstance(syn, ONE_COLUMN):
-        return syn.confidence_intervals(lo[:, 0], hi[:, 0], confidence, nonnegative=nonnegative)
-    return syn.confidence_intervals(lo, hi, confidence, nonnegative=nonnegative)
+        lo, hi = lo[:, 0], hi[:, 0]
+    return syn.confidence_intervals(lo, hi, confidence, method=method, nonnegative=nonnegative)
 
 
 def _print_one_answer(bars, bound, confidence):
     pct = f"{100 * confidence:g}%"
+    which = "this query" if bars.method == "rigorous" else "this query, calibrated model"
     print(f"{shown_text(bars.answer[0])} ± {shown_text(bars.std[0])} (noise std); "
-          f"{pct} interval [{shown_text(bars.low[0])}, {shown_text(bars.high[0])}] (this query)")
+          f"{pct} interval [{shown_text(bars.low[0])}, {shown_text(bars.high[0])}] ({which})")
     print(f"simultaneous {pct} bound (all queries at once): ± {shown_text(bound)}")
 
 
-def _bars_checked(syn, lo, hi, confidence, nonnegative):
+def _bars_checked(syn, lo, hi, confidence, nonnegative, method):
     """:func:`_error_bars`; a value that is no date/decimal of its column is a usage error."""
     try:
-        return _error_bars(syn, lo, hi, confidence, nonnegative)
+        return _error_bars(syn, lo, hi, confidence, nonnegative, method)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
 
@@ -115,7 +116,8 @@ def cmd_query(args):
         else:
             lo = _parse_point(args.lo, dims, "--lo", args.scale)[None, :]
             hi = _parse_point(args.hi, dims, "--hi", args.scale)[None, :]
-        bars = _bars_checked(syn, lo, hi, args.confidence, args.nonnegative)
+        bars = _bars_checked(syn, lo, hi, args.confidence, args.nonnegative,
+                             args.interval)
         if args.output:       # the --queries file's format, one row
             texts = [p.strip() for text in (args.lo, args.hi) for p in str(text).split(",")]
             names = _query_columns(dims)
@@ -146,7 +148,8 @@ def cmd_query(args):
             lo = np.column_stack([table[n] for n in names[:dims]])
             hi = np.column_stack([table[n] for n in names[dims:]])
             try:
-                bars = _bars_checked(syn, lo, hi, args.confidence, args.nonnegative)
+                bars = _bars_checked(syn, lo, hi, args.confidence, args.nonnegative,
+                                     args.interval)
             except (SynopsisError, ValueError) as exc:
                 raise located(exc, before) from None
             _answer_rows(writer, names, rows, bars, bound)

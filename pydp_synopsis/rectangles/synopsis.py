@@ -14,10 +14,11 @@ from fractions import Fraction
 from .. import persist
 from .._threads import halves
 from ..persist import check_pure_epsilon, state_delta
-from ..errorbars import assemble, noise_std
+from ..errorbars import METHODS, noise_std
 from ..errors import FormatError, ParameterError
-from ..params import check_beta, check_bool, check_int, renamed_keyword
+from ..params import check_beta, check_bool, check_choice, check_int, renamed_keyword
 from .axes import Axes, as_int_array, check_corners
+from .bars import rectangle_bars
 from .grid import AdaptiveGrid
 from .multitree import MultiTree
 from .release import CONFIGS, MECHANISMS, release
@@ -572,36 +573,43 @@ class RectangleSynopsis:
         sumsq, _, scales = self._mechanism.noise(lo_o, hi_o)
         return out, noise_std(sumsq, scales)
 
-    def confidence_intervals(self, lo, hi, confidence=0.95, *, multiplicity=None,
-                             nonnegative=False, max_multiplicity=None):
-        """Per-query intervals holding each true count with probability >= ``confidence``.
+    def confidence_intervals(self, lo, hi, confidence=0.95, *, method="rigorous",
+                             multiplicity=None, nonnegative=False, max_multiplicity=None):
+        """Per-query intervals for each true count: a guarantee, or a calibrated model.
 
         For each rectangle on its own (not all at once: that is
-        :meth:`error_bound`), the true count lies in ``answer -+ (noise +
-        bias)`` with probability at least ``confidence``:
+        :meth:`error_bound`), from released numbers (post-processing);
+        ``std`` is the exact noise standard deviation (:meth:`count_many`):
 
-        * ``std``: the exact noise standard deviation (:meth:`count_many`);
-        * ``noise``: a Chernoff bound with the exact discrete Laplace MGF on
-          the answer's weighted sum of noises (per query ``sum w^2`` and
-          ``max |w|`` per noise scale;
-          :func:`~pydp_synopsis.tails.laplace_weighted_tail`), two-sided;
-        * ``bias``: what the boundary can miscount.  Multi-tree: the
-          per-side terms of :meth:`error_bound`'s bias, counted where the
-          rectangle cuts a tree segment (holds with the partitions' weight
-          bounds, ``beta / 2``; pruned trees add the pruning term).  Grid:
-          the noisy counts of the bands of fine cells holding the cut
-          corners' partition segments plus a lower-tail bound of their noise
-          (released counts only, any duplicates).
+        * ``method="rigorous"`` (the default): ``low <= true count <= high``
+          with probability at least ``confidence``, for any data.
+          Multi-tree: between the released answers of the boxes of whole
+          tree segments inside and around the rectangle, with one-sided
+          Chernoff tails of their exact noise (a pruned tree: ``answer -+``
+          the noise tail plus the per-side terms of :meth:`error_bound`'s
+          bias and the pruning term, with the partitions' ``beta / 2``).
+          Grid: ``answer -+`` the noise tail plus the released count of the
+          fine cells the rectangle cuts and a lower-tail bound of their
+          noise.
+        * ``method="calibrated"``: a *model* of the cut slabs or cells (their
+          released counts, a beta-binomial spread), far narrower, whose
+          coverage was measured on real data, not proven; for the
+          ``"uniform"`` estimator on unpruned trees and for the grid
+          (otherwise the rigorous interval is returned).
+
+        The result's ``method`` says which; :mod:`pydp_synopsis.rectangles.bars`
+        and docs/guide/error-bars.md have the arguments.
 
         Parameters
         ----------
         lo, hi : array_like of int, shape (q, c)
             As :meth:`count_many`.
         confidence : float
-            In ``(0, 1)``; for the multi-tree in ``(0, 1 - beta / 2)``.
+            In ``(0, 1)``; for a pruned multi-tree in ``(0, 1 - beta / 2)``.
+        method : {"rigorous", "calibrated"}
         multiplicity : int
-            Multi-tree only, as :meth:`error_bound` (default 1; ``max_multiplicity=``
-            is its deprecated old name).
+            Pruned multi-tree only, as :meth:`error_bound` (default 1;
+            ``max_multiplicity=`` is its deprecated old name).
         nonnegative : bool
             Clip the answers and ``low`` at 0 (post-processing).
 
@@ -614,12 +622,13 @@ class RectangleSynopsis:
         Raises
         ------
         ParameterError, TypeError, DomainError
-            Bad ``confidence``, ``multiplicity``, ``nonnegative`` or
-            corners (as :meth:`count_many` and :meth:`error_bound`).
+            Bad ``confidence``, ``method``, ``multiplicity``, ``nonnegative``
+            or corners (as :meth:`count_many` and :meth:`error_bound`).
 
         Notes
         -----
-        Three C calls: answers, noise weights, tails.
+        A few C calls: answers and noise weights of the rectangle and of its
+        snapped boxes or slabs, tails.
 
         References
         ----------
@@ -640,14 +649,13 @@ class RectangleSynopsis:
         True
         """
         conf = check_beta(confidence, "confidence")
+        method = check_choice(method, "method", METHODS)
         mu = check_int(renamed_keyword("RectangleSynopsis.confidence_intervals", "max_multiplicity=",
                                        "multiplicity=", max_multiplicity, multiplicity, 1),
                        "multiplicity", 1, 1 << 62)
         nonnegative = check_bool(nonnegative, "nonnegative")
         lo_o, hi_o = check_corners(*self._user(lo, hi), self.domain)
-        std, noise, bias = self._mechanism.error_bars(lo_o, hi_o, conf, mu)
-        answer = self._mechanism.answer(lo_o, hi_o)
-        return assemble(answer, std, noise, bias, answer.shape, nonnegative)
+        return rectangle_bars(self._mechanism, lo_o, hi_o, conf, mu, method, nonnegative)
 
     def count(self, lo, hi):
         """Noisy count of the inclusive rectangle ``[lo, hi]`` (length-c corners; a float).
