@@ -216,7 +216,7 @@ def test_calibrated_falls_back_to_rigorous_for_other_estimators(small):
 
 def test_kary_and_raw_trees_give_snapped_intervals(small):
     values, _ = small
-    for kw in ({"tree": "kary"}, {"consistency": False, "fanout": 4}, {"level_ratio": 1}):
+    for kw in ({"structure": "kary"}, {"consistency": False, "fanout": 4}, {"level_ratio": 1}):
         s = ps.IntervalSynopsis.build(values, domain=(0, 3999), epsilon=1.0, rng=ps.Rng(seed=53),
                                       **kw)
         e = s.partition.end_offsets.astype(np.int64)
