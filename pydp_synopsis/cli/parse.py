@@ -10,6 +10,7 @@ from .build import ENGINES, cmd_build
 from .demo import cmd_demo
 from .plot import cmd_plot
 from .query import cmd_info, cmd_query
+from .serve import add_serve_parser
 from .stream import COUNTERS, cmd_count_stream
 
 __all__ = ["build_parser", "attach_negative_values"]
@@ -208,6 +209,7 @@ def build_parser():
     c.add_argument("--seed", type=integer, help=seed_help)
     c.set_defaults(func=cmd_count_stream)
     _add_plot_parser(sub)
+    add_serve_parser(sub)
     return p
 
 
