@@ -40,7 +40,8 @@ SECURITY_HEADERS = (
 
 #: The page's files, read from the package once when the application is made.
 STATIC_FILES = {"synopsis.js": "text/javascript; charset=utf-8",
-                "synopsis.css": "text/css; charset=utf-8"}
+                "synopsis.css": "text/css; charset=utf-8",
+                "favicon.svg": "image/svg+xml"}
 
 
 def require_serve():

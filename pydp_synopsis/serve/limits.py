@@ -94,17 +94,31 @@ def _no_constant(name):
     raise ValueError(f"{name} is not a JSON number")
 
 
+#: Largest decimal exponent a JSON number may have: no domain reaches 1e400, and a number
+#: such as 1e999999999999999999 would be written out in full by the decimal conversion.
+_MAX_EXPONENT = 400
+
+
+def _decimal(text):
+    value = Decimal(text)
+    if abs(value.adjusted()) > _MAX_EXPONENT:
+        raise ValueError(f"a number's exponent is beyond ±{_MAX_EXPONENT}")
+    return value
+
+
 def parse_json(body):
     """The JSON object of ``body``; a decimal number is read as its exact
     :class:`~decimal.Decimal` (``40.1`` stands for 40.1, not the nearest float)."""
     if not body:
         raise RequestError(400, "the request has no body: send a JSON object")
     try:
-        obj = json.loads(body, parse_float=Decimal, parse_constant=_no_constant)
+        obj = json.loads(body, parse_float=_decimal, parse_constant=_no_constant)
     except RecursionError:
         raise RequestError(400, "the JSON body is nested too deeply") from None
-    except (ValueError, UnicodeDecodeError) as exc:      # JSONDecodeError is a ValueError
-        text = str(exc).splitlines()[0] if str(exc) else "invalid"
+    except (ValueError, ArithmeticError) as exc:   # JSONDecodeError, UnicodeDecodeError;
+        # decimal.InvalidOperation: a number whose exponent Decimal cannot hold (1e99999999999999999)
+        text = str(exc).splitlines()[0] if isinstance(exc, ValueError) and str(exc) else \
+            "a number out of range"
         raise RequestError(400, f"the body is not valid JSON ({text[:120]})") from None
     if not isinstance(obj, dict):
         raise RequestError(400, "the body must be a JSON object")

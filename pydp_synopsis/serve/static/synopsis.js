@@ -106,7 +106,7 @@
   function drawErrorBar(answer, low, high) {
     const box = $("errorbar");
     box.replaceChildren();
-    const W = 640, H = 70, pad = 30;
+    const W = 640, H = 70, pad = 50;
     const lo = Math.min(0, low), hi = Math.max(high, answer, 1) * 1.05;
     const x = (v) => pad + (W - 2 * pad) * (v - lo) / (hi - lo || 1);
     const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
@@ -271,6 +271,7 @@
       $("query-section").hidden = false;
       $("query-title").textContent = "Its error";
       $("query-form").hidden = true;
+      $("interval-note").textContent = "(a bound on every release of this counter at once)";
       $("chart-note").textContent = Math.round(rel.confidence * 100) + "% bound ± " + fmt(rel.bound) +
         " (" + rel.bound_is + ").";
     }
