@@ -23,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
 #: optional dependencies may be imported where they are used (the package
 #: works without them)
 OPTIONAL = {"duckdb", "psycopg", "pyarrow", "dask", "distributed", "pandas", "matplotlib",
-            "starlette", "uvicorn"}
+            "starlette", "uvicorn", "orjson"}
 
 #: standard-library imports allowed inside a function, with the reason (none)
 LOCAL_STDLIB = {}

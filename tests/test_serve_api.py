@@ -384,3 +384,15 @@ def test_fuzz_malformed_bodies_never_5xx(client):
         assert 200 <= r.status_code < 500, (body, r.text)
         if r.status_code >= 400:
             assert list(r.json()) == ["error"]
+
+
+def test_both_json_encoders_give_the_same_numbers(catalog, examples):
+    body = {"ranges": [[0, 99_999], [17, 4242], [5, 5]]}
+    got = []
+    for fast in (True, False):
+        with TestClient(create_app(catalog, fast_json=fast)) as c:
+            got.append(c.post("/api/synopses/ages/count", json=body).json())
+            got.append(c.get("/api/synopses/where").json())
+    assert got[0] == got[2] and got[1] == got[3]
+    syn = examples["ages"][1]
+    assert got[2]["answers"] == syn.count_many([0, 17, 5], [99_999, 4242, 5]).tolist()
