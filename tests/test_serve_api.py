@@ -146,16 +146,31 @@ def test_distribution_is_the_released_bins(client, examples):
     assert dates["lo"][0] >= "2001-01-01" and dates["hi"][-1] <= "2001-12-31"
 
 
-@pytest.mark.skipif(not hasattr(ps.IntervalSynopsis, "quantile"),
+HAS_QUANTILES = all(hasattr(ps.IntervalSynopsis, f) for f in ("quantile", "cdf", "histogram"))
+
+
+@pytest.mark.skipif(not HAS_QUANTILES,
                     reason="IntervalSynopsis has no quantile/cdf/histogram in this build")
 def test_quantiles_where_the_synopsis_has_them(client, examples):
-    syn = examples["ages"][1]
+    ages, dates = examples["ages"][1], examples["dates"][1]
     r = client.post("/api/synopses/ages/quantile", json={"q": [0.1, 0.5, 0.9]})
     assert r.status_code == 200, r.text
-    want = syn.quantile(np.array([0.1, 0.5, 0.9]))
-    assert r.json()["quantiles"] == [int(v) if isinstance(v, (int, np.integer)) else
-                                     (str(v) if not isinstance(v, (float, np.floating)) else float(v))
-                                     for v in np.asarray(want).tolist()]
+    assert r.json()["quantiles"] == [int(v) for v in ages.quantile(np.array([0.1, 0.5, 0.9]))]
+    r = client.post("/api/synopses/dates/quantile", json={"q": [0, 0.5, 1]})
+    assert r.json()["quantiles"] == np.datetime_as_string(
+        dates.quantile(np.array([0.0, 0.5, 1.0]))).tolist()
+    assert r.json()["quantiles"][1].startswith("2001-")
+    r = client.post("/api/synopses/ages/cdf", json={"x": [0, 50_000, 99_999]})
+    assert r.json()["cdf"] == ages.cdf(np.array([0, 50_000, 99_999])).tolist()
+    r = client.post("/api/synopses/dates/cdf", json={"x": ["2001-06-30"]})
+    assert r.json()["cdf"] == [float(dates.cdf(np.array(["2001-06-30"], dtype=object))[0])]
+    r = client.get("/api/synopses/ages/histogram?bins=7")
+    counts, edges = ages.histogram(7)
+    assert r.json() == {"counts": counts.tolist(), "edges": [int(e) for e in edges]}
+    for path, body in (("quantile", {"q": [1.5]}), ("quantile", {"q": ["a"]}),
+                       ("cdf", {"x": [100_000]}), ("cdf", {"x": []})):
+        bad = client.post(f"/api/synopses/ages/{path}", json=body)
+        assert bad.status_code == 400 and list(bad.json()) == ["error"], bad.text
 
 
 def test_quantile_absent_is_a_404_or_served(client):
@@ -249,8 +264,8 @@ def test_bad_request_is_one_line_json(client, path, body, status, fragment):
     ("GET", "/api/synopses/ages/distribution?bins=1001", 400),
     ("GET", "/api/synopses/ages/distribution?bins=x", 400),
     ("GET", "/api/synopses/where/distribution?bins=101", 400),
-    ("GET", "/api/synopses/ages/histogram", 404 if not hasattr(ps.IntervalSynopsis, "histogram")
-     else 200),
+    ("GET", "/api/synopses/ages/histogram", 200 if HAS_QUANTILES else 404),
+    ("GET", "/api/synopses/ages/histogram?bins=0", 400 if HAS_QUANTILES else 404),
 ])
 def test_wrong_method_or_path_is_json(client, method, path, status):
     r = client.request(method, path)

@@ -133,13 +133,13 @@ async def cdf(service, request):
 
 
 async def histogram(service, request):
-    """``GET /api/synopses/{name}/histogram?bins=N``: the synopsis's ``histogram(bins)``."""
+    """``GET /api/synopses/{name}/histogram?bins=N``: the synopsis's ``histogram(bins)`` as
+    ``{"counts", "edges"}`` (edges in the column's units)."""
     pub = _feature(service, request, "histogram")
     bins = check_bins_param(request.query_params.get("bins"), DEFAULT_BINS_1D, MAX_BINS_1D)
     try:
         out = pub.obj.histogram(bins)
     except ANSWER_ERRORS as exc:
         raise as_request_error(exc) from None
-    if hasattr(out, "_asdict"):
-        out = out._asdict()
-    return 200, {"histogram": jsonable(out)}
+    counts, edges = out[0], out[1]            # numpy's (counts, edges)
+    return 200, {"counts": jsonable(counts), "edges": jsonable(edges)}

@@ -118,7 +118,9 @@ def jsonable(value):
     if isinstance(value, np.datetime64):
         return str(value)
     if isinstance(value, np.ndarray):
-        return [jsonable(v) for v in value.tolist()] if value.dtype.kind in "OMm" \
+        if value.dtype.kind == "M":                 # ISO text, 'T' between date and time
+            return np.datetime_as_string(value).tolist()
+        return [jsonable(v) for v in value.tolist()] if value.dtype.kind in "Om" \
             else jsonable(value.tolist())
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
