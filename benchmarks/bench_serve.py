@@ -226,7 +226,7 @@ def malformed_requests(gen, name, count, max_batch):
         lambda: ("POST", url, b"[" * 20_000, {}),
         lambda: ("POST", url, b'{"ranges": [[1e999999999999999999, 2]]}', {}),
         lambda: ("POST", url, b'{"ranges": {"lo": 0, "hi": 1}}', {}),
-        lambda: ("POST", url, b"x" * (2 << 20), {}),
+        lambda: ("POST", url, b"x" * ((1 << 20) + 1), {}),     # one byte over the default limit
         lambda: ("GET", url, b"", {}),
         lambda: ("DELETE", f"/api/synopses/{name}", b"", {}),
         lambda: ("POST", "/api/synopses/nope/count", b'{"ranges": [[0, 1]]}', {}),
@@ -289,8 +289,8 @@ def main(argv=None):
     p.add_argument("--clients", type=int, default=64, help="concurrent clients (default 64)")
     p.add_argument("--procs", type=int, default=2, help="client processes (default 2)")
     p.add_argument("--batch", type=int, default=1000, help="ranges per batch query (default 1000)")
-    p.add_argument("--batch-share", dest="share", type=float, default=0.05,
-                   help="share of the requests that are batches (default 0.05)")
+    p.add_argument("--batch-share", dest="share", type=float, default=0.01,
+                   help="share of the requests that are batches (default 0.01)")
     p.add_argument("--fuzz", type=int, default=10_000, help="malformed requests (default 10000)")
     p.add_argument("--values", type=int, default=1_000_000, help="values in the synopsis")
     p.add_argument("--health-seconds", dest="health_seconds", type=float, default=None,

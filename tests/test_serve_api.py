@@ -411,3 +411,27 @@ def test_both_json_encoders_give_the_same_numbers(catalog, examples):
     assert got[0] == got[2] and got[1] == got[3]
     syn = examples["ages"][1]
     assert got[2]["answers"] == syn.count_many([0, 17, 5], [99_999, 4242, 5]).tolist()
+
+
+def test_every_counter_kind_is_described(tmp_path):
+    sparse = ps.SparseStreamCounter(horizon=10_000, epsilon=1.0, rng=ps.Rng(seed=5))
+    sparse.update_many(np.tile([0, 0, 1], 500))
+    sqrt = ps.SqrtFactorizationCounter(horizon=100, epsilon=1.0, delta=1e-6, rng=ps.Rng(seed=6))
+    sqrt.update_many([1] * 10)
+    binary = ps.BinaryTreeCounter(horizon=64, epsilon=1.0, rng=ps.Rng(seed=7))
+    paths = []
+    for name, obj in (("sparse", sparse), ("sqrt", sqrt), ("fresh", binary)):
+        paths.append(tmp_path / f"{name}.ckpt")
+        ps.save(obj, paths[-1])
+    with TestClient(create_app(load_catalog(paths))) as c:
+        d = c.get("/api/synopses/sparse").json()
+        assert d["release"]["value"] == sparse.release and d["time"] == 1500
+        assert d["release"]["bound"] == float(sparse.error_bound(confidence=0.95))
+        s = c.get("/api/synopses/sqrt").json()
+        assert s["delta"] == 1e-6 and s["time"] == 10
+        assert s["release"] == (None if not hasattr(sqrt, "release") else s["release"])
+        f = c.get("/api/synopses/fresh").json()
+        assert f["release"]["value"] == 0 and f["time"] == 0 and "std" not in f["release"]
+        for name in ("sparse", "sqrt", "fresh"):
+            assert c.get(f"/api/synopses/{name}/distribution").status_code == 200
+            assert c.get(f"/s/{name}").status_code == 200
