@@ -149,7 +149,7 @@
     for (const i of [0, Math.floor(n / 2), n - 1]) {
       const t = svg("text", { x: left + (i + 0.5) * bw, y: H - bottom + 16,
                               "text-anchor": i === 0 ? "start" : i === n - 1 ? "end" : "middle" }, axis);
-      t.textContent = picture.lo[i];
+      t.textContent = i === n - 1 ? picture.hi[i] : picture.lo[i];
     }
     const sel = svg("rect", { class: "selection", x: 0, y: top, width: 0, height: H - top - bottom,
                               visibility: "hidden" }, s);
