@@ -96,13 +96,11 @@ class Batcher:
 
     @staticmethod
     def _settle(future, compute, *args):
+        """Settle ``future`` with ``compute(*args)`` or its exception (a RequestError is
+        answered 4xx, anything else is a defect answered 500 by the handler)."""
         try:
             result = compute(*args)
-        except RequestError as exc:
-            if not future.done():
-                future.set_exception(exc)
-            return
-        except Exception as exc:             # a defect: the handler answers 500, one line
+        except Exception as exc:             # noqa: BLE001 -- handed to the waiting request
             if not future.done():
                 future.set_exception(exc)
             return
