@@ -22,7 +22,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
 
 #: optional dependencies may be imported where they are used (the package
 #: works without them)
-OPTIONAL = {"duckdb", "psycopg", "pyarrow", "dask", "distributed", "pandas", "matplotlib"}
+OPTIONAL = {"duckdb", "psycopg", "pyarrow", "dask", "distributed", "pandas", "matplotlib",
+            "starlette", "uvicorn", "orjson"}
 
 #: standard-library imports allowed inside a function, with the reason (none)
 LOCAL_STDLIB = {}
