@@ -12,6 +12,10 @@ so the value is that child's).  The floors are measured in the same run:
   1-column build by pushdown (the GROUP BY runs in DuckDB); peak RSS against 1 GiB, flat in n.
 * CSV, 10^7 rows x 2 integer columns: ``pandas.read_csv`` of the same two columns, against
   the 2-column build (target <= 3x); peak RSS against 1 GiB.
+* A DuckDB table of values ``hash(i) % 1000000007`` (about as many distinct values as
+  rows, 10^7 and 10^8): the 1-column build with ``plan="auto"``, ``"sort"`` and
+  ``"group"`` against fetching the column into numpy and building in memory; peak RSS
+  against 1 GiB; every plan's answer to one query under one seed, equal to the floor's.
 * Weighted input: ``build(v, counts=c)`` against ``build(np.repeat(v, c))``.
 * Dask: the same Parquet files as a dask Series on a ``distributed.LocalCluster`` of 2
   worker processes (1 thread each), with 1 and 2 public shards: time against the
@@ -26,6 +30,7 @@ take ratios, not absolute times.  The script asserts nothing.
     PYTHONPATH=. python benchmarks/bench_scale.py                 # everything (~8 min, 2 cores)
     PYTHONPATH=. python benchmarks/bench_scale.py --quick         # 10x smaller, ~1 min
     PYTHONPATH=. python benchmarks/bench_scale.py --pushdown 1e7,1e8,1e9 --skip parquet,csv
+    PYTHONPATH=. python benchmarks/bench_scale.py --highcard 1e8 --skip weighted,parquet,pushdown,csv
 """
 import argparse
 import json
@@ -42,6 +47,7 @@ GIB = 1024 ** 3
 A_DOMAIN = (0, 2**32 - 1)
 B_DOMAIN = (1_700_000_000, 1_700_000_000 + 31_536_000 - 1)
 X_DOMAIN = (0, 2**20 - 1)
+H_DOMAIN = (0, 1_000_000_006)
 
 
 # ------------------------------------------------------------------ data
@@ -68,6 +74,17 @@ def make_csv(path, rows):
     con.execute(f"""COPY (SELECT (hash(i) % 4294967296)::BIGINT AS a,
                                 ({B_DOMAIN[0]} + hash(i + {10**12}) % 31536000)::BIGINT AS b
                          FROM range({rows}) t(i)) TO '{path}' (HEADER, DELIMITER ',')""")
+
+
+def make_highcard(path, rows):
+    """A DuckDB table of ``rows`` values with about as many distinct values (issue 35)."""
+    import duckdb
+
+    con = duckdb.connect(path)
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"CREATE TABLE t AS SELECT (hash(i) % {H_DOMAIN[1] + 1})::BIGINT AS v "
+                f"FROM range({rows}) t(i)")
+    con.close()
 
 
 def make_duckdb(path, rows):
@@ -141,6 +158,22 @@ def task(name, args):
         start = time.perf_counter()
         syn = ps.IntervalSynopsis.build(src, domain=X_DOMAIN, epsilon=1)
         out["segments"] = len(syn)
+    elif name in ("highcard_auto", "highcard_group", "highcard_sort"):
+        src = sources.SqlSource(f"duckdb:///{args['path']}", ["v"], table="t",
+                                plan=name.split("_")[1])
+        start = time.perf_counter()
+        syn = ps.IntervalSynopsis.build(src, domain=H_DOMAIN, epsilon=1, rng=ps.Rng(seed=1))
+        out["segments"] = len(syn)
+        out["answer"] = float(syn.count(0, H_DOMAIN[1] // 2))
+    elif name == "highcard_numpy":
+        import duckdb
+
+        con = duckdb.connect(args["path"], read_only=True)
+        values = con.execute("SELECT v FROM t").fetchnumpy()["v"]
+        con.close()
+        syn = ps.IntervalSynopsis.build(values, domain=H_DOMAIN, epsilon=1, rng=ps.Rng(seed=1))
+        out["segments"] = len(syn)
+        out["answer"] = float(syn.count(0, H_DOMAIN[1] // 2))
     elif name in ("weighted", "repeated"):
         gen = np.random.default_rng(1)
         values = gen.integers(0, 2**40, args["distinct"])
@@ -203,7 +236,10 @@ def main():
     p.add_argument("--parquet-rows", default="1e8")
     p.add_argument("--csv-rows", default="1e7")
     p.add_argument("--pushdown", default="1e7,1e8,1e9", help="DuckDB table sizes")
-    p.add_argument("--skip", default="", help="comma list of: weighted,parquet,dask,pushdown,csv")
+    p.add_argument("--highcard", default="1e7,1e8",
+                   help="DuckDB table sizes, about as many distinct values as rows")
+    p.add_argument("--skip", default="",
+                   help="comma list of: weighted,parquet,dask,pushdown,highcard,csv")
     p.add_argument("--distinct", default="1e6", help="distinct values of the weighted input")
     p.add_argument("--quick", action="store_true", help="10x smaller everywhere")
     p.add_argument("--workdir", help="where to generate data (default: a temporary directory)")
@@ -265,6 +301,25 @@ def main():
                 gen = time.perf_counter() - t
                 row(f"{rows:,} rows (table made in {gen:.0f} s)", run("pushdown", path=path),
                     None, "target RSS <= 1 GiB, flat in n")
+                os.remove(path)
+        if "highcard" not in skip:
+            print("\n## DuckDB table, about as many distinct values as rows: 1-column build "
+                  "(default --memory-limit); same seed, so every plan prints the same answer")
+            for rows in parse_sizes(a.highcard):
+                rows //= scale
+                path = os.path.join(work, f"h{rows}.duckdb")
+                t = time.perf_counter()
+                make_highcard(path, rows)
+                print(f"  {rows:,} rows (table made in {time.perf_counter() - t:.0f} s)")
+                floor = run("highcard_numpy", path=path)
+                row("fetch the column into numpy + build [floor]", floor)
+                for plan in ("auto", "sort", "group"):
+                    result = run(f"highcard_{plan}", path=path)
+                    same = ("" if "error" in result or "error" in floor else
+                            "same release" if result["answer"] == floor["answer"] else
+                            "RELEASE DIFFERS")
+                    row(f"plan={plan}", result, floor.get("seconds"),
+                        ("target <= 1.5x, RSS <= 1 GiB; " if plan == "auto" else "") + same)
                 os.remove(path)
         if "csv" not in skip:
             rows = parse_sizes(a.csv_rows)[0] // scale

@@ -1,5 +1,7 @@
 """``pydp-synopsis build``: the arguments checked (all before any data is read),
 the source they name, the synopsis built and saved."""
+import os
+
 from .. import sources
 from ..errors import InputError, ParameterError, UsageError
 from ..inputs import parse_scale
@@ -7,6 +9,7 @@ from ..intervals import IntervalSynopsis
 from ..params import check_beta, exact_epsilon
 from ..rectangles import RectangleSynopsis
 from ..sources import expand_paths, parse_database
+from ..sources.plans import parse_memory
 from ..sources.dask import CLUSTER_TIMEOUT, check_cluster_timeout, check_scheduler, dask_files
 from ..units import Column, describe_axes
 from .categories import build_categories, category_column_of, other_domain
@@ -73,6 +76,7 @@ def _build_source(args, columns, units=None):
             raise UsageError("--engine applies to --input files; a --database runs its own")
         return sources.SqlSource(args.database, columns, table=args.table, sql=args.sql,
                                  scale=args.scale, memory_limit=args.memory_limit,
+                                 plan=args.plan, temp_directory=_temp_directory(args),
                                  units=units, dropna=args.dropna,
                                  statement_timeout=args.statement_timeout,
                                  allow_writable_role=args.allow_writable_role, debug=args.debug)
@@ -89,14 +93,28 @@ def _build_source(args, columns, units=None):
                           dropna=args.dropna, timeout=_cluster_timeout(args))
     if args.allow_writable_role:
         raise UsageError("--allow-writable-role applies to a postgresql:// --database")
+    if (args.plan != "auto" or args.temp_directory is not None) and engine != "duckdb":
+        raise UsageError("--plan and --temp-directory apply to a --database or --engine duckdb")
     if args.statement_timeout is not None and engine != "duckdb":
         raise UsageError("--statement-timeout applies to a --database or --engine duckdb")
     options = {"memory_limit": args.memory_limit, "statement_timeout": args.statement_timeout,
-               "debug": args.debug} if engine == "duckdb" else {}
+               "debug": args.debug, "plan": args.plan,
+               "temp_directory": _temp_directory(args)} if engine == "duckdb" else {}
     if args.delimiter is not None:
         options["delimiter"] = delimiter_of(args)
     return sources.files(args.input, columns, scale=args.scale, engine=engine, units=units,
                          dropna=args.dropna, **options)
+
+
+def _temp_directory(args):
+    """``--temp-directory``: an existing directory, and ``--memory-limit`` a size (both
+    checked before anything is read)."""
+    if args.memory_limit is not None:
+        parse_memory(args.memory_limit, "--memory-limit")
+    path = args.temp_directory
+    if path is not None and not os.path.isdir(path):
+        raise UsageError(f"--temp-directory {path!r} is not an existing directory")
+    return path
 
 
 def _cluster_timeout(args):

@@ -130,7 +130,18 @@ def build_parser():
                    help="as the global --debug: tracebacks and the database's own error text "
                         "(UNSAFE TO SHARE: it may quote data values)")
     b.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
-                   help="DuckDB's memory limit, e.g. 1GB (it spills to disk beyond it)")
+                   help="memory budget of a --database or --engine duckdb build, e.g. 1GB or "
+                        "512MiB (default: a quarter of the machine's memory, at most 1 GiB); "
+                        "DuckDB gets half, the sort plan's runs a quarter")
+    b.add_argument("--plan", choices=("auto", "group", "sort"), default="auto",
+                   help="how a --database or --engine duckdb column is aggregated: group (GROUP BY "
+                        "in the database: few distinct values), sort (streamed and sorted here in "
+                        "spilled runs: timestamps, ids), auto (default: by the first rows); "
+                        "the same release either way")
+    b.add_argument("--temp-directory", dest="temp_directory", metavar="DIR",
+                   help="where a --database or --engine duckdb build spills (DuckDB and the sort "
+                        "plan's runs; default: the system's temporary directory); removed on "
+                        "success, failure and interruption")
     b.add_argument("--columns", help="comma-separated column names (one: intervals; several: rectangles)")
     b.add_argument("--domain", help="public bounds lo:hi per column, comma separated, or a type name "
                                     "(int32, uint64, ...); never taken from the data")

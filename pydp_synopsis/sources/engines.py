@@ -206,16 +206,19 @@ class _DuckDB(_Engine):
         except ImportError:
             raise InputError("DuckDB is not installed: pip install 'pydp-synopsis[duckdb]'") \
                 from None
-        config = {"preserve_insertion_order": False}
-        for key in ("memory_limit", "threads", "temp_directory"):
-            if self.options.get(key) is not None:
-                config[key] = self.options[key]
+        config = {}
         files = self.options.get("files")
         if files is None:
             if not os.path.isfile(self.target):
                 raise InputError(f"database file {self.target!r} does not exist")
-            # the user's SQL may name other files or write them: neither is allowed
-            config.update(enable_external_access=False)
+            # the user's SQL may name other files or write them: neither is allowed.  First:
+            # DuckDB refuses a temp_directory set before it ("Modifying the temp_directory
+            # has been disabled"), not one set after it.
+            config["enable_external_access"] = False
+        config["preserve_insertion_order"] = False
+        for key in ("memory_limit", "threads", "temp_directory"):
+            if self.options.get(key) is not None:
+                config[key] = self.options[key]
         try:
             if files is None:
                 self.con = duckdb.connect(self.target, read_only=True, config=config)

@@ -432,7 +432,8 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
         its column.
     **options
         For ``engine="duckdb"``: ``memory_limit``, ``threads``,
-        ``temp_directory`` (DuckDB settings).
+        ``temp_directory`` and ``plan`` (as for
+        :class:`~pydp_synopsis.sources.SqlSource`).
 
     Returns
     -------

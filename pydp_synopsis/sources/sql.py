@@ -61,6 +61,8 @@ from ..aggregates import Cells
 from ..spill import private_directory
 from .base import CHUNK_ROWS, Prepared, RowPrepared, RowSource, column_offsets, prefetch, spilled_cells
 from .engines import ENGINES, Null, quote_identifier
+from .plans import (check_plan, memory_budget, prefers_sort, run_entries, sample_query,
+                    sorted_aggregate)
 
 __all__ = ["parse_database", "quote_identifier", "SqlSource", "duckdb_files"]
 
@@ -135,9 +137,26 @@ class SqlSource(RowSource):
         refused, naming its column.
     chunk_rows : int
         Rows fetched per chunk.
-    memory_limit, threads, temp_directory : optional
-        DuckDB settings (e.g. ``memory_limit="1GB"``: DuckDB runs inside
-        this process, and spills to ``temp_directory`` beyond its limit).
+    memory_limit : str, optional
+        The build's memory budget, e.g. ``"1GB"`` or ``"512MiB"`` (default:
+        a quarter of the machine's memory, at most 1 GiB;
+        :func:`~pydp_synopsis.sources.plans.memory_budget`).  DuckDB, which
+        runs inside this process, gets half of it (beyond it DuckDB spills to
+        ``temp_directory``), the ``"sort"`` plan's in-memory runs a quarter.
+    threads : int, optional
+        DuckDB's threads.
+    temp_directory : str, optional
+        Where DuckDB and the ``"sort"`` plan spill (default: the system's
+        temporary directory); spill files are 0600 in a private 0700
+        directory, removed on success, failure and interruption.
+    plan : {"auto", "group", "sort"}
+        How each integer column's sorted aggregate is computed
+        (:mod:`~pydp_synopsis.sources.plans`): ``"group"`` by the database
+        (``GROUP BY``: fast for few distinct values), ``"sort"`` here by an
+        external merge sort of the streamed column (memory independent of the
+        rows: for timestamps, identifiers and other columns with about as many
+        distinct values as rows), ``"auto"`` (default) by the distinct values
+        of the first rows.  The release is the same whichever plan runs.
     statement_timeout : float, optional
         Seconds each statement may run, from its start to its last row
         (default :data:`~pydp_synopsis.readonly.DEFAULT_STATEMENT_TIMEOUT`,
@@ -174,9 +193,11 @@ class SqlSource(RowSource):
     def __init__(self, database, columns=(), *, table=None, sql=None, scale=None,
                  chunk_rows=CHUNK_ROWS, memory_limit=None, threads=None, temp_directory=None,
                  units=None, dropna=False, statement_timeout=None, allow_writable_role=False,
-                 debug=False):
+                 debug=False, plan="auto"):
         self.engine_name, self._target, self.shown = parse_database(database)
         statement_timeout = check_statement_timeout(statement_timeout)
+        plan = check_plan(plan)
+        budget = memory_budget(memory_limit)
         if (table is None) == (sql is None):
             raise InputError("give a table (--table) or a query (--sql), not both")
         if table is not None:
@@ -188,9 +209,10 @@ class SqlSource(RowSource):
             # new lines: a trailing -- comment cannot swallow the closing parenthesis
             relation = f"(\n{sql}\n) AS pydp_query"
         self._setup(relation, table, columns, scale, chunk_rows,
-                    dict(memory_limit=memory_limit, threads=threads,
+                    dict(memory_limit=f"{budget // 2 // 2**20}MiB", threads=threads,
                          temp_directory=temp_directory, statement_timeout=statement_timeout,
-                         allow_writable_role=bool(allow_writable_role), debug=bool(debug)),
+                         allow_writable_role=bool(allow_writable_role), debug=bool(debug),
+                         plan=plan, budget=budget),
                     units, dropna)
         self.sql = sql
 
@@ -329,6 +351,7 @@ class _PushdownPrepared(Prepared):
         self._rel = source._relation
         self._tmp = None
         self.pushdown = self._check()
+        self.plans = self._choose_plans() if self.pushdown else None
 
     def _check(self):
         """One query: rows, NULLs, min, max (and SQLite's storage classes).  False when a
@@ -355,6 +378,20 @@ class _PushdownPrepared(Prepared):
                 raise InputError(f"column {name!r} must lie in the domain [{lo}, {hi}]: some "
                                  f"value is outside it")
         return True
+
+    def _choose_plans(self):
+        """``"group"`` or ``"sort"`` per axis (:mod:`~pydp_synopsis.sources.plans`)."""
+        plan = self._source._options.get("plan", "auto")
+        if plan != "auto":
+            return [plan] * len(self._cols)
+        engine, plans = self._engine, []
+        for a, name in enumerate(self._source.columns):
+            try:
+                rows, distinct = engine.one_row(sample_query(self._cols[a], self._rel))
+            except engine.errors as exc:
+                raise engine.failed(exc, f"sampling column {name!r}") from None
+            plans.append("sort" if prefers_sort(rows, distinct) else "group")
+        return plans
 
     def _value(self, a):
         """Column a, clipped to its domain when clipping: ``LEAST(GREATEST(col, lo), hi)``
@@ -393,12 +430,32 @@ class _PushdownPrepared(Prepared):
         return prefetch(self._axis(a))
 
     def _axis(self, a):
+        if self.plans[a] == "sort":
+            return self._sorted_axis(a)
+        return self._grouped_axis(a)
+
+    def _sorted_axis(self, a):
+        """The sort plan: the column streamed, each chunk's offsets sorted here and
+        spilled as runs, the runs merged (memory independent of the rows)."""
         engine, domain, name = self._engine, self._domains[a], self._source.columns[a]
-        # grouped by the (clipped) value: every value clipped to lo is one group
-        sql = (f"SELECT {self._cast(a)} AS v, count(*) AS n FROM {self._rel} "
-               f"GROUP BY v ORDER BY v" if self._clip else
-               f"SELECT {self._cast(a)} AS v, count(*) AS n FROM {self._rel} "
-               f"GROUP BY {self._cols[a]} ORDER BY {self._cols[a]}")
+        sql = f"SELECT {self._cast(a)} FROM {self._rel}"
+
+        def offsets():
+            try:
+                for (values,) in engine.int_chunks(sql, 1, self._source.chunk_rows):
+                    yield column_offsets(values, domain, name, self._clip)
+            except engine.errors as exc:
+                raise engine.failed(exc, f"reading column {name!r}") from None
+
+        options = self._source._options
+        yield from sorted_aggregate(offsets(), run_entries(options["budget"]),
+                                    options.get("temp_directory"))
+
+    def _grouped_axis(self, a):
+        engine, domain, name = self._engine, self._domains[a], self._source.columns[a]
+        # grouped by the (clipped) value, by position: an alias could name a column of
+        # the user's table (a column "n" was ordered by the count alias "n")
+        sql = (f"SELECT {self._cast(a)}, count(*) FROM {self._rel} GROUP BY 1 ORDER BY 1")
         try:
             for values, counts in engine.int_chunks(sql, 2, self._source.chunk_rows):
                 yield (column_offsets(values, domain, name, self._clip),
@@ -461,15 +518,18 @@ class _PushdownPrepared(Prepared):
 
 def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memory_limit=None,
                  threads=None, temp_directory=None, delimiter=None, units=None, dropna=False,
-                 statement_timeout=None, debug=False):
+                 statement_timeout=None, debug=False, plan="auto"):
     """DuckDB reading CSV or Parquet files and aggregating them (``engine="duckdb"``).
 
     The files become ``read_parquet([...])`` or ``read_csv([...], header =
     true, skip = 0, delim = ',')`` (the first line is the header; a ragged
     file is refused in one line) in an in-memory DuckDB, then everything is
-    as for a database table (:class:`SqlSource`): validation query, ``GROUP BY`` per axis,
-    streamed cell columns.  CSV column types are DuckDB's sniffed ones.
+    as for a database table (:class:`SqlSource`): validation query, ``GROUP BY`` or the
+    sort plan per axis (``plan``, ``memory_limit``: as there), streamed cell columns.  CSV
+    column types are DuckDB's sniffed ones.
     """
+    plan = check_plan(plan)
+    budget = memory_budget(memory_limit)
     files = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
     reader = "read_parquet" if fmt == "parquet" else "read_csv"
     extra = ""
@@ -484,7 +544,8 @@ def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memo
     shown = f"duckdb reading {paths[0]}" + (f" and {len(paths) - 1} more" if len(paths) > 1
                                              else "")
     return SqlSource._over_files(f"{reader}({files}{extra}) AS pydp_files", shown, columns,
-                                 scale, chunk_rows, dict(memory_limit=memory_limit,
+                                 scale, chunk_rows, dict(memory_limit=f"{budget // 2 // 2**20}MiB",
+                                                         plan=plan, budget=budget,
                                                          threads=threads,
                                                          temp_directory=temp_directory,
                                                          statement_timeout=check_statement_timeout(
