@@ -125,8 +125,8 @@ def grow(keys, first, last, lam, delta, theta, depth0, rng):
     """Leaves (end offsets) and their true counts of one PrivTree over ``[first, last]``
     of the sorted uint64 ``keys`` with the given ``lambda``, ``delta`` and ``theta``,
     from the package's own driver of the C kernel."""
-    return pt._grow(keys, None, first, last, None, rng, depth0, scale_bias=(lam, delta),
-                    theta=theta)
+    return pt.privtree_kernel(keys, None, first, last, rng, scale=lam, bias=delta, theta=theta,
+                              depth0=depth0)
 
 
 def grow_cells(keys, first, last, lam, delta, depth0, rng):

@@ -75,8 +75,9 @@ def _outcome4(counts, ends, lam, delta):
 
 def _grow4(values, size, eps, rng, depth0=0, scale_bias=None):
     srt = np.sort(np.asarray(values, dtype=np.uint64))
-    return privtree._grow(srt, None, 0, size - 1, Fraction(eps), rng, depth0, fanout=4,
-                          scale_bias=scale_bias)[0]
+    lam, delta = scale_bias or privtree_parameters(Fraction(eps), 4)
+    return privtree.privtree_kernel(srt, None, 0, size - 1, rng, scale=lam, bias=delta,
+                                    depth0=depth0, fanout=4)[0]
 
 
 def _seen(counts, eps, runs, seed, scale_bias=None, size=None):

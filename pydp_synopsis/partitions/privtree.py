@@ -100,7 +100,7 @@ from .sharded import check_shards, shard_domains
 
 __all__ = ["TREE_PARTITION_KIND", "TreePartition", "PRIVTREE", "PRIVTREE_FANOUTS",
            "check_privtree_fanout", "privtree_parameters", "root_depth", "privtree_of_sorted",
-           "privtree_of_chunks"]
+           "privtree_of_chunks", "privtree_kernel"]
 
 #: The persist record of a PrivTree partition (``ps.save(partition)``) and its version.
 TREE_PARTITION_KIND = "privtree-partition"
@@ -360,16 +360,32 @@ class TreePartition(Partition):
 # --------------------------------------------------------------------------
 # Driving the kernel.
 
-def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False, *, scale_bias=None,
-          theta=_THETA, fanout=2):
+def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False, *, fanout=2):
     """The leaves' end offsets of one tree over ``[first, last]`` and their true
-    counts (not private), from the C kernel.  ``cum`` None: ``keys`` is a sorted
-    column with repeats, one item each.  ``release``: ``keys`` and ``cum`` are
-    read-only memory maps whose pages the kernel drops behind its walk.
-    ``scale_bias`` ``(lambda, delta)`` and ``theta`` replace the release's
-    parameters of ``epsilon`` (``research/explore_privtree.py`` and the tests' mutants
-    only).  ``fanout``: 2 or 4 (checked by the caller; the kernel refuses others)."""
-    lam, delta = privtree_parameters(epsilon, fanout) if scale_bias is None else scale_bias
+    counts (not private): :func:`privtree_kernel` at the release's parameters of
+    ``epsilon`` and ``fanout`` (:func:`privtree_parameters`, theta 0)."""
+    lam, delta = privtree_parameters(epsilon, fanout)
+    return privtree_kernel(keys, cum, first, last, rng, scale=lam, bias=delta, depth0=depth0,
+                           release=release, fanout=fanout)
+
+
+def privtree_kernel(keys, cum, first, last, rng, *, scale, bias, theta=_THETA, depth0=0,
+                    release=False, fanout=2):
+    """One PrivTree over ``[first, last]`` by the C kernel, at explicit parameters.
+
+    The mechanism's parameters are given as they are, not derived from an
+    epsilon: ``scale`` (lambda, a Fraction), ``bias`` (delta, an int), the
+    threshold ``theta`` and the fanout (2 or 4).  The synopses never call it
+    directly: their partitions go through :func:`privtree_parameters` (the
+    parameters that make it ``epsilon``-DP).  The exact-law tests and
+    ``research/explore_privtree.py`` call it at other parameters.
+
+    ``keys``: sorted offsets (``cum`` None: one item each) or distinct sorted
+    keys with running totals ``cum``; ``release``: the two are read-only
+    memory maps whose pages the kernel drops behind its walk.  Returns the
+    leaves' end offsets and their true counts (not private).
+    """
+    lam = Fraction(scale)
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     if cum is not None:
         cum = np.ascontiguousarray(cum, dtype=np.int64)
@@ -380,7 +396,7 @@ def _grow(keys, cum, first, last, epsilon, rng, depth0=0, release=False, *, scal
                                           ffi.NULL if cum is None
                                           else ffi.from_buffer("int64_t[]", cum),
                                           keys.size, first, last, depth0, lam.numerator,
-                                          lam.denominator, delta, theta, _MAX_LEAVES,
+                                          lam.denominator, bias, theta, _MAX_LEAVES,
                                           int(release), fanout, out)
         check(st, "privtree partition")
         ends = np.frombuffer(ffi.buffer(out.ends, 8 * out.m), dtype=np.uint64).copy()
