@@ -9,7 +9,7 @@ Methods, all epsilon-DP for adding or removing one row, values given as strings:
 
 * ``flat`` -- :class:`pydp_synopsis.LevelHistogram` (discrete Laplace of scale
   1/epsilon per level), what ``category_synopsis`` picks up to 1024 levels;
-* ``tree`` -- ``category_synopsis(..., mechanism="tree")``: an interval synopsis
+* ``tree`` -- ``category_synopsis(..., structure="tree")``: an interval synopsis
   over the codes (PrivTree partition, hierarchical tree);
 * ``OpenDP`` -- ``make_count_by_categories >> then_laplace(1/epsilon)`` (integer
   counts: discrete Laplace; ``map(1) <= epsilon`` checked).  Its transformation
@@ -114,7 +114,7 @@ def table_peers(quick):
                 res, secs = [], []
                 for r in range(runs):
                     t0 = time.perf_counter()
-                    syn = ps.category_synopsis(values, levels=col, epsilon=eps, mechanism=method,
+                    syn = ps.category_synopsis(values, levels=col, epsilon=eps, structure=method,
                                                rng=ps.Rng(seed=r))
                     secs.append(time.perf_counter() - t0)
                     res.append(_errors(syn.counts_by_level()[1], true, sets, lo, hi))
@@ -158,7 +158,7 @@ def table_rule(quick):
         out = {}
         for method in ("flat", "tree"):
             res = [_errors(ps.category_synopsis(values, levels=levels, epsilon=1.0,
-                                                mechanism=method, rng=ps.Rng(seed=r))
+                                                structure=method, rng=ps.Rng(seed=r))
                            .counts_by_level()[1], true, sets, lo, hi) for r in range(runs)]
             arr = np.array(res)
             out[method] = np.sqrt(np.mean(arr[:, [0, 3]] ** 2, axis=0))

@@ -48,12 +48,12 @@ from .tails import laplace_sum_tail, laplace_weighted_tail
 from .units import prepare_build
 
 __all__ = ["LevelHistogram", "category_synopsis", "category_column", "uses_flat", "check_not_dask",
-           "FLAT_MAX_LEVELS", "MECHANISMS", "KIND"]
+           "FLAT_MAX_LEVELS", "STRUCTURES", "KIND"]
 
 #: The public rule of :func:`category_synopsis`: a flat histogram up to this many
 #: levels (``other`` included), an interval synopsis over the codes above.
 FLAT_MAX_LEVELS = 1024
-MECHANISMS = ("auto", "flat", "tree")
+STRUCTURES = ("auto", "flat", "tree")
 KIND = "level-histogram"
 FORMAT = 1
 
@@ -71,11 +71,11 @@ def category_column(levels, other=None, name=None):
     return Column.category(levels, other=other, name=name)
 
 
-def uses_flat(column, mechanism="auto"):
-    """The public rule: True when ``mechanism`` (checked) and the category ``column``'s
+def uses_flat(column, structure="auto"):
+    """The public rule: True when ``structure`` (checked) and the category ``column``'s
     number of levels (``other`` included) call for a flat histogram."""
-    mechanism = check_choice(mechanism, "mechanism", MECHANISMS)
-    return mechanism == "flat" or (mechanism == "auto" and
+    structure = check_choice(structure, "structure", STRUCTURES)
+    return structure == "flat" or (structure == "auto" and
                                    len(column.all_levels) <= FLAT_MAX_LEVELS)
 
 
@@ -326,11 +326,11 @@ def _load(meta, arrays):
     return LevelHistogram._from_release(col, eps, released)
 
 
-def category_synopsis(values, *, levels, epsilon, other=None, name=None, mechanism="auto",
+def category_synopsis(values, *, levels, epsilon, other=None, name=None, structure="auto",
                       rng=None, budget=None, counts=None, dropna=False, **options):
     """Counts by category with epsilon-DP: a flat histogram or a tree, by a public rule.
 
-    ``mechanism="auto"`` (default) releases a :class:`LevelHistogram` when the
+    ``structure="auto"`` (default) releases a :class:`LevelHistogram` when the
     column has at most :data:`FLAT_MAX_LEVELS` levels (``other`` included),
     else an :class:`~pydp_synopsis.intervals.IntervalSynopsis` over the codes
     (``domain`` the first to the last level); ``"flat"`` and ``"tree"`` force
@@ -342,7 +342,7 @@ def category_synopsis(values, *, levels, epsilon, other=None, name=None, mechani
     ----------
     values, levels, epsilon, other, name, rng, budget, counts, dropna
         As :meth:`LevelHistogram.build`.
-    mechanism : {"auto", "flat", "tree"}
+    structure : {"auto", "flat", "tree"}
     **options
         ``IntervalSynopsis.build``'s options (``beta``, ``tree``, ``fanout``,
         ...), for the tree only.
@@ -361,10 +361,10 @@ def category_synopsis(values, *, levels, epsilon, other=None, name=None, mechani
     """
     col = category_column(levels, other, name)
     check_not_dask(values)
-    if uses_flat(col, mechanism):
+    if uses_flat(col, structure):
         if options:
             raise ParameterError(f"{', '.join(sorted(options))}: options of the tree "
-                                 f"(mechanism='tree'), not of a flat histogram")
+                                 f"(structure='tree'), not of a flat histogram")
         return LevelHistogram.build(values, levels=col, epsilon=epsilon, rng=rng,
                                     budget=budget, counts=counts, dropna=dropna)
     every = col.all_levels

@@ -263,10 +263,10 @@ def test_public_rule_picks_flat_or_tree():
     assert isinstance(ps.category_synopsis(["l1"], levels=few, epsilon=1), ps.LevelHistogram)
     syn = ps.category_synopsis(["l1"], levels=many, epsilon=1)
     assert isinstance(syn, ps.IntervalSynopsis) and syn.domain == (0, FLAT_MAX_LEVELS)
-    assert isinstance(ps.category_synopsis(["l1"], levels=many, epsilon=1, mechanism="flat"),
+    assert isinstance(ps.category_synopsis(["l1"], levels=many, epsilon=1, structure="flat"),
                       ps.LevelHistogram)
-    with pytest.raises(ParameterError, match="mechanism"):
-        ps.category_synopsis(["l1"], levels=few, epsilon=1, mechanism="best")
+    with pytest.raises(ParameterError, match="structure"):
+        ps.category_synopsis(["l1"], levels=few, epsilon=1, structure="best")
     with pytest.raises(ParameterError, match="fanout"):
         ps.category_synopsis(["l1"], levels=few, epsilon=1, fanout=4)
 
@@ -274,7 +274,7 @@ def test_public_rule_picks_flat_or_tree():
 def test_tree_over_codes_answers_levels_and_sets(tmp_path):
     values = _data()
     truth = _truth(values)
-    syn = ps.category_synopsis(values, levels=LEVELS, epsilon=1e6, mechanism="tree",
+    syn = ps.category_synopsis(values, levels=LEVELS, epsilon=1e6, structure="tree",
                                name="carrier", estimator="cover")
     assert syn.counts_by_level()[1].tolist() == truth.tolist()
     assert syn.count_levels(["AA", "UA", "WN"]) == truth[[0, 2, 3]].sum()
@@ -357,7 +357,7 @@ def test_csv_and_parquet_sources(table):
         src = sources.files(str(path), ["carrier"], units=_unit(), engine=engine)
         assert _flat_of(src).counts_by_level()[1].tolist() == _expected(values), (path, engine)
     tree = ps.category_synopsis(sources.files(str(csv), ["carrier"], units=_unit()),
-                                levels=_unit()[0], epsilon=1e6, mechanism="tree",
+                                levels=_unit()[0], epsilon=1e6, structure="tree",
                                 estimator="cover")
     assert tree.counts_by_level()[1].tolist() == _expected(values)
 
@@ -394,7 +394,7 @@ def test_a_dask_collection_is_refused_in_one_line():
     budget = ps.Budget(1)
     for mechanism in ("flat", "tree"):
         with pytest.raises(ParameterError, match="dask collection"):
-            ps.category_synopsis(series, levels=LEVELS, epsilon=1, mechanism=mechanism,
+            ps.category_synopsis(series, levels=LEVELS, epsilon=1, structure=mechanism,
                                  budget=budget)
     assert budget.spent == 0
 

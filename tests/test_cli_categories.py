@@ -50,7 +50,7 @@ def test_build_flat_query_info_by_level(files, capsys):
 def test_levels_file_tree_and_rectangle(files, capsys):
     d, carriers, days = files
     rc, out, _ = cli(capsys, "build", "--input", d / "t.csv", "--columns", "carrier",
-                     "--levels", d / "levels.txt", "--other", "rest", "--mechanism", "tree",
+                     "--levels", d / "levels.txt", "--other", "rest", "--structure", "tree",
                      "--epsilon", "1e6", "--output", d / "t.pds")
     assert rc == 0 and "interval synopsis over 5 levels" in out
     syn = ps.load(d / "t.pds")
@@ -76,7 +76,7 @@ def test_levels_file_tree_and_rectangle(files, capsys):
     (["--categories", "AA,DL", "--levels", "missing.txt"], "not both"),
     (["--levels", "missing.txt"], "cannot read"),
     (["--categories", "AA,DL,UA,WN", "--engine", "dask"], "categories need"),
-    (["--categories", "AA,DL,UA,WN", "--mechanism", "flat", "--partition", "dnrr"],
+    (["--categories", "AA,DL,UA,WN", "--structure", "flat", "--partition", "dnrr"],
      "--partition applies to a tree"),
 ])
 def test_bad_usage_is_one_line_exit_2(files, capsys, extra, text):
@@ -116,7 +116,7 @@ def test_plot_draws_the_levels(files, capsys):
     d, _, _ = files
     for mechanism in ("flat", "tree"):
         cli(capsys, "build", "--input", d / "t.csv", "--columns", "carrier", "--categories",
-            "AA,DL,UA,WN", "--other", "other", "--mechanism", mechanism, "--epsilon", "1",
+            "AA,DL,UA,WN", "--other", "other", "--structure", mechanism, "--epsilon", "1",
             "--output", d / f"{mechanism}.pds")
         rc, out, _ = cli(capsys, "plot", d / f"{mechanism}.pds", "-o", d / f"{mechanism}.png")
         assert rc == 0 and "counts by level" in out

@@ -42,7 +42,7 @@ def category_column_of(args, columns):
     """The category :class:`Column` the arguments describe (the first of
     ``--columns``), or None without ``--categories``/``--levels``."""
     if args.categories is None and args.levels is None:
-        for name in ("other", "mechanism"):
+        for name in ("other", "structure"):
             if getattr(args, name) is not None:
                 raise UsageError(f"--{name} needs --categories or --levels")
         return None
@@ -79,18 +79,18 @@ def build_categories(observed, cat, units, domain, args, rng):
     """The synopsis of a build with a category column: ``(synopsis, what)``."""
     every = cat.all_levels
     if len(units) == 1:
-        if args.partition is not None and uses_flat(cat, args.mechanism or "auto"):
-            raise UsageError("--partition applies to a tree (--mechanism tree, or more than "
+        if args.partition is not None and uses_flat(cat, args.structure or "auto"):
+            raise UsageError("--partition applies to a tree (--structure tree, or more than "
                              "the flat histogram's levels)")
-        if uses_flat(cat, args.mechanism or "auto"):
+        if uses_flat(cat, args.structure or "auto"):
             syn = LevelHistogram.build(observed, levels=cat, epsilon=args.epsilon, rng=rng)
             return syn, f"counts of {len(every)} levels (flat histogram)"
         syn = IntervalSynopsis.build(observed, domain=(every[0], every[-1]), columns=cat,
                                      epsilon=args.epsilon, beta=args.beta, rng=rng,
                                      partition=args.partition)
         return syn, f"interval synopsis over {len(every)} levels: {len(syn):,} segments"
-    if args.mechanism not in (None, "tree"):
-        raise UsageError("--mechanism applies to one category column")
+    if args.structure not in (None, "tree"):
+        raise UsageError("--structure applies to one category column")
     syn = RectangleSynopsis.build(observed, domain=[(every[0], every[-1])] + list(domain),
                                   epsilon=args.epsilon, beta=args.beta, rng=rng,
                                   columns=units)

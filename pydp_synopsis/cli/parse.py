@@ -177,7 +177,7 @@ def build_parser():
     b.add_argument("--other", metavar="NAME",
                    help="with --categories/--levels: count values outside the levels under one "
                         "more level NAME (default: such a value is an error)")
-    b.add_argument("--mechanism", choices=("auto", "flat", "tree"), default=None,
+    b.add_argument("--structure", choices=("auto", "flat", "tree"), default=None,
                    help="one category column: a flat histogram (auto: up to 1024 levels) or an "
                         "interval synopsis over the levels")
     add_sum_build_arguments(b)                  # --sum, --sum-bounds, ... (cli/sums.py)
