@@ -8,6 +8,8 @@ every outcome is computed exactly for neighbouring inputs.
 """
 import math
 import os
+import stat
+import tempfile
 from fractions import Fraction
 
 import numpy as np
@@ -413,3 +415,24 @@ def test_a_failing_stream_leaves_no_spill_behind(monkeypatch):
     with pytest.raises(OSError, match="disk gone"):
         privtree.privtree_of_chunks(chunks(), (0, 999), Fraction(1), 0.05, ps.Rng(seed=1))
     assert not list(tmp_spills())
+
+
+def test_streamed_spill_is_private_and_removed(tmp_path, monkeypatch):
+    # past _SPILL_ENTRIES distinct values the streamed build keeps them in files: secret,
+    # so 0600 files in a 0700 directory (they were created with the umask's mode)
+    monkeypatch.setattr(privtree, "_SPILL_ENTRIES", 64)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen, real = [], privtree._grow
+
+    def grow(keys, cum, *args, **kw):
+        seen.append(tuple(stat.S_IMODE(os.stat(p).st_mode)
+                          for p in (os.path.dirname(keys.filename), keys.filename, cum.filename)))
+        return real(keys, cum, *args, **kw)
+
+    monkeypatch.setattr(privtree, "_grow", grow)
+    chunks = [(np.arange(i * 100, i * 100 + 100, dtype=np.uint64), np.ones(100, dtype=np.int64))
+              for i in range(5)]
+    part, weights = privtree.privtree_of_chunks(iter(chunks), (0, 999), Fraction(1), 0.05,
+                                                ps.Rng(seed=1))
+    assert seen == [(0o700, 0o600, 0o600)]
+    assert int(weights.sum()) == 500 and os.listdir(tmp_path) == []

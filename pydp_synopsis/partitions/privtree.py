@@ -87,7 +87,6 @@ References
 import math
 import os
 import shutil
-import tempfile
 from fractions import Fraction
 
 import numpy as np
@@ -95,6 +94,7 @@ import numpy as np
 from .. import persist
 from .._core import LIMITS, check, ffi, lib
 from ..errors import DomainError, FormatError, ParameterError
+from ..spill import create, private_directory, write_array
 from .dnrr import Partition, checked_ends
 from .sharded import check_shards, shard_domains
 
@@ -467,19 +467,20 @@ class _Runs:
             nonlocal n, files, keys, cums
             n += k.size
             if files is None and n > _SPILL_ENTRIES:
-                self._dir = tempfile.mkdtemp(prefix="pydp-privtree-")
-                files = [open(os.path.join(self._dir, name), "wb") for name in ("k", "c")]
+                # secret (the distinct values): 0600 files in a private 0700 directory
+                self._dir = private_directory("pydp-privtree-")
+                files = [create(os.path.join(self._dir, name)) for name in ("k", "c")]
                 keys, cums = keys + [k], cums + [cum]
                 for a, b in zip(keys, cums):
-                    a.tofile(files[0])
-                    b.tofile(files[1])
+                    write_array(files[0], a, os.path.join(self._dir, "k"))
+                    write_array(files[1], b, os.path.join(self._dir, "c"))
                 keys, cums = [], []
             elif files is None:
                 keys.append(k)
                 cums.append(cum)
             else:
-                k.tofile(files[0])
-                cum.tofile(files[1])
+                write_array(files[0], k, os.path.join(self._dir, "k"))
+                write_array(files[1], cum, os.path.join(self._dir, "c"))
         try:
             carry_k, carry_c = None, 0
             for pos, cnt in _slices(chunks):
