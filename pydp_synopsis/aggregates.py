@@ -421,9 +421,11 @@ class SortedAggregator:
             for start in range(0, merged[0].size, self._block):
                 yield merged[0][start:start + self._block], merged[1][start:start + self._block]
             return
-        readers = [_RunReader(*run, self._block) for run in self._runs]
+        # the readers' blocks share the memory of one run: k runs, blocks of limit / k
+        block = min(self._block, max(1 << 12, self._limit // (len(self._runs) + 1)))
+        readers = [_RunReader(*run, block) for run in self._runs]
         if merged[0].size:
-            readers.append(_ArrayReader(merged, self._block))
+            readers.append(_ArrayReader(merged, block))
         while True:
             live = [r for r in readers if r.keys.size]
             if not live:
