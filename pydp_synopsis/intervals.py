@@ -48,6 +48,7 @@ from ._threads import halves, sort_u64
 from .tails import laplace_weighted_tail
 from .units import Column, prepare_build
 from .interval_answers import IntervalAnswers
+from .quantiles import IntervalQuantiles
 # the defaults stay importable from here (release 0.2's names)
 from .interval_options import (DEFAULT_ESTIMATOR, DEFAULT_FANOUT, DEFAULT_LEVEL_RATIO,  # noqa: F401
                                DEFAULT_PARTITION, DEFAULT_SHARE, DEFAULT_TREE, DNRR_ESTIMATOR,
@@ -58,7 +59,7 @@ from .interval_record import KIND, from_record, to_record
 __all__ = ["IntervalSynopsis"]
 
 
-class IntervalSynopsis(IntervalAnswers):
+class IntervalSynopsis(IntervalAnswers, IntervalQuantiles):
     """How many values fall in any range ``[lo, hi]``, answered with epsilon-differential privacy.
 
     Build it once from one integer column (``build(values, domain=(lo, hi),
