@@ -9,6 +9,7 @@ from ..sources.dask import CLUSTER_TIMEOUT
 from .build import ENGINES, cmd_build
 from .demo import cmd_demo
 from .plot import cmd_plot
+from .quantile import add_distribution_options
 from .query import cmd_info, cmd_query
 from .stream import COUNTERS, cmd_count_stream
 
@@ -21,7 +22,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 #: Options whose value may start with '-' (a negative number): ``--domain -5:5``.
-_SIGNED_VALUE_OPTIONS = ("--domain", "--lo", "--hi", "--range")
+_SIGNED_VALUE_OPTIONS = ("--domain", "--lo", "--hi", "--range", "--cdf", "--histogram")
 _SIGNED_VALUE = re.compile(r"-[0-9.][-0-9.:,eE+ ]*")
 
 
@@ -171,6 +172,7 @@ def build_parser():
                    help="field separator of the query and answer CSV files (default: ,)")
     q.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6); only for "
                                    "files without column descriptions (the file says its units)")
+    add_distribution_options(q)
     q.set_defaults(func=cmd_query)
 
     i = sub.add_parser("info", help="describe a saved synopsis or counter checkpoint",

@@ -13,6 +13,7 @@ from ..intervals import IntervalSynopsis
 from ..queryfiles import located, query_chunks, spooled_stdout
 from ..rectangles import RectangleSynopsis
 from ..sources.files import in_file
+from .quantile import cmd_distribution, wants_distribution
 from .common import check_output_option, delimiter_of, full_text, shown_text
 
 __all__ = ["cmd_query", "cmd_info"]
@@ -86,6 +87,8 @@ def _bars_checked(syn, lo, hi, confidence, nonnegative):
 
 
 def cmd_query(args):
+    if wants_distribution(args):          # --quantile, --cdf, --histogram: cli/quantile.py
+        return cmd_distribution(args)
     if args.output:
         check_output_option(args.output, args.synopsis, args.queries)
     delimiter = delimiter_of(args)
