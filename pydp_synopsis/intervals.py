@@ -71,7 +71,8 @@ class IntervalSynopsis(IntervalAnswers, IntervalQuantiles):
     for every range at once.  One row is one unit of privacy (adding or
     removing a row changes any output's probability by at most ``e**epsilon``);
     the domain is public and may hold up to 2**64 values.  Save with
-    :meth:`save`, reload with :func:`pydp_synopsis.load`.
+    :meth:`save`, reload with :func:`pydp_synopsis.load`.  Its quantiles, CDF and
+    histograms are free too (``quantile``, ``cdf``, ``histogram``: docs/guide/quantiles.md).
 
     >>> import numpy as np, pydp_synopsis as ps
     >>> ages = np.random.default_rng(0).integers(18, 90, 5000)
