@@ -108,3 +108,19 @@ def test_bad_units_and_kinds(saved, tmp_path):
                    "need an interval synopsis", "RectangleSynopsis")
     path = saved["ints"][0]
     one_line_error(run("query", path, "--quantile", "0.5", "--output", path), "also an input")
+
+
+@pytest.mark.parametrize("tz", [None, "Europe/Paris"])
+def test_datetimes_naive_and_zoned(tmp_path, tz):
+    t = np.datetime64("2001-03-01T00:00") + np.arange(0, 48 * 60, 7).astype("m8[m]")
+    syn = ps.IntervalSynopsis.build(t.astype("datetime64[s]"),
+                                   domain=("2001-03-01T00:00:00", "2001-03-03T00:00:00"),
+                                   columns=ps.Column.datetime("t", tz=tz, resolution="1m"),
+                                   epsilon=1, rng=ps.Rng(seed=5))
+    syn.save(tmp_path / "t.pds")
+    proc = run("query", tmp_path / "t.pds", "--quantile", "0.25,0.5")
+    assert proc.returncode == 0, proc.stderr
+    got = [r[1] for r in rows(proc.stdout)[1:]]
+    ints = syn.column.to_int(syn.quantile([0.25, 0.5]), "q", None, utc=tz is not None)
+    assert got == [syn.column.format(v) for v in ints.tolist()]
+    assert all(v.endswith("+01:00") == (tz is not None) for v in got)

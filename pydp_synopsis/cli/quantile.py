@@ -84,7 +84,7 @@ def _grid(syn, values):
     if col.kind == "decimal":         # floats of grid points: the nearest grid integer
         step = 1 / col.scale if col.resolution is None else float(Fraction(col.resolution))
         return [int(v) for v in np.rint(flat.astype(np.float64) / step).tolist()]
-    return col.to_int(flat, "values", None, utc=True).tolist()
+    return col.to_int(flat, "values", None, utc=col.tz is not None).tolist()
 
 
 def _texts(syn, ints):
