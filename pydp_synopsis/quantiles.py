@@ -194,7 +194,7 @@ class IntervalQuantiles:
         if not isinstance(counts, (bool, np.bool_)):
             raise TypeError(f"counts must be a bool, not {type(counts).__name__}")
         off = self._grid(x, "x")
-        shape = np.shape(x) if self.column.is_plain else off.shape
+        shape = np.shape(x)              # a scalar (a str, a date) gives a scalar
         off = off.reshape(-1)
         starts, widths, cum = self._cumulative()
         i = self.partition.lookup.of(off).astype(np.intp)

@@ -188,6 +188,7 @@ def test_dates_round_trip(tmp_path):
     # the same point as a date, a string, a datetime64 array
     assert s.cdf("2001-03-31") == s.cdf(np.datetime64("2001-03-31")) == \
         s.cdf(np.array(["2001-03-31"]))[0]
+    assert np.ndim(s.cdf("2001-03-31")) == 0 and s.cdf(["2001-03-31"] * 4).shape == (4,)
     assert s.cdf(q[1], counts=True) >= 0.5 * s.cdf("2001-06-30", counts=True)
     counts, edges = s.histogram(["2001-01-01", "2001-04-01", "2001-06-30"])
     assert edges.dtype == np.dtype("datetime64[D]")
