@@ -153,7 +153,8 @@ def ratio_text(a, b):
 
 def run(args):
     t0 = time.time()
-    data = datasets(args.subsample)
+    data = [d for d in datasets(args.subsample)
+            if not args.datasets or any(w in d[0] for w in args.datasets.split(","))]
     rows = []
     print(f"Rank error |rank(answer) - q n| / n, mean over {args.runs} runs (and over the "
           f"task's quantiles); OpenDP splits epsilon evenly over the task's quantiles.\n")
@@ -202,6 +203,8 @@ def main(argv=None):
     ap.add_argument("--candidates", type=int, default=1 << 14,
                     help="most candidates of an OpenDP release (default 2^14)")
     ap.add_argument("--epsilons", default=",".join(f"{e:g}" for e in EPSILONS))
+    ap.add_argument("--datasets", default="",
+                    help="only the data sets whose names contain one of these (comma-separated)")
     ap.add_argument("--tasks", default=",".join(TASKS),
                     help=f"comma-separated, of {', '.join(TASKS)} (default: all)")
     ap.add_argument("--quick", action="store_true", help="3 runs, 20,000 rows, 4096 candidates")
