@@ -94,6 +94,8 @@ def test_cdf_and_histogram(saved, tmp_path):
     (["--histogram", "0"], ["--histogram", "bins must be in [1, 201], got 0"]),
     (["--histogram", "5,3"], ["--histogram", "strictly increasing"]),
     (["--histogram", "x"], ["--histogram", "a number of bins or two or more edges"]),
+    (["--histogram", "1_0"], ["--histogram", "a number of bins or two or more edges"]),
+    (["--cdf", "1_0"], ["--cdf", "the synopsis holds integers"]),
 ])
 def test_bad_input_is_one_line(saved, args, fragments):
     one_line_error(run("query", saved["ints"][0], *args), *fragments)

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 
 from .. import persist
-from ..arguments import real
+from ..arguments import integer, real
 from ..errors import DomainError, InputError, ParameterError, UsageError
 from ..intervals import IntervalSynopsis
 from .common import check_output_option, full_text
@@ -70,8 +70,8 @@ def _points(syn, text, name):
     if not syn.column.is_plain:
         return np.array(parts, dtype=object)
     try:
-        return np.array([int(p) for p in parts], dtype=object)
-    except ValueError:
+        return np.array([integer(p) for p in parts], dtype=object)
+    except argparse.ArgumentTypeError:
         raise UsageError(f"--{name}: the synopsis holds integers, got {text!r}") from None
 
 
@@ -119,8 +119,8 @@ def cmd_distribution(args):
             parts = _items(args.histogram, "histogram")
             if len(parts) == 1:
                 try:
-                    bins = int(parts[0])
-                except ValueError:
+                    bins = integer(parts[0])
+                except argparse.ArgumentTypeError:
                     raise UsageError(f"--histogram: give a number of bins or two or more "
                                      f"edges, got {args.histogram!r}") from None
             else:
