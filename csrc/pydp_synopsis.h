@@ -873,3 +873,9 @@ pds_status pds_cells_unrefine(uint32_t c, const uint64_t *off, const uint64_t *r
 pds_status pds_grid_cells(uint32_t c, const uint64_t *m, const uint64_t *g,
                           const uint32_t *seg, uint64_t n, const int64_t *fine,
                           uint64_t n_counts, uint64_t *cells);
+
+/* ----------------------------------------------------------- isotonic.c --
+ * out = the least-squares non-decreasing fit of y[0 .. n) (pool adjacent
+ * violators, O(n)); out may be y.  PDS_EINVAL for a NULL array with n > 0
+ * or a y that is not finite, PDS_ENOMEM if the O(n) work space fails. */
+pds_status pds_isotonic(size_t n, const double *y, double *out);

@@ -48,6 +48,7 @@ from .range_sums import RangeSumQueries, check_sum_options, release_sums
 from .interval_answers import IntervalAnswers
 from .level_queries import LevelQueries
 from .interval_bars import IntervalBars
+from .quantiles import IntervalQuantiles
 # the defaults stay importable from here (release 0.2's names)
 from .interval_options import (DEFAULT_ESTIMATOR, DEFAULT_FANOUT, DEFAULT_LEVEL_RATIO,  # noqa: F401
                                DEFAULT_PARTITION, DEFAULT_SHARE, DEFAULT_TREE, DNRR_ESTIMATOR,
@@ -59,7 +60,8 @@ from .interval_record import KIND, from_record, to_record
 __all__ = ["IntervalSynopsis"]
 
 
-class IntervalSynopsis(IntervalAnswers, IntervalBars, LevelQueries, RangeSumQueries):
+class IntervalSynopsis(IntervalAnswers, IntervalBars, IntervalQuantiles, LevelQueries,
+                       RangeSumQueries):
     """How many values fall in any range ``[lo, hi]``, answered with epsilon-differential privacy.
 
     Build it once from one integer column (``build(values, domain=(lo, hi),
@@ -71,7 +73,8 @@ class IntervalSynopsis(IntervalAnswers, IntervalBars, LevelQueries, RangeSumQuer
     for every range at once.  One row is one unit of privacy (adding or
     removing a row changes any output's probability by at most ``e**epsilon``);
     the domain is public and may hold up to 2**64 values.  Save with
-    :meth:`save`, reload with :func:`pydp_synopsis.load`.
+    :meth:`save`, reload with :func:`pydp_synopsis.load`.  Its quantiles, CDF and
+    histograms are free too (``quantile``, ``cdf``, ``histogram``: docs/guide/quantiles.md).
 
     >>> import numpy as np, pydp_synopsis as ps
     >>> ages = np.random.default_rng(0).integers(18, 90, 5000)

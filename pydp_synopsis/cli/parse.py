@@ -9,6 +9,7 @@ from ..sources.dask import CLUSTER_TIMEOUT
 from .build import ENGINES, cmd_build
 from .demo import cmd_demo
 from .plot import cmd_plot
+from .quantile import add_distribution_options
 from .query import cmd_info, cmd_query
 from .sums import add_build_arguments as add_sum_build_arguments
 from .sums import add_query_arguments as add_sum_query_arguments
@@ -24,7 +25,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 #: Options whose value may start with '-' (a negative number): ``--domain -5:5``.
-_SIGNED_VALUE_OPTIONS = ("--domain", "--lo", "--hi", "--range", "--sum-bounds")
+_SIGNED_VALUE_OPTIONS = ("--domain", "--lo", "--hi", "--range", "--sum-bounds", "--cdf",
+                         "--histogram")
 _SIGNED_VALUE = re.compile(r"-[0-9.][-0-9.:,eE+ ]*")
 
 
@@ -215,6 +217,7 @@ def build_parser():
     q.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6); only for "
                                    "files without column descriptions (the file says its units)")
     add_sum_query_arguments(q)                  # --sum, --mean (cli/sums.py)
+    add_distribution_options(q)
     q.set_defaults(func=cmd_query)
 
     i = sub.add_parser("info", help="describe a saved synopsis or counter checkpoint",

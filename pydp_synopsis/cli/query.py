@@ -16,6 +16,7 @@ from ..queryfiles import located, query_chunks, spooled_stdout
 from ..rectangles import RectangleSynopsis
 from ..sources.files import in_file
 from .categories import by_level, levels_lines
+from .quantile import cmd_distribution, wants_distribution
 from .common import check_output_option, delimiter_of, full_text, shown_text
 from .sums import cmd_query_sums, print_sums_info
 
@@ -94,6 +95,8 @@ def _bars_checked(syn, lo, hi, confidence, nonnegative, method):
 
 
 def cmd_query(args):
+    if wants_distribution(args):          # --quantile, --cdf, --histogram: cli/quantile.py
+        return cmd_distribution(args)
     if args.output:
         check_output_option(args.output, args.synopsis, args.queries)
     delimiter = delimiter_of(args)
