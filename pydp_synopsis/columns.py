@@ -384,7 +384,7 @@ class Column:
         if flat.dtype.kind == "M":
             if utc and self.tz is None and self.kind == "datetime":
                 raise TypeError(f"{what}: time-zone-aware times given for the naive datetime "
-                                f"column {self.name!r} (give its time zone: tz=, --tz)")
+                                f"column {self.name!r} (give its time zone: tz=)")
             big = _beyond_unit(flat, unit) if clip is not None else None
             if big is not None:
                 late = flat.view(np.int64) > 0
@@ -441,7 +441,7 @@ class Column:
         if v.tzinfo is not None:
             if self.tz is None and self.kind == "datetime":
                 raise TypeError(f"{what}: a time-zone-aware time given for the naive datetime "
-                                f"column {self.name!r} (give its time zone: tz=, --tz)")
+                                f"column {self.name!r} (give its time zone: tz=)")
             v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
         elif self.tz is not None:
             v = v.replace(tzinfo=_zone(self.tz)).astimezone(_dt.timezone.utc).replace(tzinfo=None)
@@ -594,7 +594,7 @@ def _decimal_text(v, what):
     if isinstance(v, float):
         if not math.isfinite(v):
             raise InputError(f"{what}: NaN or infinity is not a decimal number")
-        return format(Decimal(v), "f")       # the float's exact binary value
+        return format(Decimal(repr(v)), "f")   # its shortest decimal form (inputs.py's rule)
     if isinstance(v, (int, np.integer)):
         return str(int(v))
     if isinstance(v, str):
@@ -686,7 +686,7 @@ def _to_integers(flat, what, clip=None):
     try:
         return to_fixed_point(flat, None, what, clip)
     except InputError as exc:
-        raise InputError(str(exc).replace("pass --scale", "give scale=")) from None
+        raise InputError(str(exc)) from None
 
 
 def _localize_ticks(flat, unit, tz, what):
@@ -778,4 +778,4 @@ def missing_message(what, column):
     value is and that the table has at least that many rows)."""
     col = f"column {column!r}" if column is not None else "a column"
     return (f"{what}{col} holds NULL values: missing values (NULL, NA, NaN or empty) "
-            f"are refused; drop such rows with --dropna (dropna=True) or fill them")
+            f"are refused; drop such rows with dropna=True or fill them")

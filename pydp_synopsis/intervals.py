@@ -43,7 +43,7 @@ from .partitions import fig1_threshold, partition_of_sorted, partition_source_ax
 from .partitions.privtree import privtree_parameters
 from .partitions.sharded import check_shards
 from .rng import resolve_rng
-from .sources import as_source, is_source
+from .sources import as_source, carried_columns, is_source
 from ._threads import halves, sort_u64
 from .tails import laplace_weighted_tail
 from .units import Column, prepare_build
@@ -364,7 +364,8 @@ class IntervalSynopsis(IntervalAnswers):
                                                   "epsilon * (1 - partition_share)"))
         values, (domain,), counts, described = prepare_build(
             values, [domain], counts=counts, columns=columns, scale=scale,
-            resolution=resolution, dropna=dropna, clip=clip, source=is_source(values))
+            resolution=resolution, dropna=dropna, clip=clip, source=is_source(values),
+            carried=carried_columns(values))
         domain = check_domain(domain)
         if method == "dnrr":
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
@@ -375,7 +376,7 @@ class IntervalSynopsis(IntervalAnswers):
         rng = resolve_rng(rng)
         what = describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t,
                         **({"delta": dlt} if dlt else {}))
-        source = as_source(values, counts, dropna)
+        source = as_source(values, counts, dropna, described)
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
             # clip= only when asked: a Source written before it keeps working

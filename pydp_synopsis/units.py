@@ -12,6 +12,7 @@ one column are :class:`~pydp_synopsis.columns.Column`'s (docs/guide/units.md);
 the ``columns`` and ``clipped`` fields of a saved synopsis' meta are written
 and read here.
 """
+import dataclasses
 import datetime as _dt
 from decimal import Decimal
 from fractions import Fraction
@@ -26,7 +27,7 @@ from .columns import (DATETIME_UNITS, ISO_DATE, ISO_DATETIME, KINDS, Column, as_
 
 # Column and its vocabulary are re-exported: ``pydp_synopsis.units.Column`` is
 # where release 0.1 and the command line import it from.
-__all__ = ["prepare_build", "describe_axes", "split_data", "convert_axes", "convert_corners",
+__all__ = ["prepare_build", "merge_carried", "describe_axes", "split_data", "convert_axes", "convert_corners",
            "needs_conversion", "convert_chunk",
            "columns_to_record", "columns_from_record", "clipped_from_record",
            "Column", "KINDS", "DATETIME_UNITS", "parse_resolution", "missing_mask",
@@ -333,8 +334,54 @@ def convert_corners(columns, lo, hi, vector):
     return out
 
 
+def merge_carried(carried, domains, columns=None, scale=None, resolution=None):
+    """The ``columns=`` of a build from a source that describes its columns.
+
+    ``carried`` (:func:`pydp_synopsis.sources.carried_columns`): per axis the
+    source's :class:`Column` or its name.  Units are given in one place: on
+    the source, or on ``build()`` (``columns=``, ``scale=``, ``resolution=``),
+    or on both when they agree; the source's names are kept either way.
+
+    Raises
+    ------
+    ParameterError
+        The source and the build describe a column differently.
+    """
+    if carried is None:
+        return columns
+    c = len(domains)
+    if len(carried) != c:
+        return columns                    # left to the source's own dimension check
+    names = [x.name if isinstance(x, Column) else x for x in carried]
+    if columns is None and scale is None and resolution is None:
+        return list(carried)
+    given = [columns] if isinstance(columns, (str, Column)) else columns
+    if given is not None:
+        given = list(given)
+        if len(given) != c:
+            raise ParameterError(f"columns must name or describe {c} column(s), "
+                                 f"got {len(given)}")
+        given = [g if g is not None else n for g, n in zip(given, names)]
+    else:
+        given = names
+    built = describe_axes(None, domains, columns=given, scale=scale, resolution=resolution) \
+        or tuple(Column.integer(n) for n in names)
+    out = []
+    for own, col in zip(carried, built):
+        if isinstance(own, Column):
+            if dataclasses.replace(own, name=None) != dataclasses.replace(col, name=None):
+                raise ParameterError(
+                    f"column {own.name!r}: the source reads it as {own.describe()} and build() "
+                    f"was given {col.describe()}: give its units in one place")
+            col = own if col.name is None else col
+        elif col.name is None and own is not None:
+            col = dataclasses.replace(col, name=own)
+        out.append(col)
+    return out
+
+
 def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resolution=None,
-                  dropna=False, what="values", clip=False, source=False):
+                  dropna=False, what="values", clip=False, source=False, carried=None):
     """The builders' one entry for user units (draws nothing, charges nothing).
 
     Returns ``(data, domains, counts, described)``: the data as integers
@@ -345,8 +392,12 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
     integer domains as they are converted (a Source and plain integers are
     clipped by the builder).  ``source``: ``data`` is a Source or a dask
     collection (:func:`pydp_synopsis.sources.is_source`; the builder wraps
-    it, with ``dropna``, by :func:`pydp_synopsis.sources.as_source`).
+    it, with ``dropna``, by :func:`pydp_synopsis.sources.as_source`), and
+    ``carried`` what it says of its columns (:func:`merge_carried`).
     """
+    if source:
+        columns, scale, resolution = merge_carried(carried, domains, columns, scale,
+                                                   resolution), None, None
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be a bool, not {type(dropna).__name__}")
     c = len(domains)

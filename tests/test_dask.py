@@ -35,7 +35,12 @@ def data():
 
 
 def record(syn):
+    """The released numbers and parameters; the column names a source carries (kept in
+    its synopsis's ``columns``, an unnamed array has none) left out."""
     kind, meta, arrays, _ = syn._to_record()
+    meta = dict(meta)
+    if all(c["kind"] == "integer" for c in meta.get("columns", [])):
+        meta.pop("columns", None)
     return kind, meta, {k: v.tolist() for k, v in arrays.items()}
 
 

@@ -79,12 +79,8 @@ def _build_source(args, columns, units=None):
                          "(--database with --table or --sql)")
     engine = args.engine or "local"
     if engine == "dask":
-        if units is not None and any(col.kind in ("date", "datetime") or col.resolution
-                                     is not None for col in units):
-            raise UsageError("--engine dask reads integer and --scale decimal columns; dates "
-                             "and --resolution need --engine local or duckdb")
         return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler,
-                          dropna=args.dropna, timeout=_cluster_timeout(args))
+                          dropna=args.dropna, timeout=_cluster_timeout(args), units=units)
     if args.allow_writable_role:
         raise UsageError("--allow-writable-role applies to a postgresql:// --database")
     if args.statement_timeout is not None and engine != "duckdb":

@@ -340,8 +340,9 @@ class ParquetSource(_FileSource):
                     unit = self.units[self.columns.index(c)] if self.units else None
                     if unit is None or unit.kind not in ("date", "datetime"):
                         raise InputError(f"{path}: column {c!r} holds dates or times ({t}): "
-                                         f"give its domain as dates (--domain=2001-01-01.."
-                                         f"2001-12-31) or times, or --resolution 1h")
+                                         f"give its domain as dates (e.g. ('2001-01-01', "
+                                         f"'2001-12-31')) or times, or resolution= (e.g. "
+                                         f"'1h')")
                     continue
                 if not (pa.types.is_integer(t) or pa.types.is_floating(t) or
                         pa.types.is_decimal(t) or pa.types.is_string(t) or
