@@ -444,7 +444,7 @@ class Column:
                                 f"column {self.name!r} (give its time zone: tz=)")
             v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
         elif self.tz is not None:
-            v = v.replace(tzinfo=_zone(self.tz)).astimezone(_dt.timezone.utc).replace(tzinfo=None)
+            v = _wall_time_utc(v, self.tz, what)
         delta = v - _EPOCH
         us = (delta.days * 86400 + delta.seconds) * 10**6 + delta.microseconds
         ns = us * 1000 + nanosecond
@@ -577,6 +577,25 @@ def _zone(tz):
             from None
 
 
+def _wall_time_utc(v, tz, what):
+    """A naive wall time in ``tz`` as a naive UTC datetime; a wall time that does not
+    exist there (skipped by a daylight-saving change) or occurs twice is refused, as
+    pandas' ``tz_localize(nonexistent="raise", ambiguous="raise")`` refuses it on the
+    vectorised path (the message names ``what``, never the value: it may be data)."""
+    zone = _zone(tz)
+    first = v.replace(tzinfo=zone, fold=0)
+    utc = first.astimezone(_dt.timezone.utc)
+    if utc != v.replace(tzinfo=zone, fold=1).astimezone(_dt.timezone.utc):
+        if utc.astimezone(zone).replace(tzinfo=None) != v:
+            raise InputError(f"{what}: a wall time that does not exist in time zone {tz} "
+                             f"(skipped by a daylight-saving change): give a time that "
+                             f"exists there, or one with its UTC offset (e.g. -05:00)")
+        raise InputError(f"{what}: a wall time that occurs twice in time zone {tz} (a "
+                         f"daylight-saving change repeats it): give it with its UTC offset "
+                         f"(e.g. -05:00)")
+    return utc.replace(tzinfo=None)
+
+
 def _as_i64(arr, what):
     arr = np.asarray(arr)
     if arr.dtype != np.int64:
@@ -700,8 +719,10 @@ def _localize_ticks(flat, unit, tz, what):
             idx = pd.DatetimeIndex(flat).tz_localize(tz, ambiguous="raise",
                                                      nonexistent="raise").tz_convert("UTC")
         except Exception:
-            raise InputError(f"{what}: a wall time that is ambiguous or does not exist in "
-                             f"time zone {tz}") from None
+            raise InputError(f"{what}: a wall time that does not exist in time zone {tz} "
+                             f"(skipped by a daylight-saving change) or occurs twice there: "
+                             f"give times that exist there once, or with their UTC "
+                             f"offset") from None
         return idx.tz_localize(None).to_numpy().astype(f"datetime64[{unit}]").view(np.int64)
     col = Column("x", "datetime", unit=unit, tz=tz)
     return np.array([col._datetime_ticks(v.item() if unit != "ns" else v.astype("datetime64[us]")

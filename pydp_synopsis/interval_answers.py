@@ -45,7 +45,9 @@ class IntervalAnswers:
         lo, hi = self._user(lo, hi)
 
         def convert(v, name):
-            return np.ascontiguousarray(as_offsets(v, self.domain, name), dtype=np.uint64)
+            # clipped to the domain (queryclip.py: said so, and wholly outside answered 0)
+            return np.ascontiguousarray(as_offsets(v, self.domain, name, clip=True),
+                                        dtype=np.uint64)
 
         # the two columns at once when large (numpy releases the GIL); an error is
         # lo's before hi's, as in sequence

@@ -42,6 +42,8 @@ from .aggregates import aggregate, check_counts
 from .partitions import fig1_threshold, partition_of_sorted, partition_source_axis
 from .partitions.privtree import privtree_parameters
 from .partitions.sharded import check_shards
+from .queryclip import QueryClipping, clips_queries
+from .unitmessages import in_user_units
 from .rng import resolve_rng
 from .sources import as_source, carried_columns, is_source
 from ._threads import halves, sort_u64
@@ -58,7 +60,7 @@ from .interval_record import KIND, from_record, to_record
 __all__ = ["IntervalSynopsis"]
 
 
-class IntervalSynopsis(IntervalAnswers):
+class IntervalSynopsis(IntervalAnswers, QueryClipping):
     """How many values fall in any range ``[lo, hi]``, answered with epsilon-differential privacy.
 
     Build it once from one integer column (``build(values, domain=(lo, hi),
@@ -194,6 +196,7 @@ class IntervalSynopsis(IntervalAnswers):
 
     # ------------------------------------------------------------------ build
     @classmethod
+    @in_user_units
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
               fanout=DEFAULT_FANOUT, consistency=True, estimator=None,
               partition_share=None, threshold_factor=None, k=19, budget=None,
@@ -484,6 +487,7 @@ class IntervalSynopsis(IntervalAnswers):
         ends = self.partition.ends
         return ends if self.column.is_plain else self.column.values(np.asarray(ends, np.int64))
 
+    @clips_queries
     def count_many(self, lo, hi, *, return_std=False, nonnegative=False):
         """Noisy counts of the inclusive intervals ``[lo[q], hi[q]]``.
 
@@ -670,6 +674,7 @@ class IntervalSynopsis(IntervalAnswers):
                 f"failure probability fixed at build), got {confidence!r}")
         return self._noise_bound(delta - part_fail) + self._bias_bound(multiplicity)
 
+    @clips_queries
     def confidence_intervals(self, lo, hi, confidence=0.95, *, multiplicity=1,
                              nonnegative=False):
         """Per-query intervals holding each true count with probability >= ``confidence``.

@@ -22,6 +22,7 @@ import numpy as np
 from .errors import FormatError, InputError, ParameterError
 from .inputs import to_fixed_point
 from .params import check_domain
+from .unitmessages import remember_domains
 from .columns import (DATETIME_UNITS, ISO_DATE, ISO_DATETIME, KINDS, Column, as_array,
                       is_pandas, is_tz_aware, missing_mask, missing_message, parse_resolution)
 
@@ -269,6 +270,7 @@ def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="val
         if col.is_plain:
             bounds = [lo, hi]        # check_domain sees what was given
         int_domains.append(tuple(bounds))
+    remember_domains(columns, int_domains)        # messages show them in user units
     if clip:        # the bounds clipped to are checked first
         int_domains = [check_domain(d, "domain" if len(domains) == 1 else f"domain[{a}]")
                        for a, d in enumerate(int_domains)]
@@ -416,6 +418,7 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
         ints = [tuple(int(col.to_int(b, f"domain of column {col.name!r}", side))
                       for b, side in zip(dom, ("lo", "hi"))) if not col.is_plain else dom
                 for col, dom in zip(described, domains)]
+        remember_domains(described, ints)
         return data, ints, counts, described
     if isinstance(data, np.ma.MaskedArray):
         return data, domains, counts, None      # refused by as_offsets with its own message

@@ -17,6 +17,8 @@ from ..persist import check_pure_epsilon, state_delta
 from ..errorbars import assemble, noise_std
 from ..errors import FormatError, ParameterError
 from ..params import check_beta, check_bool, check_int, renamed_keyword
+from ..queryclip import QueryClipping, clips_queries
+from ..unitmessages import in_user_units
 from .axes import Axes, as_int_array, check_corners
 from .grid import AdaptiveGrid
 from .multitree import MultiTree
@@ -44,7 +46,7 @@ def _structure_attribute(mechanism, name, doc):
     return property(get, doc=doc)
 
 
-class RectangleSynopsis:
+class RectangleSynopsis(QueryClipping):
     """How many points fall in any box ``[lo, hi]`` (2 to 8 columns), answered with epsilon-DP.
 
     Build it once from c integer columns (``build(points, domain=[(lo0,
@@ -96,6 +98,7 @@ class RectangleSynopsis:
 
     # ------------------------------------------------------------------ build
     @classmethod
+    @in_user_units
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
               structure="auto", budget=None, counts=None, shards=None, delta=0,
               columns=None, scale=None, resolution=None, dropna=False, clip=False, **tuning):
@@ -512,6 +515,7 @@ class RectangleSynopsis:
         return self._mechanism
 
     # ---------------------------------------------------------------- queries
+    @clips_queries
     def count_many(self, lo, hi, *, return_std=False, nonnegative=False):
         """Noisy counts of the inclusive rectangles ``[lo[q], hi[q]]``.
 
@@ -572,6 +576,7 @@ class RectangleSynopsis:
         sumsq, _, scales = self._mechanism.noise(lo_o, hi_o)
         return out, noise_std(sumsq, scales)
 
+    @clips_queries
     def confidence_intervals(self, lo, hi, confidence=0.95, *, multiplicity=None,
                              nonnegative=False, max_multiplicity=None):
         """Per-query intervals holding each true count with probability >= ``confidence``.
