@@ -106,7 +106,7 @@ def _infer(name, data, domain, scale, resolution):
         raise ParameterError(f"column {name!r}: give scale= or resolution=, not both")
     dtype = getattr(data, "dtype", None)
     tz = None
-    if is_pandas(data):
+    if is_pandas(data) or _is_dask(data):      # a dask collection's dtype is pandas'
         import pandas as pd
         if isinstance(dtype, pd.DatetimeTZDtype):
             tz = str(dtype.tz)
@@ -211,6 +211,26 @@ def describe_axes(data, domains, *, columns=None, scale=None, resolution=None):
             _plain_bounds(d) for d in domains):
         return None
     return tuple(out)
+
+
+def _is_dask(data):
+    return (type(data).__module__ or "").startswith("dask")
+
+
+def _dask_columns(data, c):
+    """A dask collection's columns, lazily, for their dtypes (datetimes, time zones: the
+    same descriptions as pandas data get; nothing is computed); None for another
+    source."""
+    if not _is_dask(data):
+        return None
+    name = type(data).__name__
+    if name == "DataFrame":
+        cols = [data[k] for k in data.columns]
+    elif name == "Array" and data.ndim == 2:
+        cols = [data[:, a] for a in range(data.shape[1])]
+    else:
+        cols = [data]
+    return {"frame": None, "columns": cols} if len(cols) == c else None
 
 
 def _plain_bounds(domain):
@@ -336,13 +356,15 @@ def convert_corners(columns, lo, hi, vector):
     return out
 
 
-def merge_carried(carried, domains, columns=None, scale=None, resolution=None):
+def merge_carried(carried, domains, columns=None, scale=None, resolution=None, sample=None):
     """The ``columns=`` of a build from a source that describes its columns.
 
     ``carried`` (:func:`pydp_synopsis.sources.carried_columns`): per axis the
     source's :class:`Column` or its name.  Units are given in one place: on
     the source, or on ``build()`` (``columns=``, ``scale=``, ``resolution=``),
     or on both when they agree; the source's names are kept either way.
+    ``sample``: the source's columns for their dtypes (a dask collection's:
+    :func:`describe_axes`), or None.
 
     Raises
     ------
@@ -366,7 +388,7 @@ def merge_carried(carried, domains, columns=None, scale=None, resolution=None):
         given = [g if g is not None else n for g, n in zip(given, names)]
     else:
         given = names
-    built = describe_axes(None, domains, columns=given, scale=scale, resolution=resolution) \
+    built = describe_axes(sample, domains, columns=given, scale=scale, resolution=resolution) \
         or tuple(Column.integer(n) for n in names)
     out = []
     for own, col in zip(carried, built):
@@ -398,8 +420,9 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
     ``carried`` what it says of its columns (:func:`merge_carried`).
     """
     if source:
+        sample = _dask_columns(data, len(domains))
         columns, scale, resolution = merge_carried(carried, domains, columns, scale,
-                                                   resolution), None, None
+                                                   resolution, sample), None, None
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be a bool, not {type(dropna).__name__}")
     c = len(domains)
@@ -411,7 +434,7 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
             raise ParameterError("dropna= applies to arrays and dask collections; a "
                                  "Source takes dropna= itself (sources.files(..., "
                                  "dropna=True))")
-        described = describe_axes(None, domains, columns=columns, scale=scale,
+        described = describe_axes(sample, domains, columns=columns, scale=scale,
                                   resolution=resolution)
         if described is None:
             return data, domains, counts, None
