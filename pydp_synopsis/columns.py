@@ -333,7 +333,8 @@ class Column:
 
     def _decimal(self, flat, what, clip=None):
         if flat.dtype.kind in "mM":
-            raise TypeError(f"{what}: dates and times given for decimal column {self.name!r}")
+            raise TypeError(f"{what}: dates and times given for a decimal column"
+                            f"{'' if self.name is None else f' ({self.name!r})'}")
         if flat.dtype.kind == "O":
             flat = np.array([_decimal_text(v, what) for v in flat.tolist()], dtype=str) \
                 if flat.size else np.zeros(0, dtype=np.int64)
@@ -367,7 +368,8 @@ class Column:
     def _time(self, flat, what, bound, utc=False, clip=None):
         unit, step = self._unit_step()
         if flat.dtype.kind in "iufb":
-            raise TypeError(f"{what}: numbers given for {self.kind} column {self.name!r} "
+            raise TypeError(f"{what}: numbers given for a {self.kind} column"
+                            f"{'' if self.name is None else f' ({self.name!r})'} "
                             f"(give dates or ISO strings such as '2001-03-01')")
         if self.kind == "date" and flat.size > 1 and (flat.dtype.kind == "U" or (
                 flat.dtype.kind == "O" and all(isinstance(v, str) for v in flat.tolist()))):

@@ -83,6 +83,12 @@ def convert_chunk(cols, units, names, *, dropna=False, where="", scale=None, utc
 
 
 
+def _label(name):
+    """How a message names a column: by its name, or as "the column" when it has none
+    (an unnamed array: never "column None")."""
+    return "the column" if name is None else f"column {name!r}"
+
+
 def _is_time_bound(v):
     return isinstance(v, (_dt.date, np.datetime64)) or (
         isinstance(v, str) and bool(ISO_DATE.match(v.strip()) or ISO_DATETIME.match(v.strip())))
@@ -103,7 +109,7 @@ def _infer(name, data, domain, scale, resolution):
     """The column description of one axis from public things only: the
     arguments, the domain's bounds and the data's dtype (never its values)."""
     if scale is not None and resolution is not None:
-        raise ParameterError(f"column {name!r}: give scale= or resolution=, not both")
+        raise ParameterError(f"{_label(name)}: give scale= or resolution=, not both")
     dtype = getattr(data, "dtype", None)
     tz = None
     if is_pandas(data) or _is_dask(data):      # a dask collection's dtype is pandas'
@@ -148,11 +154,11 @@ def _infer(name, data, domain, scale, resolution):
         units = [_datetime_unit_of(b) for b in (lo, hi)]
         return Column.datetime(name, unit=max(units, key=DATETIME_UNITS.index))
     if _is_time_bound(lo) or _is_time_bound(hi):
-        raise TypeError(f"domain of column {name!r}: both bounds must be dates (or times), "
+        raise TypeError(f"domain of {_label(name)}: both bounds must be dates (or times), "
                         f"got {domain!r}")
     for b in (lo, hi):
         if isinstance(b, (str, Decimal)) or (isinstance(b, float) and b != int(b)):
-            raise TypeError(f"domain of column {name!r} has a non-integer bound: give "
+            raise TypeError(f"domain of {_label(name)} has a non-integer bound: give "
                             f"scale= (e.g. 1e5) or resolution= (e.g. 0.01)")
     return Column.integer(name)
 
@@ -285,8 +291,8 @@ def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="val
     int_domains = []
     for col, dom in zip(columns, domains):
         lo, hi = dom
-        bounds = [int(col.to_int(lo, f"domain of column {col.name!r}", "lo")),
-                  int(col.to_int(hi, f"domain of column {col.name!r}", "hi"))]
+        bounds = [int(col.to_int(lo, f"domain of {_label(col.name)}", "lo")),
+                  int(col.to_int(hi, f"domain of {_label(col.name)}", "hi"))]
         if col.is_plain:
             bounds = [lo, hi]        # check_domain sees what was given
         int_domains.append(tuple(bounds))
@@ -438,7 +444,7 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
                                   resolution=resolution)
         if described is None:
             return data, domains, counts, None
-        ints = [tuple(int(col.to_int(b, f"domain of column {col.name!r}", side))
+        ints = [tuple(int(col.to_int(b, f"domain of {_label(col.name)}", side))
                       for b, side in zip(dom, ("lo", "hi"))) if not col.is_plain else dom
                 for col, dom in zip(described, domains)]
         remember_domains(described, ints)

@@ -74,6 +74,12 @@ def test_disagreeing_units_are_refused_before_anything_is_spent(csv):
     assert budget.spent == 0
 
 
+def test_an_unnamed_column_is_never_column_none():
+    with pytest.raises(TypeError) as info:
+        build(np.array([41.7]))                   # decimal bounds, no units, no name
+    assert "None" not in str(info.value) and "scale=" in str(info.value)
+
+
 def test_messages_name_the_column_and_the_keyword_never_a_flag(csv):
     with pytest.raises(TypeError) as info:          # a decimal domain, no units anywhere
         build(sources.files(csv, ["lat"]))
