@@ -103,7 +103,8 @@ def check_corners(lo, hi, domain):
     ParameterError
         Not two (q, c) arrays of the same shape.
     DomainError
-        A corner outside the domain, or ``lo > hi`` on some axis.
+        ``lo > hi`` on some axis.  A corner outside the domain is clipped to
+        it (the query methods say so: :mod:`pydp_synopsis.queryclip`).
     """
     c, corners = len(domain), []
     for name, v in (("lo", lo), ("hi", hi)):

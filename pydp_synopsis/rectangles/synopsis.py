@@ -548,7 +548,8 @@ class RectangleSynopsis(QueryClipping):
         Raises
         ------
         DomainError
-            A corner outside the domain or ``lo > hi`` on some axis.
+            ``lo > hi`` on some axis (a corner outside the domain is clipped
+            to it: :mod:`pydp_synopsis.queryclip`).
         ParameterError
             Wrong shapes.
         TypeError
