@@ -376,7 +376,8 @@ def user_window(syn, window, drawn=(0,), scale=None, name="window"):
     """A plot window given in the synopsis's units (dates, decimals, ints) as integer
     ``(lo, hi)`` pairs, one per drawn axis (``drawn``: their indices, x then y);
     errors name ``name`` (``--range``).  A file without units reads decimals by
-    ``scale`` (files of release 0.1)."""
+    ``scale`` (files of release 0.1).  A window reaching past the domain is
+    clipped to it; one wholly outside it is an error."""
     cols = (syn.column,) if isinstance(syn, IntervalSynopsis) else syn.columns
     if len(window) != len(drawn):
         raise UsageError(f"{name} gives {len(window)} ranges for the {len(drawn)} drawn "
@@ -395,7 +396,11 @@ def user_window(syn, window, drawn=(0,), scale=None, name="window"):
             raise UsageError(f"{name} entry {pair[0]}:{pair[1]}: {exc}") from None
         if lo > hi:
             raise UsageError(f"{name} entry {pair[0]}:{pair[1]}: lo must be <= hi")
-        out.append((lo, hi))
+        dom = syn.domain if isinstance(syn, IntervalSynopsis) else syn.domain[a]
+        if hi < dom[0] or lo > dom[1]:
+            raise UsageError(f"{name} entry {pair[0]}:{pair[1]} lies outside the domain "
+                             f"[{col.format(dom[0])}, {col.format(dom[1])}]")
+        out.append((max(lo, int(dom[0])), min(hi, int(dom[1]))))   # the part in the domain
     return out
 
 

@@ -109,7 +109,7 @@ def test_derived_streams():
 @pytest.mark.parametrize("frame, fragments", [
     (pd.DataFrame({"x": [1.0, None, 3.0]}), ["column 'x' holds NULL values"]),
     (pd.DataFrame({"x": pd.array([1, None, 3], dtype="Int64")}), ["column 'x' holds NULL"]),
-    (pd.DataFrame({"x": [1.5, 2.0, 3.0]}), ["column 'x'", "--scale"]),
+    (pd.DataFrame({"x": [1.5, 2.0, 3.0]}), ["column 'x'", "give scale="]),
     (pd.DataFrame({"x": [1, 2000, 3]}), ["column 'x' must lie in the domain [0, 999]"]),
     (pd.DataFrame({"x": ["1", "b", "3"]}), ["column 'x'", "not a number"]),
 ])

@@ -85,6 +85,11 @@ def test_a_window_in_dates_and_decimals(tmp_path, chicago, places):
                        window=[("2017-02-30", "2017-03-01")])
     with pytest.raises(UsageError, match="^--range gives 1 ranges for the 2 drawn axes"):
         plot.plot_file(tmp_path / "p.pds", tmp_path / "p.png", window=[("41.6", "42")])
+    with pytest.raises(UsageError, match=r"lies outside the domain \[2017-07-01T00:00:00"):
+        plot.plot_file(tmp_path / "t.pds", tmp_path / "t.png",
+                       window=[("2017-08-01", "2017-08-02")])
+    assert plot.user_window(chicago, [("2017-06-01", "2017-07-01T11:59:59")]) == [
+        (chicago.domain[0], int(chicago.column.to_int("2017-07-01T11:59:59")))]   # clipped
     with pytest.raises(UsageError, match="lo must be <= hi"):
         plot.plot_file(tmp_path / "p.pds", tmp_path / "p.png",
                        window=[("-87.6", "-87.9"), ("41.6", "42")])
