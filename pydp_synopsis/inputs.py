@@ -402,7 +402,7 @@ def _read_sql(sql, database, columns, statement_timeout=None):
     and errors that name the SQLite error's class, never its text."""
     prefix = "sqlite:///"
     if not database or not database.startswith(prefix):
-        raise InputError(f"--database must look like sqlite:///path/to/file.db, got "
+        raise InputError(f"database= must look like sqlite:///path/to/file.db, got "
                          f"{redact(database)!r}")
     timeout = check_statement_timeout(statement_timeout)
     sql = strip_query(sql)
@@ -484,7 +484,7 @@ def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None, 
             raise InputError(f"input file {path!r} does not exist")
         ext = os.path.splitext(path)[1].lower()
         if ext != ".npy" and not columns:
-            raise InputError("name the columns to use (--columns a,b)")
+            raise InputError("name the columns to use (columns=['a', 'b'])")
         readers = {".csv": _read_csv, ".npz": _read_npz, ".npy": _read_npy, ".parquet": _read_parquet}
         if ext not in readers:
             raise InputError(f"{path}: unknown input format {ext!r} (use .csv, .npy, .npz or .parquet)")

@@ -457,7 +457,7 @@ def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False,
     if fmt not in ("csv", "parquet"):
         raise InputError(f"--engine dask reads .csv and .parquet files, not .{fmt}")
     if not columns:
-        raise InputError("name the columns to use (--columns a,b)")
+        raise InputError("name the columns to use (columns=['a', 'b'])")
     return _ClusterSource(paths, fmt, list(columns), scale, scheduler, dropna, timeout, units)
 
 

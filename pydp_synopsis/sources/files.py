@@ -141,7 +141,7 @@ class _FileSource(RowSource):
         self.paths = list(paths)
         self.columns = tuple(columns)
         if not self.columns:
-            raise InputError("name the columns to use (--columns a,b)")
+            raise InputError("name the columns to use (columns=['a', 'b'])")
         parse_scale(scale)                      # a bad scale is refused before reading
         self.scale = scale
         # units: one Column per column (dates, decimals, ...); dropna: drop rows
@@ -311,7 +311,7 @@ def check_delimiter(delimiter):
         delimiter = "\t"
     if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\"\r\n" \
             or delimiter.isalnum() or delimiter in ".-+":
-        raise InputError(f"--delimiter must be one character such as ',' ';' '|' or tab, "
+        raise InputError(f"delimiter= must be one character such as ',' ';' '|' or tab, "
                          f"got {delimiter!r}")
     return delimiter
 
@@ -451,7 +451,7 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
     if delimiter is not None:
         delimiter = check_delimiter(delimiter)
         if fmt != "csv":
-            raise InputError(f"--delimiter applies to CSV files, not .{fmt}")
+            raise InputError(f"delimiter= applies to CSV files, not .{fmt}")
     if engine == "duckdb":
         if fmt not in ("csv", "parquet"):
             raise InputError(f"engine duckdb reads .csv and .parquet files, not .{fmt}")
@@ -468,8 +468,8 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
         return ParquetSource(paths, columns, scale=scale, chunk_rows=chunk_rows, units=units,
                              dropna=dropna)
     if delimiter not in (None, ","):
-        raise InputError("--delimiter needs pyarrow (pip install 'pydp-synopsis[parquet]') "
-                         "or --engine duckdb")
+        raise InputError("delimiter= needs pyarrow (pip install 'pydp-synopsis[parquet]') "
+                         "or engine='duckdb'")
     if fmt == "parquet":
         raise InputError("reading Parquet needs pyarrow: pip install 'pydp-synopsis[parquet]'")
     if needs_conversion(units) or dropna:
@@ -487,7 +487,7 @@ class _WholeFiles(RowSource):
         self.paths, self.scale, self.fmt, self.chunk_rows = paths, scale, fmt, chunk_rows
         parse_scale(scale)
         if not columns and fmt != "npy":
-            raise InputError("name the columns to use (--columns a,b)")
+            raise InputError("name the columns to use (columns=['a', 'b'])")
         self._names = list(columns)
         if not columns:     # a .npy file: its columns, from its header only
             arr = npy_array(paths[0])
