@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from .errors import DomainError, QueryClippedWarning
+from .params import outside_stacklevel
 
 __all__ = ["QueryClipping", "clips_queries", "query_masks"]
 
@@ -160,7 +161,7 @@ def clips_queries(method):
         warnings.warn(QueryClippedWarning(
             f"{n} of {clip.size} queries reach outside the domain {domain}: answered over "
             f"their part inside it{wholly}", clipped=n, outside=out, total=int(clip.size),
-            domain=domain), stacklevel=2)
+            domain=domain), stacklevel=outside_stacklevel())
         return _zeroed(result, outside) if out else result
 
     return clipped
