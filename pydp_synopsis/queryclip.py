@@ -12,6 +12,7 @@ clipped (the domain in the synopsis's units); :meth:`QueryClipping.clipped_queri
 says which.  A reversed query (``lo > hi`` on some axis) is still refused: it is
 almost always a caller's bug.
 """
+import contextvars
 import functools
 import warnings
 
@@ -20,7 +21,7 @@ import numpy as np
 from .errors import DomainError, QueryClippedWarning
 from .params import outside_stacklevel
 
-__all__ = ["QueryClipping", "clips_queries", "query_masks"]
+__all__ = ["QueryClipping", "clips_queries", "query_masks", "note_queries"]
 
 
 def _ints(v):
@@ -61,6 +62,9 @@ def query_masks(lo, hi, domains, boxes):
     if a is None or b is None or a.shape != b.shape or (boxes and (
             a.ndim != 2 or a.shape[1] != len(domains))):
         return None
+    if _all_inside(a, b, domains, boxes):       # the usual case: two passes, no masks
+        none = np.zeros(a.shape[0] if boxes else a.size, dtype=bool)
+        return none, none
     try:
         rev = a > b
     except (TypeError, OverflowError):
@@ -80,6 +84,37 @@ def query_masks(lo, hi, domains, boxes):
         clipped = ((a < dlo) | (b > dhi)).ravel()
         outside = ((a > dhi) | (b < dlo)).ravel()
     return np.asarray(clipped, dtype=bool), np.asarray(outside, dtype=bool)
+
+
+def _all_inside(a, b, domains, boxes):
+    """Whether every bound lies in the domain (then no query is clipped)."""
+    if a.size == 0:
+        return True
+    try:
+        if boxes:
+            return all(int(a[:, j].min()) >= lo and int(b[:, j].max()) <= hi
+                       and int(b[:, j].min()) >= lo and int(a[:, j].max()) <= hi
+                       for j, (lo, hi) in enumerate(domains))
+        (lo, hi), = domains
+        return int(a.min()) >= lo and int(a.max()) <= hi and int(b.min()) >= lo \
+            and int(b.max()) <= hi
+    except (TypeError, ValueError):
+        return False
+
+
+#: The integer bounds a decorated query method converted (:func:`note_queries`), per call.
+_SEEN = contextvars.ContextVar("pydp_synopsis_query_masks", default=None)
+
+
+def note_queries(synopsis, lo, hi):
+    """Return ``(lo, hi)``, the integer bounds a synopsis's ``_user`` converted, noting
+    which queries they clip for the :func:`clips_queries` call running (if any): the
+    bounds are converted from user units once per call."""
+    seen = _SEEN.get()
+    if seen is not None and not seen:
+        domains, boxes = synopsis._query_domains()
+        seen.append(query_masks(lo, hi, domains, boxes))
+    return lo, hi
 
 
 def _zeroed(result, outside):
@@ -144,14 +179,24 @@ def clips_queries(method):
     """Decorate a query method ``(self, lo, hi, ...)``: queries clipped to the domain, a
     :class:`QueryClippedWarning` saying how many, queries wholly outside answered 0.
 
-    The method itself clips its offsets (``as_offsets(..., clip=True)``); this wrapper
-    refuses reversed queries on the bounds as given and zeroes the answers of the
-    queries that hold no point of the domain."""
+    The method itself clips its offsets (``as_offsets(..., clip=True)``); the synopsis's
+    ``_user`` hands the integer bounds it converted to :func:`note_queries` (which refuses
+    reversed queries on the bounds as given); this wrapper then zeroes the answers of the
+    queries that hold no point of the domain.  Only the outermost decorated call warns."""
     @functools.wraps(method)
     def clipped(self, lo, hi, *args, **kwargs):
-        domains, boxes = self._query_domains()
-        masks = query_masks(*self._user(lo, hi), domains, boxes)
-        result = method(self, lo, hi, *args, **kwargs)
+        outer = _SEEN.get()
+        token = _SEEN.set([])
+        try:
+            result = method(self, lo, hi, *args, **kwargs)
+            seen = _SEEN.get()
+        finally:
+            _SEEN.reset(token)
+        masks = seen[0] if seen else None
+        if outer is not None:       # called by another decorated method: it says so
+            if masks is not None and not outer:
+                outer.append(masks)
+            return result
         if masks is None or not masks[0].any():
             return result
         clip, outside = masks

@@ -17,7 +17,7 @@ from ..persist import check_pure_epsilon, state_delta
 from ..errorbars import assemble, noise_std
 from ..errors import FormatError, ParameterError
 from ..params import check_beta, check_bool, check_int, renamed_keyword
-from ..queryclip import QueryClipping, clips_queries
+from ..queryclip import QueryClipping, clips_queries, note_queries
 from ..unitmessages import in_user_units
 from .axes import Axes, as_int_array, check_corners
 from .grid import AdaptiveGrid
@@ -313,8 +313,8 @@ class RectangleSynopsis(QueryClipping):
 
     def _user(self, lo, hi):
         if self._columns is None:
-            return lo, hi
-        return convert_corners(self._columns, lo, hi, True)
+            return note_queries(self, lo, hi)
+        return note_queries(self, *convert_corners(self._columns, lo, hi, True))
 
     def __repr__(self):
         # public facts and released sizes only (never the number of points)
