@@ -23,6 +23,7 @@ import numpy as np
 
 from .errors import FormatError, InputError, ParameterError
 from .inputs import clip_integers, parse_scale, to_fixed_point
+from .walltimes import wall_time_utc
 
 __all__ = ["Column", "KINDS", "DATETIME_UNITS", "ISO_DATE", "ISO_DATETIME", "parse_resolution",
            "missing_mask", "missing_message", "is_pandas", "is_tz_aware", "as_array"]
@@ -446,7 +447,7 @@ class Column:
                                 f"column {self.name!r} (give its time zone: tz=)")
             v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
         elif self.tz is not None:
-            v = _wall_time_utc(v, self.tz, what)
+            v = wall_time_utc(v, _zone(self.tz), self.tz, what)
         delta = v - _EPOCH
         us = (delta.days * 86400 + delta.seconds) * 10**6 + delta.microseconds
         ns = us * 1000 + nanosecond
@@ -577,25 +578,6 @@ def _zone(tz):
     except (ValueError, OSError, LookupError):
         raise ParameterError(f"unknown time zone {tz!r} (an IANA name such as 'Europe/Paris')") \
             from None
-
-
-def _wall_time_utc(v, tz, what):
-    """A naive wall time in ``tz`` as a naive UTC datetime; a wall time that does not
-    exist there (skipped by a daylight-saving change) or occurs twice is refused, as
-    pandas' ``tz_localize(nonexistent="raise", ambiguous="raise")`` refuses it on the
-    vectorised path (the message names ``what``, never the value: it may be data)."""
-    zone = _zone(tz)
-    first = v.replace(tzinfo=zone, fold=0)
-    utc = first.astimezone(_dt.timezone.utc)
-    if utc != v.replace(tzinfo=zone, fold=1).astimezone(_dt.timezone.utc):
-        if utc.astimezone(zone).replace(tzinfo=None) != v:
-            raise InputError(f"{what}: a wall time that does not exist in time zone {tz} "
-                             f"(skipped by a daylight-saving change): give a time that "
-                             f"exists there, or one with its UTC offset (e.g. -05:00)")
-        raise InputError(f"{what}: a wall time that occurs twice in time zone {tz} (a "
-                         f"daylight-saving change repeats it): give it with its UTC offset "
-                         f"(e.g. -05:00)")
-    return utc.replace(tzinfo=None)
 
 
 def _as_i64(arr, what):

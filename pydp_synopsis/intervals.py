@@ -494,10 +494,8 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping):
         Parameters
         ----------
         lo, hi : array_like of int
-            Same shape, ``lo <= hi``.  A query reaching outside the domain is
-            clipped to it (a query wholly outside answers 0; a
-            :class:`~pydp_synopsis.errors.QueryClippedWarning` says so,
-            :meth:`clipped_queries` which: :mod:`pydp_synopsis.queryclip`).
+            Same shape, ``lo <= hi``; a query reaching outside the domain is
+            clipped to it (:mod:`pydp_synopsis.queryclip`).
             Python ints up to ``2**64 - 1`` (or the domain's ``hi``) are fine.
             A synopsis built in user units (:attr:`column`) takes them
             instead: dates, datetimes, decimals, ISO and decimal strings,
