@@ -478,7 +478,7 @@ def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None, 
         names = columns or [str(i) for i in range(len(raw))]
     else:
         if path is None:
-            raise InputError("give an input file (--input) or a query (--sql with --database)")
+            raise InputError("give an input file (path) or a query (sql= with database=)")
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise InputError(f"input file {path!r} does not exist")

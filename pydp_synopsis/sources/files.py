@@ -473,7 +473,7 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
     if fmt == "parquet":
         raise InputError("reading Parquet needs pyarrow: pip install 'pydp-synopsis[parquet]'")
     if needs_conversion(units) or dropna:
-        raise InputError(f"dates, decimals with units and --dropna read .csv and .parquet "
+        raise InputError(f"dates, decimals with units and dropna=True read .csv and .parquet "
                          f"files (with pyarrow), not .{fmt}")
     return _WholeFiles(paths, columns, scale, fmt, chunk_rows)
 
