@@ -4,6 +4,7 @@ column, half of it on half-unit ties at ``scale=1e6``, releases the same synopsi
 seed from CSV text, Parquet doubles, a SQLite REAL column and a numpy float64 array
 (issue 32, "the same decimal column can release differently")."""
 import sqlite3
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ def test_a_float_rounds_as_its_shortest_decimal():
     floats = np.array([float(t) for t in TEXT])
     # the nearest doubles of "41.xxxxxx5" fall on both sides of the tie: their exact
     # binary values would round some up where the text rounds to even
-    exact = [round(__import__("fractions").Fraction(float(f)) * 10**6) for f in floats[:300]]
+    exact = [round(Fraction(float(f)) * 10**6) for f in floats[:300]]
     text = to_fixed_point(TEXT, "1e6")
     assert exact != text[:300].tolist()           # the old rule disagreed on some ties
     assert to_fixed_point(floats, "1e6").tolist() == text.tolist()
