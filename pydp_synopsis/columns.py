@@ -24,6 +24,7 @@ from .categories import all_levels, bound_codes, check_levels, describe_levels, 
 from .errors import FormatError, InputError, ParameterError
 from .isotimes import iso_days, iso_naive_datetimes
 from .inputs import clip_integers, parse_scale, to_fixed_point
+from .walltimes import wall_time_utc
 
 __all__ = ["Column", "KINDS", "DATETIME_UNITS", "ISO_DATE", "ISO_DATETIME", "parse_resolution",
            "missing_mask", "missing_message", "is_pandas", "is_tz_aware", "as_array"]
@@ -375,7 +376,8 @@ class Column:
 
     def _decimal(self, flat, what, clip=None):
         if flat.dtype.kind in "mM":
-            raise TypeError(f"{what}: dates and times given for decimal column {self.name!r}")
+            raise TypeError(f"{what}: dates and times given for a decimal column"
+                            f"{'' if self.name is None else f' ({self.name!r})'}")
         if flat.dtype.kind == "O":
             flat = np.array([_decimal_text(v, what) for v in flat.tolist()], dtype=str) \
                 if flat.size else np.zeros(0, dtype=np.int64)
@@ -409,7 +411,8 @@ class Column:
     def _time(self, flat, what, bound, utc=False, clip=None):
         unit, step = self._unit_step()
         if flat.dtype.kind in "iufb":
-            raise TypeError(f"{what}: numbers given for {self.kind} column {self.name!r} "
+            raise TypeError(f"{what}: numbers given for a {self.kind} column"
+                            f"{'' if self.name is None else f' ({self.name!r})'} "
                             f"(give dates or ISO strings such as '2001-03-01')")
         if self.kind == "date" and flat.size > 1 and (flat.dtype.kind == "U" or (
                 flat.dtype.kind == "O" and all(isinstance(v, str) for v in flat.tolist()))):
@@ -426,7 +429,7 @@ class Column:
         if flat.dtype.kind == "M":
             if utc and self.tz is None and self.kind == "datetime":
                 raise TypeError(f"{what}: time-zone-aware times given for the naive datetime "
-                                f"column {self.name!r} (give its time zone: tz=, --tz)")
+                                f"column {self.name!r} (give its time zone: tz=)")
             big = _beyond_unit(flat, unit) if clip is not None else None
             if big is not None:
                 late = flat.view(np.int64) > 0
@@ -483,10 +486,10 @@ class Column:
         if v.tzinfo is not None:
             if self.tz is None and self.kind == "datetime":
                 raise TypeError(f"{what}: a time-zone-aware time given for the naive datetime "
-                                f"column {self.name!r} (give its time zone: tz=, --tz)")
+                                f"column {self.name!r} (give its time zone: tz=)")
             v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
         elif self.tz is not None:
-            v = v.replace(tzinfo=_zone(self.tz)).astimezone(_dt.timezone.utc).replace(tzinfo=None)
+            v = wall_time_utc(v, _zone(self.tz), self.tz, what)
         delta = v - _EPOCH
         us = (delta.days * 86400 + delta.seconds) * 10**6 + delta.microseconds
         ns = us * 1000 + nanosecond
@@ -590,7 +593,7 @@ def _decimal_text(v, what):
     if isinstance(v, float):
         if not math.isfinite(v):
             raise InputError(f"{what}: NaN or infinity is not a decimal number")
-        return format(Decimal(v), "f")       # the float's exact binary value
+        return format(Decimal(repr(v)), "f")   # its shortest decimal form (inputs.py's rule)
     if isinstance(v, (int, np.integer)):
         return str(int(v))
     if isinstance(v, str):
@@ -682,7 +685,7 @@ def _to_integers(flat, what, clip=None):
     try:
         return to_fixed_point(flat, None, what, clip)
     except InputError as exc:
-        raise InputError(str(exc).replace("pass --scale", "give scale=")) from None
+        raise InputError(str(exc)) from None
 
 
 def _localize_ticks(flat, unit, tz, what):
@@ -696,8 +699,10 @@ def _localize_ticks(flat, unit, tz, what):
             idx = pd.DatetimeIndex(flat).tz_localize(tz, ambiguous="raise",
                                                      nonexistent="raise").tz_convert("UTC")
         except Exception:
-            raise InputError(f"{what}: a wall time that is ambiguous or does not exist in "
-                             f"time zone {tz}") from None
+            raise InputError(f"{what}: a wall time that does not exist in time zone {tz} "
+                             f"(skipped by a daylight-saving change) or occurs twice there: "
+                             f"give times that exist there once, or with their UTC "
+                             f"offset") from None
         return idx.tz_localize(None).to_numpy().astype(f"datetime64[{unit}]").view(np.int64)
     col = Column("x", "datetime", unit=unit, tz=tz)
     return np.array([col._datetime_ticks(v.item() if unit != "ns" else v.astype("datetime64[us]")
@@ -774,4 +779,4 @@ def missing_message(what, column):
     value is and that the table has at least that many rows)."""
     col = f"column {column!r}" if column is not None else "a column"
     return (f"{what}{col} holds NULL values: missing values (NULL, NA, NaN or empty) "
-            f"are refused; drop such rows with --dropna (dropna=True) or fill them")
+            f"are refused; drop such rows with dropna=True or fill them")

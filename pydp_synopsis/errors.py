@@ -17,6 +17,7 @@ __all__ = [
     "NativeError",
     "InputError",
     "UsageError",
+    "QueryClippedWarning",
 ]
 
 
@@ -58,3 +59,17 @@ class InputError(DomainError):
 
 class UsageError(SynopsisError, ValueError):
     """The command line is wrong (the ``pydp-synopsis`` command exits with status 2)."""
+
+
+class QueryClippedWarning(UserWarning):
+    """Some queries reached outside the synopsis's domain: each was answered over its part
+    inside the domain (a query wholly outside is answered 0, with a zero-width error bar).
+
+    The synopses' ``clipped_queries(lo, hi)`` says which ones (docs/guide/units.md,
+    "Queries outside the domain").  Attributes: ``clipped`` (how many queries were
+    clipped), ``outside`` (how many of them hold no point of the domain), ``total``
+    (queries asked) and ``domain`` (the domain as text, in the synopsis's units)."""
+
+    def __init__(self, message, *, clipped=0, outside=0, total=0, domain=""):
+        super().__init__(message)
+        self.clipped, self.outside, self.total, self.domain = clipped, outside, total, domain

@@ -15,9 +15,12 @@ columns without floating-point surprises:
 - ``scale=10**k`` turns decimals into integers *exactly*: a decimal string
   ``"12.3456785"`` with ``scale=10**6`` becomes ``12345678`` or ``12345679``
   by rounding to the nearest integer, **ties to even** (12345678 here),
-  computed on the digits themselves, never through a float.  Binary
-  floating-point inputs (Parquet doubles, float arrays) are converted from
-  their exact binary value with the same rule;
+  computed on the digits themselves, never through a float.  A binary
+  floating-point input (a Parquet or SQL double, a float array) stands for
+  its shortest decimal form (``repr``: the double nearest to ``"12.3456785"``
+  is read as ``12.3456785``), rounded with the same rule -- the rule of every
+  float in the package -- so a decimal column of at most 15 significant
+  digits releases the same from CSV text as from a double-typed source;
 - without ``scale``, a non-integer value is an error, never silently
   truncated.
 
@@ -141,7 +144,9 @@ def _long_integers(whole, neg, column):
 
 
 def _floats_to_fixed(values, k, column):
-    """Exact round-half-even of binary floats times 10**k."""
+    """Round-half-even of binary floats times 10**k, each float standing for its shortest
+    decimal form (``repr``), exactly: the same integers as the decimal text it was
+    parsed from whenever that text has at most 15 significant digits."""
     x = np.asarray(values, dtype=np.float64)
     if not np.isfinite(x).all():
         raise InputError(f"column {column!r} holds NaN or infinity")
@@ -149,14 +154,16 @@ def _floats_to_fixed(values, k, column):
     if np.abs(p).max(initial=0) >= 2.0**62:
         raise InputError(f"column {column!r}: a value is too large for int64 after scaling by 1e{k}")
     r = np.rint(p)
-    # The float product is within one ulp of the exact one; only products
-    # that near a half-integer can round the wrong way: redo those exactly.
+    # The float product is within one ulp of the exact one, and the shortest
+    # decimal's product within about one more: only products that near a
+    # half-integer can round the wrong way, so those are redone exactly.
     frac = np.abs(p - np.floor(p) - 0.5)
     doubtful = np.flatnonzero(frac <= 4 * np.spacing(np.abs(p)) + 1e-300)
     out = r.astype(np.int64)
     scale = 10**k
     for i in doubtful:  # rare: values within a few ulps of a tie
-        out[i] = round(Fraction(float(x[i])) * scale)  # Fraction rounding is half-even
+        # Fraction rounding is half-even; repr is the shortest decimal that reads back as x
+        out[i] = round(Fraction(repr(float(x[i]))) * scale)
     return out
 
 
@@ -247,8 +254,8 @@ def _to_fixed_point(values, scale, column, clip):
             finite = np.isfinite(arr)
             if not (arr[finite] == np.rint(arr[finite])).all() or \
                     (clip is None and (np.abs(arr) >= 2.0**53).any()):
-                raise InputError(f"column {column!r} holds non-integer numbers: pass --scale "
-                                 f"(e.g. --scale 1e6) to turn decimals into integers exactly")
+                raise InputError(f"column {column!r} holds non-integer numbers: give scale= "
+                                 f"(e.g. 1e6) to turn decimals into integers exactly")
             if clip is not None:     # whole floats: exact below 2**63, saturated beyond
                 return _saturated(arr, np.abs(arr) >= 2.0**63, lambda x: x.astype(np.int64),
                                   clip)
@@ -303,8 +310,8 @@ def _raise_non_integer(column, strings):
         ok = False
     # the column and the rule, never the row (its position is data) nor the value
     if ok:
-        raise InputError(f"column {column!r} holds non-integer numbers: pass --scale "
-                         f"(e.g. --scale 1e6) to turn decimals into integers exactly")
+        raise InputError(f"column {column!r} holds non-integer numbers: give scale= "
+                         f"(e.g. 1e6) to turn decimals into integers exactly")
     raise InputError(f"column {column!r}: a value is not a number")
 
 
@@ -395,7 +402,7 @@ def _read_sql(sql, database, columns, statement_timeout=None):
     and errors that name the SQLite error's class, never its text."""
     prefix = "sqlite:///"
     if not database or not database.startswith(prefix):
-        raise InputError(f"--database must look like sqlite:///path/to/file.db, got "
+        raise InputError(f"database= must look like sqlite:///path/to/file.db, got "
                          f"{redact(database)!r}")
     timeout = check_statement_timeout(statement_timeout)
     sql = strip_query(sql)
@@ -471,13 +478,13 @@ def read_columns(path=None, columns=(), *, sql=None, database=None, scale=None, 
         names = columns or [str(i) for i in range(len(raw))]
     else:
         if path is None:
-            raise InputError("give an input file (--input) or a query (--sql with --database)")
+            raise InputError("give an input file (path) or a query (sql= with database=)")
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise InputError(f"input file {path!r} does not exist")
         ext = os.path.splitext(path)[1].lower()
         if ext != ".npy" and not columns:
-            raise InputError("name the columns to use (--columns a,b)")
+            raise InputError("name the columns to use (columns=['a', 'b'])")
         readers = {".csv": _read_csv, ".npz": _read_npz, ".npy": _read_npy, ".parquet": _read_parquet}
         if ext not in readers:
             raise InputError(f"{path}: unknown input format {ext!r} (use .csv, .npy, .npz or .parquet)")

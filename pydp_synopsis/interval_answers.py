@@ -24,6 +24,7 @@ from .params import as_offsets
 from .partitions import TreePartition
 from .tails import laplace_sum_tail
 from ._threads import THREAD_ROWS, run_parts
+from .queryclip import note_queries
 from .units import convert_corners
 
 __all__ = ["IntervalAnswers"]
@@ -38,15 +39,17 @@ class IntervalAnswers:
     def _user(self, lo, hi):
         """Query bounds in user units -> integers (unchanged for integer synopses)."""
         if self._columns is None:
-            return lo, hi
-        return convert_corners(self._columns, lo, hi, True)
+            return note_queries(self, lo, hi)
+        return note_queries(self, *convert_corners(self._columns, lo, hi, True))
 
     def _offsets(self, lo, hi):
         """The checked endpoints as flat uint64 offsets, and the queries' shape."""
         lo, hi = self._user(lo, hi)
 
         def convert(v, name):
-            return np.ascontiguousarray(as_offsets(v, self.domain, name), dtype=np.uint64)
+            # clipped to the domain (queryclip.py: said so, and wholly outside answered 0)
+            return np.ascontiguousarray(as_offsets(v, self.domain, name, clip=True),
+                                        dtype=np.uint64)
 
         # the two columns at once when large (numpy releases the GIL); an error is
         # lo's before hi's, as in sequence

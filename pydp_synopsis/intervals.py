@@ -40,8 +40,10 @@ from .params import (as_offsets, check_beta, check_bool, check_choice, check_dom
 from .aggregates import aggregate, check_counts
 from .partitions import fig1_threshold, partition_of_sorted, partition_source_axis
 from .partitions.sharded import check_shards
+from .queryclip import QueryClipping, clips_queries
+from .unitmessages import in_user_units
 from .rng import resolve_rng
-from .sources import as_source, is_source
+from .sources import as_source, carried_columns, is_source
 from ._threads import halves, sort_u64
 from .units import Column, prepare_build
 from .range_sums import RangeSumQueries, check_sum_options, release_sums
@@ -60,8 +62,8 @@ from .interval_record import KIND, from_record, to_record
 __all__ = ["IntervalSynopsis"]
 
 
-class IntervalSynopsis(IntervalAnswers, IntervalBars, IntervalQuantiles, LevelQueries,
-                       RangeSumQueries):
+class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQuantiles,
+                       LevelQueries, RangeSumQueries):
     """How many values fall in any range ``[lo, hi]``, answered with epsilon-differential privacy.
 
     Build it once from one integer column (``build(values, domain=(lo, hi),
@@ -191,6 +193,7 @@ class IntervalSynopsis(IntervalAnswers, IntervalBars, IntervalQuantiles, LevelQu
 
     # ------------------------------------------------------------------ build
     @classmethod
+    @in_user_units
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, structure=None,
               fanout=DEFAULT_FANOUT, consistency=True, estimator=None,
               partition_share=None, threshold_factor=None, k=19, budget=None,
@@ -376,7 +379,8 @@ class IntervalSynopsis(IntervalAnswers, IntervalBars, IntervalQuantiles, LevelQu
                                                values, counts, dropna, tree, fanout, ratio, dlt)
         values, (domain,), counts, described = prepare_build(
             values, [domain], counts=counts, columns=columns, scale=scale,
-            resolution=resolution, dropna=dropna, clip=clip, source=is_source(values))
+            resolution=resolution, dropna=dropna, clip=clip, source=is_source(values),
+            carried=carried_columns(values))
         domain = check_domain(domain)
         if method == "dnrr":
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
@@ -387,7 +391,7 @@ class IntervalSynopsis(IntervalAnswers, IntervalBars, IntervalQuantiles, LevelQu
         rng = resolve_rng(rng)
         what = describe("IntervalSynopsis", domain=domain, epsilon=eps_p + eps_t + eps_s,
                         **({"delta": dlt} if dlt else {}), **(spec.ledger(eps_s) if spec else {}))
-        source = as_source(values, counts, dropna)
+        source = as_source(values, counts, dropna, described)
         if source is not None:
             # every argument is checked: now read and check the data (draws nothing)
             # clip= only when asked: a Source written before it keeps working
@@ -502,13 +506,15 @@ class IntervalSynopsis(IntervalAnswers, IntervalBars, IntervalQuantiles, LevelQu
         ends = self.partition.ends
         return ends if self.column.is_plain else self.column.values(np.asarray(ends, np.int64))
 
+    @clips_queries
     def count_many(self, lo, hi, *, return_std=False, nonnegative=False):
         """Noisy counts of the inclusive intervals ``[lo[q], hi[q]]``.
 
         Parameters
         ----------
         lo, hi : array_like of int
-            Same shape; every endpoint inside the domain and ``lo <= hi``.
+            Same shape, ``lo <= hi``; a query reaching outside the domain is
+            clipped to it (:mod:`pydp_synopsis.queryclip`).
             Python ints up to ``2**64 - 1`` (or the domain's ``hi``) are fine.
             A synopsis built in user units (:attr:`column`) takes them
             instead: dates, datetimes, decimals, ISO and decimal strings,
@@ -540,8 +546,8 @@ class IntervalSynopsis(IntervalAnswers, IntervalBars, IntervalQuantiles, LevelQu
         Raises
         ------
         DomainError
-            An endpoint outside the domain, or ``lo > hi`` (not clipped: a
-            reversed interval is almost always a caller's bug).
+            ``lo > hi`` (not clipped: a reversed interval is almost always a
+            caller's bug).
         TypeError
             ``return_std`` or ``nonnegative`` not a bool.
 
@@ -688,6 +694,7 @@ class IntervalSynopsis(IntervalAnswers, IntervalBars, IntervalQuantiles, LevelQu
                 f"failure probability fixed at build), got {confidence!r}")
         return self._noise_bound(delta - part_fail) + self._bias_bound(multiplicity)
 
+    @clips_queries
     def confidence_intervals(self, lo, hi, confidence=0.95, *, method="rigorous",
                              multiplicity=1, nonnegative=False):
         """Per-query intervals for each true count: a guarantee, or a calibrated model.

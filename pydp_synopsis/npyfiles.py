@@ -110,13 +110,13 @@ def npy_column_indices(arr, columns, where):
     if len(arr.shape) == 1:
         if list(columns) not in ([], ["0"]):
             raise InputError(f"{where}: a 1-D .npy file has one column; name it 0 or omit "
-                             f"--columns")
+                             f"columns=")
         return [0]
     width = arr.shape[1]
     if not columns:
         if width > LIMITS.max_axes:
             raise InputError(f"{where}: the array has {width} columns; name at most "
-                             f"{LIMITS.max_axes} with --columns")
+                             f"{LIMITS.max_axes} with columns=")
         columns = [str(i) for i in range(width)]
     idx = []
     for c in columns:

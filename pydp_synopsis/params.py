@@ -35,6 +35,8 @@ import decimal
 import math
 import numbers
 import operator
+import os
+import sys
 import warnings
 from fractions import Fraction
 
@@ -50,6 +52,7 @@ __all__ = [
     "MAX_THRESHOLD_FACTOR",
     "is_int",
     "renamed_keyword",
+    "outside_stacklevel",
     "check_int",
     "check_bool",
     "clip_offsets",
@@ -105,8 +108,21 @@ def renamed_keyword(where, old, new, old_value, new_value, default):
     if new_value is not None:
         raise ParameterError(f"{where}: pass {new} only, not {old} (its deprecated old name)")
     warnings.warn(f"{where}({old}) is deprecated, use {new} instead (removed in 0.3)",
-                  DeprecationWarning, stacklevel=3)
+                  DeprecationWarning, stacklevel=outside_stacklevel())
     return old_value
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def outside_stacklevel():
+    """The ``stacklevel`` that makes the caller's ``warnings.warn`` name the first frame
+    outside this package: the user's line, however many of the package's frames (a
+    decorator, a method calling another) lie between."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def as_index(value, name):

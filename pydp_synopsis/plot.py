@@ -22,14 +22,17 @@ crosses 0.5% and 99.5% of the private total, widened by 5%.  matplotlib is
 an optional dependency (``pip install 'pydp-synopsis[plot]'``); the figures
 are drawn with its Agg canvas and never touch ``pyplot``'s global state.
 """
+import datetime
 import importlib
 import math
+import re
+import zoneinfo
 
 import numpy as np
 
 from . import persist
-from .errors import UsageError
-from .inputs import parse_scale
+from .errors import InputError, ParameterError, UsageError
+from .inputs import parse_scale, to_fixed_point
 from .params import check_int
 from .intervals import IntervalSynopsis
 from .noise import discrete_laplace_variance
@@ -39,7 +42,8 @@ from .tails import laplace_sum_tail
 
 __all__ = ["MAX_BINS", "MAX_BINS_2D", "check_bins", "require_matplotlib", "new_figure",
            "plot_interval", "plot_rectangle", "plot_counter", "plot_file", "read_releases",
-           "view_window"]
+           "view_window", "map_axes", "zone_ticks", "user_window", "LONGITUDE_NAMES",
+           "LATITUDE_NAMES"]
 
 
 def require_matplotlib(what="plotting"):
@@ -90,7 +94,8 @@ def _axis(column, ints, scale):
     name = column.name or "value"
     ints = np.asarray([int(v) for v in ints], dtype=object)
     if column.kind in ("date", "datetime"):
-        zone = " (UTC)" if column.tz else ""
+        # instants as UTC datetime64; the ticks are drawn in the file's zone (_zone_ticks)
+        zone = f" ({column.tz})" if column.tz else ""
         return column.values(ints.astype(np.int64)), f"{name}{zone}"
     if column.kind == "decimal":
         return np.array([float(v) for v in column.values(ints)]), name
@@ -202,6 +207,7 @@ def plot_interval(syn, path=None, *, window=None, bins=200, confidence=0.95, sca
     ax.step(x, np.append(bars.answer, bars.answer[-1]), where="post", color="tab:blue", lw=1.2,
             label="private count (clipped at 0)")
     ax.set_xlabel(xlabel)
+    zone_ticks(ax.xaxis, col)
     ax.set_ylabel(f"count per bin ({len(starts)} bins)")
     ax.set_title(f"IntervalSynopsis, epsilon = {syn.epsilon}: private distribution")
     ax.set_xlim(x[0], x[-1])
@@ -209,8 +215,8 @@ def plot_interval(syn, path=None, *, window=None, bins=200, confidence=0.95, sca
     return _finish(fig, path)
 
 
-def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None):
-    """Draw a rectangle synopsis as a heat map of private counts per cell (axes 0 and 1).
+def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None, axes=None):
+    """Draw a rectangle synopsis as a heat map of private counts per cell (two of its axes).
 
     Parameters
     ----------
@@ -218,8 +224,12 @@ def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None)
     path : str, optional
         Write a PNG here.
     window : sequence of two (int, int), optional
-        Inclusive ranges of axes 0 and 1; default per axis from the private
-        marginal (:func:`view_window`).
+        Inclusive ranges of the drawn axes (x first, then y); default per axis
+        from the private marginal (:func:`view_window`).
+    axes : pair of int or str, optional
+        The synopsis's axes drawn on x and y, by index or column name
+        (``("lon", "lat")``); default :func:`map_axes` (axes 0 and 1, a
+        latitude-like axis 0 put on y).
     bins : int
         Cells per axis, in ``[1, MAX_BINS_2D]`` (500).
     scale : str, optional
@@ -235,6 +245,7 @@ def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None)
     bins = check_bins(bins, MAX_BINS_2D)
     dom = [(int(a), int(b)) for a, b in syn.domain]
     c, cols = len(dom), syn.columns
+    drawn = map_axes(cols, dom, axes)
 
     def corners(arr):
         out = np.empty(arr.shape, dtype=object)
@@ -244,7 +255,7 @@ def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None)
 
     if window is None:
         window = []
-        for axis in (0, 1):
+        for axis in drawn:
             ends = syn.partitions[axis].ends
             lo = np.array([[d[0] for d in dom]] * len(ends), dtype=object)
             hi = np.array([[d[1] for d in dom]] * len(ends), dtype=object)
@@ -256,12 +267,12 @@ def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None)
     q = g0.size
     lo = np.array([[d[0] for d in dom]] * q, dtype=object)
     hi = np.array([[d[1] for d in dom]] * q, dtype=object)
-    lo[:, 0], hi[:, 0] = s0[g0.ravel()], e0[g0.ravel()]
-    lo[:, 1], hi[:, 1] = s1[g1.ravel()], e1[g1.ravel()]
+    lo[:, drawn[0]], hi[:, drawn[0]] = s0[g0.ravel()], e0[g0.ravel()]
+    lo[:, drawn[1]], hi[:, drawn[1]] = s1[g1.ravel()], e1[g1.ravel()]
     counts, std = syn.count_many(corners(lo), corners(hi), return_std=True, nonnegative=True)
     (x0, label0), (x1, label1) = (_axis(cols[a], [s[0], int(e[-1]) + 1], scale)
-                                  for a, (s, e) in enumerate(((s0, e0), (s1, e1))))
-    if any(col.kind in ("date", "datetime") for col in cols[:2]):
+                                  for a, (s, e) in zip(drawn, ((s0, e0), (s1, e1))))
+    if any(cols[a].kind in ("date", "datetime") for a in drawn):
         import matplotlib.dates as mdates
         x0, x1 = (mdates.date2num(x) if x.dtype.kind == "M" else x for x in (x0, x1))
     extent = [float(x0[0]), float(x0[1]), float(x1[0]), float(x1[1])]
@@ -269,16 +280,133 @@ def plot_rectangle(syn, path=None, *, window=None, bins=60, scale=None, ax=None)
     image = ax.imshow(counts.reshape(len(s0), len(s1)).T, origin="lower", extent=extent,
                       aspect="auto", cmap="viridis", interpolation="nearest")
     fig.colorbar(image, ax=ax, label="private count per cell (clipped at 0)")
-    if cols[0].kind in ("date", "datetime"):
+    if cols[drawn[0]].kind in ("date", "datetime"):
         ax.xaxis_date()
-    if cols[1].kind in ("date", "datetime"):
+        zone_ticks(ax.xaxis, cols[drawn[0]])
+    if cols[drawn[1]].kind in ("date", "datetime"):
         ax.yaxis_date()
-    ax.set_xlabel(f"axis 0: {label0}")
-    ax.set_ylabel(f"axis 1: {label1}")
-    extra = f", axes 0 x 1 of {c}" if c > 2 else ""
+        zone_ticks(ax.yaxis, cols[drawn[1]])
+    ax.set_xlabel(f"axis {drawn[0]}: {label0}")
+    ax.set_ylabel(f"axis {drawn[1]}: {label1}")
+    extra = f", axes {drawn[0]} x {drawn[1]} of {c}" if c > 2 else ""
     ax.set_title(f"RectangleSynopsis, epsilon = {syn.epsilon}{extra}\n"
                  f"median noise std per cell ± {np.median(std):.3g}", fontsize="medium")
     return _finish(fig, path)
+
+
+#: Column names read as longitude (drawn on x) and latitude (drawn on y) by :func:`map_axes`.
+LONGITUDE_NAMES = ("lon", "lng", "long", "longitude", "x", "easting")
+LATITUDE_NAMES = ("lat", "latitude", "y", "northing")
+
+
+def _geo_kind(column, domain):
+    """``"lon"``, ``"lat"`` or None: by the column's name (its last word: ``pickup_lon``),
+    else, for a decimal column, by its domain (beyond [-90, 90] within [-180, 180]: lon)."""
+    words = re.split(r"[^a-z]+", (column.name or "").lower())
+    word = next((w for w in reversed(words) if w), "")
+    if word in LONGITUDE_NAMES:
+        return "lon"
+    if word in LATITUDE_NAMES:
+        return "lat"
+    if column.kind == "decimal" and not column.name:
+        lo, hi = (float(v) for v in column.values(np.array(domain, dtype=np.int64)))
+        if -180 <= lo and hi <= 180 and (lo < -90 or hi > 90):
+            return "lon"
+    return None
+
+
+def map_axes(columns, domains, axes=None):
+    """The synopsis's axes drawn on x and y: ``axes`` (indices or column names), or axes 0
+    and 1 with a longitude-like axis on x and a latitude-like one on y (a map, not its
+    transpose).
+
+    An axis is longitude-like when its name's last word is one of
+    :data:`LONGITUDE_NAMES`, latitude-like for :data:`LATITUDE_NAMES`; an unnamed
+    decimal axis whose domain lies in [-180, 180] and reaches beyond [-90, 90] is
+    longitude-like.  Axes 0 and 1 are swapped when axis 0 is latitude-like and axis 1
+    is not, or axis 1 is longitude-like and axis 0 is not.
+
+    Examples
+    --------
+    >>> from pydp_synopsis.columns import Column
+    >>> lat, lon = Column.decimal("lat", scale=100), Column.decimal("lon", scale=100)
+    >>> map_axes([lat, lon], [(-9000, 9000), (-18000, 18000)])
+    (1, 0)
+    >>> map_axes([lat, lon], [(-9000, 9000), (-18000, 18000)], axes=("lat", "lon"))
+    (0, 1)
+    """
+    c = len(columns)
+    if axes is None:
+        kinds = [_geo_kind(col, d) for col, d in zip(columns[:2], domains[:2])]
+        swap = (kinds[0] == "lat" and kinds[1] != "lat") or \
+            (kinds[1] == "lon" and kinds[0] != "lon")
+        return (1, 0) if swap else (0, 1)
+    names = [col.name for col in columns]
+    if isinstance(axes, str):
+        axes = [a.strip() for a in axes.split(",")]
+    axes = list(axes)
+    if len(axes) != 2:
+        raise ParameterError(f"axes must name two axes (x, y), got {len(axes)}")
+    out = []
+    for a in axes:
+        if isinstance(a, str) and a in names:
+            out.append(names.index(a))
+        elif isinstance(a, (int, np.integer)) and not isinstance(a, bool) and 0 <= a < c:
+            out.append(int(a))
+        elif isinstance(a, str) and a.isdigit() and int(a) < c:
+            out.append(int(a))
+        else:
+            shown = ", ".join(n for n in names if n) or "none"
+            raise ParameterError(f"axes: {a!r} is no axis of the synopsis (indices 0 to "
+                                 f"{c - 1}; column names: {shown})")
+    if out[0] == out[1]:
+        raise ParameterError("axes must name two different axes")
+    return tuple(out)
+
+
+def zone_ticks(axis, column):
+    """Draw a time axis's ticks as wall times in the column's time zone (its values are
+    UTC instants; matplotlib would show them in UTC)."""
+    if column.kind != "datetime" or not column.tz:
+        return
+    import matplotlib.dates as mdates
+
+    zone = datetime.timezone.utc if column.tz.upper() == "UTC" else zoneinfo.ZoneInfo(column.tz)
+    locator = mdates.AutoDateLocator(tz=zone)
+    axis.set_major_locator(locator)
+    axis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=zone))
+
+
+def user_window(syn, window, drawn=(0,), scale=None, name="window"):
+    """A plot window given in the synopsis's units (dates, decimals, ints) as integer
+    ``(lo, hi)`` pairs, one per drawn axis (``drawn``: their indices, x then y);
+    errors name ``name`` (``--range``).  A file without units reads decimals by
+    ``scale`` (files of release 0.1).  A window reaching past the domain is
+    clipped to it; one wholly outside it is an error."""
+    cols = (syn.column,) if isinstance(syn, IntervalSynopsis) else syn.columns
+    if len(window) != len(drawn):
+        raise UsageError(f"{name} gives {len(window)} ranges for the {len(drawn)} drawn "
+                         f"axes")
+    out = []
+    for a, pair in zip(drawn, window):
+        col = cols[a]
+        try:
+            lo, hi = pair
+            if col.is_plain:
+                ints = to_fixed_point([str(lo), str(hi)], scale, name)
+            else:
+                ints = [col.to_int(b, name, side) for b, side in ((lo, "lo"), (hi, "hi"))]
+            lo, hi = int(ints[0]), int(ints[1])
+        except (InputError, TypeError, ValueError) as exc:
+            raise UsageError(f"{name} entry {pair[0]}:{pair[1]}: {exc}") from None
+        if lo > hi:
+            raise UsageError(f"{name} entry {pair[0]}:{pair[1]}: lo must be <= hi")
+        dom = syn.domain if isinstance(syn, IntervalSynopsis) else syn.domain[a]
+        if hi < dom[0] or lo > dom[1]:
+            raise UsageError(f"{name} entry {pair[0]}:{pair[1]} lies outside the domain "
+                             f"[{col.format(dom[0])}, {col.format(dom[1])}]")
+        out.append((max(lo, int(dom[0])), min(hi, int(dom[1]))))   # the part in the domain
+    return out
 
 
 def _corner_array(rows, dom):
@@ -386,11 +514,14 @@ def read_releases(path):
 
 
 def plot_file(path, output, *, releases=None, confidence=0.95, scale=None, bins=None,
-              window=None):
+              window=None, axes=None):
     """Draw the saved synopsis or checkpoint at ``path`` into the PNG ``output``.
 
     A counter checkpoint holds no past releases: give the file ``count-stream``
-    printed as ``releases``.  Returns a one-line description of the picture.
+    printed as ``releases``.  ``window``: ``(lo, hi)`` pairs in the synopsis's
+    units, one per drawn axis (:func:`user_window`; errors name ``--range``);
+    ``axes``: a rectangle synopsis's drawn axes (:func:`map_axes`).  Returns a
+    one-line description of the picture.
     """
     if bins is not None:
         check_bins(bins, MAX_BINS, "--bins")
@@ -400,13 +531,17 @@ def plot_file(path, output, *, releases=None, confidence=0.95, scale=None, bins=
     if getattr(getattr(obj, "column", None), "kind", None) == "category":
         plot_levels(obj, output, confidence=confidence)
         return "counts by level with per-level intervals"
+    if isinstance(obj, (IntervalSynopsis, RectangleSynopsis)) and window is not None:
+        drawn = (0,) if isinstance(obj, IntervalSynopsis) else \
+            map_axes(obj.columns, obj.domain, axes)
+        window = user_window(obj, window, drawn, scale, "--range")
     if isinstance(obj, IntervalSynopsis):
         plot_interval(obj, output, bins=200 if bins is None else bins, confidence=confidence, scale=scale,
                       window=None if window is None else window[0])
         return "interval synopsis: private distribution with per-bin intervals"
     if isinstance(obj, RectangleSynopsis):
         plot_rectangle(obj, output, bins=60 if bins is None else bins, scale=scale,
-                       window=window)
+                       window=window, axes=axes)
         return "rectangle synopsis: heat map of private counts"
     if releases is None:
         raise UsageError(f"{path} is a {type(obj).__name__} checkpoint, which holds no past "

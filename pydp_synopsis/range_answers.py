@@ -39,6 +39,7 @@ import numpy as np
 from .errorbars import ErrorBars, noise_std
 from .errors import ParameterError
 from .params import check_bool
+from .queryclip import clips_queries
 from .tails import laplace_weighted_tail
 
 __all__ = ["RangeSumQueries", "noise_tails"]
@@ -174,6 +175,7 @@ class RangeSumQueries:
         bias = sums.width * parts
         return np.maximum(m_ans - noise, 0.0), m_ans + noise + bias, noise, bias
 
+    @clips_queries
     def sum_many(self, lo, hi, *, return_std=False):
         """Noisy sums of the value column over the inclusive ranges ``[lo[q], hi[q]]`` of x.
 
@@ -251,6 +253,7 @@ class RangeSumQueries:
                  self._query_bias(lo_o, hi_o, multiplicity))
         return sums, shape, est, s_std, bounds, c
 
+    @clips_queries
     def sum_intervals(self, lo, hi, confidence=0.95, *, multiplicity=1):
         """Per-query intervals holding each true (clipped) sum with probability >= ``confidence``.
 
@@ -291,6 +294,7 @@ class RangeSumQueries:
         return ErrorBars(*(np.asarray(x / sums.unit, dtype=np.float64).reshape(shape)
                            for x in (answer, low_end, high_end, std, noise, bias)))
 
+    @clips_queries(empty=float("nan"))
     def mean_many(self, lo, hi, *, return_std=False):
         """Noisy means of the value column over the ranges ``[lo[q], hi[q]]`` of x.
 
@@ -333,6 +337,7 @@ class RangeSumQueries:
         count is ``<= 0``).  As :meth:`mean_many` for one range."""
         return float(self.mean_many([lo], [hi])[0])
 
+    @clips_queries(empty=float("nan"))
     def mean_intervals(self, lo, hi, confidence=0.95, *, multiplicity=1):
         """Per-query intervals holding each true mean of the clipped values.
 

@@ -67,23 +67,23 @@ def check_statement_timeout(seconds):
     >>> check_statement_timeout(0)
     Traceback (most recent call last):
     ...
-    pydp_synopsis.errors.ParameterError: statement_timeout (--statement-timeout) must be seconds in (0, 604800], got 0
+    pydp_synopsis.errors.ParameterError: statement_timeout= must be seconds in (0, 604800], got 0
     """
     if seconds is None:
         return DEFAULT_STATEMENT_TIMEOUT
     if isinstance(seconds, bool):
-        raise ParameterError(f"statement_timeout (--statement-timeout) must be a number of "
+        raise ParameterError(f"statement_timeout= must be a number of "
                              f"seconds, got {seconds!r}")
     if isinstance(seconds, str) and not _DECIMAL.fullmatch(seconds.strip()):
-        raise ParameterError(f"statement_timeout (--statement-timeout) must be a number of "
+        raise ParameterError(f"statement_timeout= must be a number of "
                              f"seconds, got {seconds!r}")
     try:
         value = float(seconds)
     except (TypeError, ValueError):
-        raise ParameterError(f"statement_timeout (--statement-timeout) must be a number of "
+        raise ParameterError(f"statement_timeout= must be a number of "
                              f"seconds, got {seconds!r}") from None
     if not (math.isfinite(value) and 0 < value <= _MAX_STATEMENT_TIMEOUT):
-        raise ParameterError(f"statement_timeout (--statement-timeout) must be seconds in "
+        raise ParameterError(f"statement_timeout= must be seconds in "
                              f"(0, {_MAX_STATEMENT_TIMEOUT:.0f}], got {seconds!r}")
     return value
 
@@ -124,7 +124,7 @@ def strip_query(sql):
     """The user's query without surrounding blanks and trailing semicolons; checked
     non-empty (a ParameterError naming ``sql``/``--sql``)."""
     if not isinstance(sql, str) or not sql.strip() or "\0" in sql:
-        raise ParameterError("--sql must be one SELECT statement")
+        raise ParameterError("sql= must be one SELECT statement")
     return sql.strip().rstrip(";").rstrip()
 
 
@@ -133,10 +133,10 @@ def database_error(shown, operation, exc, *, debug=False, timeout=None, expired=
     unless ``debug``.  ``expired`` (or a cancellation): the statement timeout."""
     if expired:
         line = (f"{shown}: {operation}: the statement ran past the statement timeout of "
-                f"{timeout:g} s (--statement-timeout / statement_timeout=)")
+                f"{timeout:g} s (statement_timeout=)")
     else:
         line = (f"{shown}: the database failed while {operation} ({type(exc).__name__}; "
-                f"--debug shows its message, which may quote data)")
+                f"debug=True shows its message, which may quote data)")
     if debug:
         text = " | ".join(s.strip() for s in str(exc).splitlines() if s.strip())
         line += f" [debug, unsafe to share: {redact(text)}]"
@@ -216,11 +216,11 @@ def sqlite_one_select(con, sql, shown):
         cur = con.execute(f"SELECT * FROM (\n{sql}\n) LIMIT 0")
     except sqlite3.ProgrammingError:
         # CPython refuses the tail SQLite's parser left after the first statement
-        raise InputError(f"{shown}: --sql must be one SELECT statement (SQLite's parser "
+        raise InputError(f"{shown}: sql= must be one SELECT statement (SQLite's parser "
                          f"found more than one)") from None
     except sqlite3.DatabaseError:
         if denied:
-            raise InputError(f"{shown}: --sql may only read (SQLite's authorizer denied a "
+            raise InputError(f"{shown}: sql= may only read (SQLite's authorizer denied a "
                              f"non-reading action)") from None
         raise
     finally:

@@ -12,6 +12,7 @@ one column are :class:`~pydp_synopsis.columns.Column`'s (docs/guide/units.md);
 the ``columns`` and ``clipped`` fields of a saved synopsis' meta are written
 and read here.
 """
+import dataclasses
 import datetime as _dt
 from decimal import Decimal
 from fractions import Fraction
@@ -21,12 +22,13 @@ import numpy as np
 from .errors import FormatError, InputError, ParameterError
 from .inputs import to_fixed_point
 from .params import check_domain
+from .unitmessages import remember_domains
 from .columns import (DATETIME_UNITS, ISO_DATE, ISO_DATETIME, KINDS, Column, as_array,
                       is_pandas, is_tz_aware, missing_mask, missing_message, parse_resolution)
 
 # Column and its vocabulary are re-exported: ``pydp_synopsis.units.Column`` is
 # where release 0.1 and the command line import it from.
-__all__ = ["prepare_build", "describe_axes", "split_data", "convert_axes", "convert_corners",
+__all__ = ["prepare_build", "merge_carried", "describe_axes", "split_data", "convert_axes", "convert_corners",
            "needs_conversion", "convert_chunk",
            "columns_to_record", "columns_from_record", "clipped_from_record",
            "Column", "KINDS", "DATETIME_UNITS", "parse_resolution", "missing_mask",
@@ -81,6 +83,12 @@ def convert_chunk(cols, units, names, *, dropna=False, where="", scale=None, utc
 
 
 
+def _label(name):
+    """How a message names a column: by its name, or as "the column" when it has none
+    (an unnamed array: never "column None")."""
+    return "the column" if name is None else f"column {name!r}"
+
+
 def _is_time_bound(v):
     return isinstance(v, (_dt.date, np.datetime64)) or (
         isinstance(v, str) and bool(ISO_DATE.match(v.strip()) or ISO_DATETIME.match(v.strip())))
@@ -101,10 +109,10 @@ def _infer(name, data, domain, scale, resolution):
     """The column description of one axis from public things only: the
     arguments, the domain's bounds and the data's dtype (never its values)."""
     if scale is not None and resolution is not None:
-        raise ParameterError(f"column {name!r}: give scale= or resolution=, not both")
+        raise ParameterError(f"{_label(name)}: give scale= or resolution=, not both")
     dtype = getattr(data, "dtype", None)
     tz = None
-    if is_pandas(data):
+    if is_pandas(data) or _is_dask(data):      # a dask collection's dtype is pandas'
         import pandas as pd
         if isinstance(dtype, pd.DatetimeTZDtype):
             tz = str(dtype.tz)
@@ -146,11 +154,11 @@ def _infer(name, data, domain, scale, resolution):
         units = [_datetime_unit_of(b) for b in (lo, hi)]
         return Column.datetime(name, unit=max(units, key=DATETIME_UNITS.index))
     if _is_time_bound(lo) or _is_time_bound(hi):
-        raise TypeError(f"domain of column {name!r}: both bounds must be dates (or times), "
+        raise TypeError(f"domain of {_label(name)}: both bounds must be dates (or times), "
                         f"got {domain!r}")
     for b in (lo, hi):
         if isinstance(b, (str, Decimal)) or (isinstance(b, float) and b != int(b)):
-            raise TypeError(f"domain of column {name!r} has a non-integer bound: give "
+            raise TypeError(f"domain of {_label(name)} has a non-integer bound: give "
                             f"scale= (e.g. 1e5) or resolution= (e.g. 0.01)")
     return Column.integer(name)
 
@@ -211,6 +219,26 @@ def describe_axes(data, domains, *, columns=None, scale=None, resolution=None):
     return tuple(out)
 
 
+def _is_dask(data):
+    return (type(data).__module__ or "").startswith("dask")
+
+
+def _dask_columns(data, c):
+    """A dask collection's columns, lazily, for their dtypes (datetimes, time zones: the
+    same descriptions as pandas data get; nothing is computed); None for another
+    source."""
+    if not _is_dask(data):
+        return None
+    name = type(data).__name__
+    if name == "DataFrame":
+        cols = [data[k] for k in data.columns]
+    elif name == "Array" and data.ndim == 2:
+        cols = [data[:, a] for a in range(data.shape[1])]
+    else:
+        cols = [data]
+    return {"frame": None, "columns": cols} if len(cols) == c else None
+
+
 def _plain_bounds(domain):
     try:
         lo, hi = domain
@@ -263,11 +291,12 @@ def convert_axes(data, columns, domains, *, counts=None, dropna=False, what="val
     int_domains = []
     for col, dom in zip(columns, domains):
         lo, hi = dom
-        bounds = [int(col.to_int(lo, f"domain of column {col.name!r}", "lo")),
-                  int(col.to_int(hi, f"domain of column {col.name!r}", "hi"))]
+        bounds = [int(col.to_int(lo, f"domain of {_label(col.name)}", "lo")),
+                  int(col.to_int(hi, f"domain of {_label(col.name)}", "hi"))]
         if col.is_plain:
             bounds = [lo, hi]        # check_domain sees what was given
         int_domains.append(tuple(bounds))
+    remember_domains(columns, int_domains)        # messages show them in user units
     if clip:        # the bounds clipped to are checked first
         int_domains = [check_domain(d, "domain" if len(domains) == 1 else f"domain[{a}]")
                        for a, d in enumerate(int_domains)]
@@ -333,8 +362,56 @@ def convert_corners(columns, lo, hi, vector):
     return out
 
 
+def merge_carried(carried, domains, columns=None, scale=None, resolution=None, sample=None):
+    """The ``columns=`` of a build from a source that describes its columns.
+
+    ``carried`` (:func:`pydp_synopsis.sources.carried_columns`): per axis the
+    source's :class:`Column` or its name.  Units are given in one place: on
+    the source, or on ``build()`` (``columns=``, ``scale=``, ``resolution=``),
+    or on both when they agree; the source's names are kept either way.
+    ``sample``: the source's columns for their dtypes (a dask collection's:
+    :func:`describe_axes`), or None.
+
+    Raises
+    ------
+    ParameterError
+        The source and the build describe a column differently.
+    """
+    if carried is None:
+        return columns
+    c = len(domains)
+    if len(carried) != c:
+        return columns                    # left to the source's own dimension check
+    names = [x.name if isinstance(x, Column) else x for x in carried]
+    if columns is None and scale is None and resolution is None:
+        return list(carried)
+    given = [columns] if isinstance(columns, (str, Column)) else columns
+    if given is not None:
+        given = list(given)
+        if len(given) != c:
+            raise ParameterError(f"columns must name or describe {c} column(s), "
+                                 f"got {len(given)}")
+        given = [g if g is not None else n for g, n in zip(given, names)]
+    else:
+        given = names
+    built = describe_axes(sample, domains, columns=given, scale=scale, resolution=resolution) \
+        or tuple(Column.integer(n) for n in names)
+    out = []
+    for own, col in zip(carried, built):
+        if isinstance(own, Column):
+            if dataclasses.replace(own, name=None) != dataclasses.replace(col, name=None):
+                raise ParameterError(
+                    f"column {own.name!r}: the source reads it as {own.describe()} and build() "
+                    f"was given {col.describe()}: give its units in one place")
+            col = own if col.name is None else col
+        elif col.name is None and own is not None:
+            col = dataclasses.replace(col, name=own)
+        out.append(col)
+    return out
+
+
 def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resolution=None,
-                  dropna=False, what="values", clip=False, source=False):
+                  dropna=False, what="values", clip=False, source=False, carried=None):
     """The builders' one entry for user units (draws nothing, charges nothing).
 
     Returns ``(data, domains, counts, described)``: the data as integers
@@ -345,8 +422,13 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
     integer domains as they are converted (a Source and plain integers are
     clipped by the builder).  ``source``: ``data`` is a Source or a dask
     collection (:func:`pydp_synopsis.sources.is_source`; the builder wraps
-    it, with ``dropna``, by :func:`pydp_synopsis.sources.as_source`).
+    it, with ``dropna``, by :func:`pydp_synopsis.sources.as_source`), and
+    ``carried`` what it says of its columns (:func:`merge_carried`).
     """
+    if source:
+        sample = _dask_columns(data, len(domains))
+        columns, scale, resolution = merge_carried(carried, domains, columns, scale,
+                                                   resolution, sample), None, None
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be a bool, not {type(dropna).__name__}")
     c = len(domains)
@@ -358,13 +440,14 @@ def prepare_build(data, domains, *, counts=None, columns=None, scale=None, resol
             raise ParameterError("dropna= applies to arrays and dask collections; a "
                                  "Source takes dropna= itself (sources.files(..., "
                                  "dropna=True))")
-        described = describe_axes(None, domains, columns=columns, scale=scale,
+        described = describe_axes(sample, domains, columns=columns, scale=scale,
                                   resolution=resolution)
         if described is None:
             return data, domains, counts, None
-        ints = [tuple(int(col.to_int(b, f"domain of column {col.name!r}", side))
+        ints = [tuple(int(col.to_int(b, f"domain of {_label(col.name)}", side))
                       for b, side in zip(dom, ("lo", "hi"))) if not col.is_plain else dom
                 for col, dom in zip(described, domains)]
+        remember_domains(described, ints)
         return data, ints, counts, described
     if isinstance(data, np.ma.MaskedArray):
         return data, domains, counts, None      # refused by as_offsets with its own message

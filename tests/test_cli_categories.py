@@ -75,7 +75,7 @@ def test_levels_file_tree_and_rectangle(files, capsys):
     (["--categories", "AA,DL", "--scale", "1e2"], "do not apply"),
     (["--categories", "AA,DL", "--levels", "missing.txt"], "not both"),
     (["--levels", "missing.txt"], "cannot read"),
-    (["--categories", "AA,DL,UA,WN", "--engine", "dask"], "categories need"),
+    (["--categories", "AA,DL,UA,WN", "--engine", "dask"], "does not read category columns"),
     (["--categories", "AA,DL,UA,WN", "--structure", "flat", "--partition", "dnrr"],
      "--partition applies to a tree"),
 ])

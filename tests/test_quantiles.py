@@ -317,13 +317,13 @@ def test_bad_units():
     days = np.datetime64("2001-01-01") + np.arange(100)
     s = ps.IntervalSynopsis.build(days, domain=("2001-01-01", "2001-12-31"), epsilon=1,
                                   rng=ps.Rng(seed=1))
-    with pytest.raises(TypeError, match="x: numbers given for date column"):
+    with pytest.raises(TypeError, match="x: numbers given for a date column"):
         s.cdf(5)
     with pytest.raises(InputError, match="x: a value is not an ISO date"):
         s.cdf("March")
     with pytest.raises(ps.DomainError, match="x must lie in the domain"):
         s.cdf("2002-01-01")
-    with pytest.raises(TypeError, match="bins: numbers given for date column"):
+    with pytest.raises(TypeError, match="bins: numbers given for a date column"):
         s.histogram([1, 2])
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
+from pydp_synopsis.errors import QueryClippedWarning
 from pydp_synopsis import persist
 from pydp_synopsis.errors import FormatError, InputError, ParameterError
 from pydp_synopsis.noise import discrete_laplace_variance
@@ -341,8 +342,12 @@ def test_bad_query_arguments():
                                     rng=ps.Rng(seed=17))
     with pytest.raises(ps.DomainError):
         syn.sum_many([5], [4])
-    with pytest.raises(ps.DomainError):
-        syn.mean(0, 1000)
+    with pytest.warns(QueryClippedWarning, match="1 of 1 queries reach outside"):
+        assert syn.mean(0, 1000) == syn.mean(0, 999)       # clipped to the domain
+    with pytest.warns(QueryClippedWarning, match=r"answered NaN \(no rows\)"):
+        assert np.isnan(syn.mean(1000, 2000))
+    with pytest.warns(QueryClippedWarning, match="answered 0"):
+        assert syn.sum(1000, 2000) == 0 and syn.sum_intervals([1000], [2000]).high[0] == 0
     with pytest.raises(TypeError):
         syn.sum_many([0], [9], return_std=1)
     with pytest.raises(ParameterError, match="confidence"):

@@ -229,7 +229,7 @@ BAD = [
     ("/api/synopses/ages/count", b"[" * 5000 + b"]" * 5000, 413, "limit"),
     ("/api/synopses/ages/count", b'{"ranges": [' + b"[0,1]," * 60 + b"[0,1]]}", 413, "limit is 50"),
     ("/api/synopses/dates/count", b'{"ranges": [["2001-02-30", "2001-03-01"]]}', 400, "date"),
-    ("/api/synopses/dates/count", b'{"ranges": [[1, 2]]}', 400, "numbers given for date"),
+    ("/api/synopses/dates/count", b'{"ranges": [[1, 2]]}', 400, "numbers given for a date column"),
     ("/api/synopses/dates/count", b'{"ranges": [["2000-12-31", "2001-03-01"]]}', 400, "domain"),
     ("/api/synopses/where/count", b'{"ranges": [[0, 1]]}', 400, "unknown field"),
     ("/api/synopses/where/count", b'{"boxes": [[[40, 41]]]}', 400, "2 [lo, hi] pairs"),

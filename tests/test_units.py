@@ -282,12 +282,12 @@ def test_queries_in_the_wrong_units_are_refused():
     syn = ps.IntervalSynopsis.build(pd.Series(_days()[:100], name="day"),
                                     domain=("2001-01-01", "2001-12-31"), epsilon=1.0,
                                     rng=ps.Rng(seed=1))
-    with pytest.raises(TypeError, match="date column 'day'"):
+    with pytest.raises(TypeError, match="date column \\('day'\\)"):
         syn.count(11323, 11400)
     with pytest.raises(ps.DomainError, match="not a valid date"):
         syn.count("2001-01-01", "2001-02-30")
-    with pytest.raises(ps.DomainError, match="domain"):
-        syn.count("2000-12-31", "2001-02-01")
+    with pytest.warns(ps.errors.QueryClippedWarning, match=r"\[2001-01-01, 2001-12-31\]"):
+        assert syn.count("2000-12-31", "2001-02-01") == syn.count("2001-01-01", "2001-02-01")
 
 
 # --------------------------------------------------------------- sources

@@ -85,12 +85,11 @@ def _build_source(args, columns, units=None):
                          "(--database with --table or --sql)")
     engine = args.engine or "local"
     if engine == "dask":
-        if units is not None and any(col.kind in ("date", "datetime", "category")
-                                     or col.resolution is not None for col in units):
-            raise UsageError("--engine dask reads integer and --scale decimal columns; dates "
-                             "--resolution and categories need --engine local or duckdb")
+        if units is not None and any(col.kind == "category" for col in units):
+            raise UsageError("--engine dask does not read category columns: use --engine local "
+                             "or duckdb")
         return dask_files(args.input, columns, scale=args.scale, scheduler=args.scheduler,
-                          dropna=args.dropna, timeout=_cluster_timeout(args))
+                          dropna=args.dropna, timeout=_cluster_timeout(args), units=units)
     if args.allow_writable_role:
         raise UsageError("--allow-writable-role applies to a postgresql:// --database")
     if (args.plan != "auto" or args.temp_directory is not None) and engine != "duckdb":

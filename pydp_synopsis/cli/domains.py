@@ -55,22 +55,23 @@ def parse_domain(text, dims, scale=None):
 _INT = re.compile(r"^[+-]?\d+$")
 
 
-def _domain_entries(text, dims):
+def _domain_entries(text, dims, name="--domain"):
     """``--domain``'s comma-separated entries, one per column (one entry serves all)."""
     parts = [p.strip() for p in text.split(",")]
     if len(parts) == 1 and dims > 1:
         parts = parts * dims
     if len(parts) != dims:
-        raise UsageError(f"--domain gives {len(parts)} ranges for {dims} columns")
+        raise UsageError(f"{name} gives {len(parts)} ranges for {dims} columns")
     return parts
 
 
-def parse_user_domain(text, dims):
+def parse_user_domain(text, dims, name="--domain"):
     """Parse ``--domain`` in user units: ``lo:hi`` or ``lo..hi`` per axis
     (``..`` for ISO datetimes, which hold colons), or an integer type name.
 
     Integer bounds become ints; anything else (dates, datetimes, decimals)
-    stays text for the column's description to convert.
+    stays text for the column's description to convert.  ``name``: the option
+    the messages name (``--range`` of ``plot``).
 
     Examples
     --------
@@ -82,18 +83,18 @@ def parse_user_domain(text, dims):
     if text is None:
         parse_domain(None, dims)
     out = []
-    for p in _domain_entries(text, dims):
+    for p in _domain_entries(text, dims, name):
         if p in DTYPE_DOMAINS:
             out.append(DTYPE_DOMAINS[p])
             continue
         lo, sep, hi = p.partition("..")
         if not sep:
             if re.match(r"^\s*[+-]?\d{4}-\d{2}-\d{2}[T ]", p):
-                raise UsageError(f"--domain entry {p!r}: separate datetimes with .. "
+                raise UsageError(f"{name} entry {p!r}: separate datetimes with .. "
                                  f"(2001-01-01T00:00..2001-12-31T23:59)")
             lo, sep, hi = p.rpartition(":")
         if not sep:
-            raise UsageError(f"--domain entry {p!r} is not lo:hi (or lo..hi) or an integer "
+            raise UsageError(f"{name} entry {p!r} is not lo:hi (or lo..hi) or an integer "
                              f"type name")
         out.append(tuple(int(b) if _INT.match(b.strip()) else b.strip() for b in (lo, hi)))
     return out

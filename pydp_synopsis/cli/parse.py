@@ -82,9 +82,12 @@ def build_parser():
     d.set_defaults(func=cmd_demo)
 
     b = sub.add_parser("build", help="build a synopsis of a table",
-                       description="Build a private synopsis of one integer column (an interval "
+                       description="Build a private synopsis of one column (an interval "
                                    "synopsis: counts over any range) or of several (a rectangle "
-                                   "synopsis: counts over any box) and save it.  The result is "
+                                   "synopsis: counts over any box) and save it.  A column holds "
+                                   "integers, decimals (--scale or --resolution), dates or "
+                                   "datetimes (a --domain of dates or times; --tz); its units "
+                                   "are saved with the synopsis.  The result is "
                                    "epsilon-differentially private with respect to adding or "
                                    "removing one row; every argument is checked before any data "
                                    "is read.")
@@ -145,8 +148,11 @@ def build_parser():
                         "plan's runs; default: the system's temporary directory); removed on "
                         "success, failure and interruption")
     b.add_argument("--columns", help="comma-separated column names (one: intervals; several: rectangles)")
-    b.add_argument("--domain", help="public bounds lo:hi per column, comma separated, or a type name "
-                                    "(int32, uint64, ...); never taken from the data")
+    b.add_argument("--domain", help="public bounds per column, comma separated, in the column's "
+                                    "units: lo:hi (integers or decimals: 0:100, 41.5:42.1), "
+                                    "dates 2017-01-01:2017-12-31, times 2017-01-01T00:00.."
+                                    "2017-12-31T23:59, or a type name (int32, uint64, ...); "
+                                    "never taken from the data")
     b.add_argument("--epsilon", type=real,
                    help="privacy loss of this release (required): smaller is more private and "
                         "noisier; 1 is a common choice, 0.1 strong, 5 weak (see "
@@ -163,7 +169,9 @@ def build_parser():
                         "7d); one value or one per column, comma separated")
     b.add_argument("--tz", metavar="ZONE",
                    help="time zone of datetime columns (e.g. UTC, Europe/Paris): --domain and "
-                        "queries are wall times there; needed for time-zone-aware timestamps")
+                        "queries are wall times there; needed for time-zone-aware timestamps. "
+                        "A wall time that does not exist there (skipped by a daylight-saving "
+                        "change) is refused; one that occurs twice is refused too")
     b.add_argument("--dropna", action="store_true",
                    help="drop rows with a missing value (empty, NA, NaN, NULL) in a used column "
                         "(a per-row filter); without it such a row is an error")
@@ -276,8 +284,14 @@ def _add_plot_parser(sub):
     g.add_argument("--scale", help="fixed-point scale used when building (e.g. 1e6): axes in "
                                    "user units")
     g.add_argument("--range", metavar="LO:HI",
-                   help="the part of the domain to draw, lo:hi per axis (default: where the "
-                        "private counts lie)")
+                   help="the part of the domain to draw, per drawn axis (x first), comma "
+                        "separated, in the file's units: 10:80, 41.6:42.1, "
+                        "2017-01-01:2017-06-30, 2017-01-01T00:00..2017-01-02T00:00 "
+                        "(default: where the private counts lie)")
+    g.add_argument("--axes", metavar="X,Y",
+                   help="a rectangle synopsis's axes drawn on x and y, by column name or "
+                        "index (e.g. lon,lat or 1,0; default: axes 0 and 1, a longitude-like "
+                        "axis on x)")
     g.add_argument("--releases", metavar="FILE",
                    help="for a counter checkpoint: the releases count-stream printed")
     g.set_defaults(func=cmd_plot)

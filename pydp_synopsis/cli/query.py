@@ -3,11 +3,13 @@ them, written whole or not at all) and ``pydp-synopsis info`` (what a saved file
 holds: public parameters only)."""
 import csv
 import io
+import sys
+import warnings
 
 import numpy as np
 
 from .. import persist
-from ..errors import InputError, SynopsisError, UsageError
+from ..errors import InputError, QueryClippedWarning, SynopsisError, UsageError
 from ..inputs import parse_scale, to_fixed_point
 from ..intervals import IntervalSynopsis
 from ..partitions.merge import partition_summary
@@ -86,12 +88,43 @@ def _print_one_answer(bars, bound, confidence):
     print(f"simultaneous {pct} bound (all queries at once): ± {shown_text(bound)}")
 
 
-def _bars_checked(syn, lo, hi, confidence, nonnegative, method):
-    """:func:`_error_bars`; a value that is no date/decimal of its column is a usage error."""
+def _bars_checked(syn, lo, hi, confidence, nonnegative, method, clipped=None):
+    """:func:`_error_bars`; a value that is no date/decimal of its column is a usage error.
+    ``clipped``: a :class:`ClipNote` counting the queries clipped to the domain."""
     try:
-        return _error_bars(syn, lo, hi, confidence, nonnegative, method)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", QueryClippedWarning)
+            bars = _error_bars(syn, lo, hi, confidence, nonnegative, method)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
+    for w in seen:
+        if clipped is not None and isinstance(w.message, QueryClippedWarning):
+            clipped.add(w.message)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return bars
+
+
+class ClipNote:
+    """The queries a command clipped to the domain, said in one note line at its end."""
+
+    def __init__(self):
+        self.clipped = self.outside = self.total = 0
+        self.domain = ""
+
+    def add(self, warning):
+        self.clipped += warning.clipped
+        self.outside += warning.outside
+        self.total += warning.total
+        self.domain = warning.domain
+
+    def say(self):
+        """The note on stderr (nothing when no query was clipped)."""
+        if self.clipped:
+            wholly = f"; {self.outside} wholly outside it: answered 0" if self.outside else ""
+            print(f"pydp-synopsis: note: {self.clipped} of {self.total} queries reach "
+                  f"outside the domain {self.domain}: answered over their part inside it "
+                  f"(clipped){wholly}", file=sys.stderr)
 
 
 def cmd_query(args):
@@ -119,8 +152,10 @@ def cmd_query(args):
         else:
             lo = _parse_point(args.lo, dims, "--lo", args.scale)[None, :]
             hi = _parse_point(args.hi, dims, "--hi", args.scale)[None, :]
-        bars = _bars_checked(syn, lo, hi, args.confidence, args.nonnegative,
-                             args.interval)
+        note = ClipNote()
+        bars = _bars_checked(syn, lo, hi, args.confidence, args.nonnegative, args.interval,
+                             note)
+        note.say()
         if args.output:       # the --queries file's format, one row
             texts = [p.strip() for text in (args.lo, args.hi) for p in str(text).split(",")]
             names = _query_columns(dims)
@@ -136,6 +171,7 @@ def cmd_query(args):
         _print_one_answer(bars, bound, args.confidence)
         return 0
     names = _query_columns(dims)
+    note = ClipNote()
 
     def write(fh):            # chunk by chunk: memory O(chunk), not O(file)
         text = io.StringIO()
@@ -152,7 +188,7 @@ def cmd_query(args):
             hi = np.column_stack([table[n] for n in names[dims:]])
             try:
                 bars = _bars_checked(syn, lo, hi, args.confidence, args.nonnegative,
-                                     args.interval)
+                                     args.interval, note)
             except (SynopsisError, ValueError) as exc:
                 raise located(exc, before) from None
             _answer_rows(writer, names, rows, bars, bound)
@@ -165,6 +201,7 @@ def cmd_query(args):
         persist.atomic_write(args.output, write)
     else:
         spooled_stdout(write)
+    note.say()
     return 0
 
 

@@ -7,6 +7,7 @@ import sys
 import zipfile
 
 from ..errors import SynopsisError
+from .messages import in_cli_terms
 from .parse import attach_negative_values, build_parser
 
 __all__ = ["main", "Terminated"]
@@ -62,7 +63,7 @@ def main(argv=None):
             zipfile.BadZipFile, EOFError) as exc:
         if args.debug:
             raise
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        message = in_cli_terms(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
         if isinstance(exc, OSError) and exc.filename:
             message = f"{exc.filename}: {exc.strerror}"
         print(f"pydp-synopsis: error: {message}", file=sys.stderr)

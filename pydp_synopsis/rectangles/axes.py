@@ -103,7 +103,8 @@ def check_corners(lo, hi, domain):
     ParameterError
         Not two (q, c) arrays of the same shape.
     DomainError
-        A corner outside the domain, or ``lo > hi`` on some axis.
+        ``lo > hi`` on some axis.  A corner outside the domain is clipped to
+        it (the query methods say so: :mod:`pydp_synopsis.queryclip`).
     """
     c, corners = len(domain), []
     for name, v in (("lo", lo), ("hi", hi)):
@@ -112,7 +113,7 @@ def check_corners(lo, hi, domain):
             raise TypeError(f"{name} must be integers, got dtype {dtype_name(arr.dtype)}")
         if arr.ndim != 2 or arr.shape[1] != c:
             raise ParameterError(f"{name} must be a (q, {c}) array, got shape {arr.shape}")
-        corners.append(axis_offsets(arr, domain, name))
+        corners.append(axis_offsets(arr, domain, name, clip=True))   # queryclip.py
     lo_o, hi_o = corners
     if lo_o.shape != hi_o.shape:
         raise ParameterError(f"lo and hi must have the same shape, got {lo_o.shape} and {hi_o.shape}")

@@ -15,7 +15,7 @@ from ..params import check_beta, check_bool, check_choice, exact_epsilon
 from ..partitions import fig1_threshold
 from ..rng import resolve_rng
 from ..partitions.sharded import check_shards
-from ..sources import ArraySource, as_source, is_source
+from ..sources import ArraySource, as_source, carried_columns, is_source
 from ..units import prepare_build
 from . import options
 from .axes import Axes, Cells, check_domains, check_points, sealed_cells
@@ -50,8 +50,8 @@ def release(points, *, domain, epsilon, beta, rng, config, structure, budget, co
     points, domain, counts, described = prepare_build(
         points, check_domain_pairs(domain), counts=counts, columns=columns, scale=scale,
         resolution=resolution, dropna=dropna, what="points", clip=clip,
-        source=is_source(points))
-    source = as_source(points, counts, dropna)
+        source=is_source(points), carried=carried_columns(points))
+    source = as_source(points, counts, dropna, described)
     if source is None:
         arr, offsets, domain = check_points(points, domain, clip)
         weights = check_counts(counts, (arr.shape[0],), what="point")

@@ -17,6 +17,8 @@ from ..persist import check_pure_epsilon, state_delta
 from ..errorbars import METHODS, noise_std
 from ..errors import FormatError, ParameterError
 from ..params import check_beta, check_bool, check_choice, check_int, renamed_keyword
+from ..queryclip import QueryClipping, clips_queries, note_queries
+from ..unitmessages import in_user_units
 from .axes import Axes, as_int_array, check_corners
 from .bars import rectangle_bars
 from .grid import AdaptiveGrid
@@ -45,7 +47,7 @@ def _structure_attribute(mechanism, name, doc):
     return property(get, doc=doc)
 
 
-class RectangleSynopsis:
+class RectangleSynopsis(QueryClipping):
     """How many points fall in any box ``[lo, hi]`` (2 to 8 columns), answered with epsilon-DP.
 
     Build it once from c integer columns (``build(points, domain=[(lo0,
@@ -97,6 +99,7 @@ class RectangleSynopsis:
 
     # ------------------------------------------------------------------ build
     @classmethod
+    @in_user_units
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
               structure="auto", budget=None, counts=None, shards=None, delta=0,
               columns=None, scale=None, resolution=None, dropna=False, clip=False, **tuning):
@@ -311,8 +314,8 @@ class RectangleSynopsis:
 
     def _user(self, lo, hi):
         if self._columns is None:
-            return lo, hi
-        return convert_corners(self._columns, lo, hi, True)
+            return note_queries(self, lo, hi)
+        return note_queries(self, *convert_corners(self._columns, lo, hi, True))
 
     def __repr__(self):
         # public facts and released sizes only (never the number of points)
@@ -513,6 +516,7 @@ class RectangleSynopsis:
         return self._mechanism
 
     # ---------------------------------------------------------------- queries
+    @clips_queries
     def count_many(self, lo, hi, *, return_std=False, nonnegative=False):
         """Noisy counts of the inclusive rectangles ``[lo[q], hi[q]]``.
 
@@ -545,7 +549,8 @@ class RectangleSynopsis:
         Raises
         ------
         DomainError
-            A corner outside the domain or ``lo > hi`` on some axis.
+            ``lo > hi`` on some axis (a corner outside the domain is clipped
+            to it: :mod:`pydp_synopsis.queryclip`).
         ParameterError
             Wrong shapes.
         TypeError
@@ -573,6 +578,7 @@ class RectangleSynopsis:
         sumsq, _, scales = self._mechanism.noise(lo_o, hi_o)
         return out, noise_std(sumsq, scales)
 
+    @clips_queries
     def confidence_intervals(self, lo, hi, confidence=0.95, *, method="rigorous",
                              multiplicity=None, nonnegative=False, max_multiplicity=None):
         """Per-query intervals for each true count: a guarantee, or a calibrated model.

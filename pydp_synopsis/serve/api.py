@@ -68,8 +68,23 @@ async def count(service, request):
     obj = await _json_body(service, request)
     lo, hi = query_corners(obj, pub.dims, service.limits)
     confidence = check_confidence(obj)
+    refuse_outside(pub, lo, hi)
     bars = await service.batchers[pub.name].submit(lo, hi, confidence)
     return 200, bars_json(bars)
+
+
+def refuse_outside(pub, lo, hi):
+    """A query reaching outside the domain is a 400 here: the library clips it (and says
+    so in a warning), but a web client would not see that its question was changed."""
+    try:
+        clipped = pub.obj.clipped_queries(lo, hi)
+    except ANSWER_ERRORS as exc:
+        raise as_request_error(exc) from None
+    if clipped.any():
+        i = int(np.argmax(clipped.ravel()))
+        key = "ranges" if pub.dims == 1 else "boxes"
+        raise RequestError(400, f"{key}[{i}] reaches outside the domain "
+                                f"{pub.obj.domain_text()}: only queries inside it are answered")
 
 
 async def picture(service, request):

@@ -23,8 +23,8 @@ a column or a row, never a value.
 """
 from .base import ArraySource, Prepared, Source
 from .files import expand_paths, files
-from .resolve import as_source, is_source
+from .resolve import as_source, carried_columns, is_source
 from .sql import SqlSource, parse_database, quote_identifier
 
-__all__ = ["Source", "Prepared", "ArraySource", "SqlSource", "is_source", "as_source", "files",
+__all__ = ["Source", "Prepared", "ArraySource", "SqlSource", "is_source", "as_source", "carried_columns", "files",
            "expand_paths", "parse_database", "quote_identifier"]

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..aggregates import Cells, SegmentIndex, aggregate, histogram, merge
 from ..errors import InputError, ParameterError
-from ..units import missing_message
+from ..units import convert_chunk, missing_message, needs_conversion
 from ..inputs import parse_scale, to_fixed_point
 from ..partitions.sharded import shard_domains
 from .base import Prepared, Source, column_offsets, prefetch
@@ -201,6 +201,16 @@ class DaskSource(Source):
         columns in messages.
     scale : str or number, optional
         Fixed-point scale for decimal columns.
+    units : sequence of Column, optional
+        One :class:`~pydp_synopsis.units.Column` per column: dates, times (a
+        time-zone-aware dtype is read as UTC instants), decimals with a
+        scale or a resolution, converted on the workers exactly as the
+        local sources convert them (:func:`pydp_synopsis.units.convert_chunk`).
+        The builders give a collection the descriptions they infer
+        (``scale=``, ``resolution=``, a domain of dates).
+    dropna : bool
+        Drop every row with a missing value in a used column, lazily on the
+        cluster (a per-row filter).
 
     Notes
     -----
@@ -217,12 +227,13 @@ class DaskSource(Source):
     4
     """
 
-    def __init__(self, data, columns=None, *, scale=None, dropna=False):
+    def __init__(self, data, columns=None, *, scale=None, dropna=False, units=None):
         kind = _kind(data)
         if kind is None:
             raise ParameterError(f"not a dask Array, Series or DataFrame: {type(data).__name__}")
         parse_scale(scale)
         self.scale = scale
+        self.units = tuple(units) if needs_conversion(units) else None
         if dropna:       # the per-row filter, lazily on the cluster
             data = _dropna(data, kind, columns)
         if kind == "array":
@@ -249,6 +260,13 @@ class DaskSource(Source):
             self._parts = list(data[names].to_delayed())
             self._convert = ("frame", names)
         self.columns = tuple(names)
+        if self.units is not None and len(self.units) != len(names):
+            raise ParameterError("units= must describe every column")
+
+    @property
+    def _reading(self):
+        """How the workers turn a partition's columns into integers: ``(scale, units)``."""
+        return self.scale, self.units
 
     def prepare(self, domains, progress=None, clip=False):
         self.check_dims(domains)
@@ -271,9 +289,11 @@ def _dropna(data, kind, columns):
     return data.dropna(subset=list(columns) if columns else None)
 
 
-def _columns_of(part, convert, names, scale, clip=None):
+def _columns_of(part, convert, names, reading, clip=None):
     """A computed partition as a list of exact integer columns (errors name the column);
-    ``clip``: per column, the bounds to clip to (:func:`to_fixed_point`)."""
+    ``reading``: ``(scale, units)`` (:attr:`DaskSource._reading`); ``clip``: per column,
+    the bounds to clip to (:func:`to_fixed_point`)."""
+    scale, units = reading
     kind, frame_names = convert
     if kind == "array":
         arr = np.asarray(part)
@@ -282,6 +302,8 @@ def _columns_of(part, convert, names, scale, clip=None):
         raw = [part]
     else:
         raw = [part[c] for c in frame_names]
+    if units is not None:       # dates, decimals, resolutions: the local sources' rule
+        return convert_chunk(raw, units, names, clip=clip)[0]
     out = []
     for a, (col, name) in enumerate(zip(raw, names)):
         if hasattr(col, "isna"):                      # pandas: NULLs, then numpy
@@ -296,9 +318,9 @@ def _columns_of(part, convert, names, scale, clip=None):
     return out
 
 
-def _pass1(part, convert, names, scale, domains, clip=False):
+def _pass1(part, convert, names, reading, domains, clip=False):
     """Per axis, the sorted aggregate of one partition; and its row count."""
-    cols = _columns_of(part, convert, names, scale, domains if clip else None)
+    cols = _columns_of(part, convert, names, reading, domains if clip else None)
     return len(cols[0]) if cols else 0, [aggregate(column_offsets(col, dom, name, clip))
                                          for col, dom, name in zip(cols, domains, names)]
 
@@ -331,9 +353,9 @@ def _tree(items, combine):
     return items[0]
 
 
-def _cells(part, convert, names, scale, domains, ends, clip=False):
+def _cells(part, convert, names, reading, domains, ends, clip=False):
     """Runs on a worker: the partition cells of one partition's rows, with counts."""
-    cols = _columns_of(part, convert, names, scale, domains if clip else None)
+    cols = _columns_of(part, convert, names, reading, domains if clip else None)
     seg = np.stack([SegmentIndex(e).of(column_offsets(col, dom, name, clip))
                     for col, dom, name, e in zip(cols, domains, names, ends)], axis=1)
     sizes = [e.size for e in ends]
@@ -354,7 +376,8 @@ class _DaskPrepared(Prepared):
         from dask import delayed
 
         self._source, self._domains, self._clip = source, domains, clip
-        tasks = [delayed(_pass1)(p, source._convert, source.columns, source.scale, domains, clip)
+        tasks = [delayed(_pass1)(p, source._convert, source.columns, source._reading, domains,
+                                 clip)
                  for p in source._parts]
         # held on the workers; validity and the row count reach the driver
         # before anything is released
@@ -398,7 +421,7 @@ class _DaskPrepared(Prepared):
 
         src = self._source
         ends = [np.ascontiguousarray(e, dtype=np.uint64) for e in ends]
-        tasks = list(dask.persist(*[delayed(_cells)(p, src._convert, src.columns, src.scale,
+        tasks = list(dask.persist(*[delayed(_cells)(p, src._convert, src.columns, src._reading,
                                                     self._domains, ends, self._clip)
                                     for p in src._parts]))
 
@@ -413,7 +436,7 @@ class _DaskPrepared(Prepared):
 
 
 def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False,
-               timeout=CLUSTER_TIMEOUT):
+               timeout=CLUSTER_TIMEOUT, units=None):
     """CSV or Parquet files read by dask (``--engine dask``), on ``scheduler`` if given.
 
     Without a scheduler address a ``distributed.LocalCluster`` of worker
@@ -434,20 +457,26 @@ def dask_files(spec, columns, *, scale=None, scheduler=None, dropna=False,
     if fmt not in ("csv", "parquet"):
         raise InputError(f"--engine dask reads .csv and .parquet files, not .{fmt}")
     if not columns:
-        raise InputError("name the columns to use (--columns a,b)")
-    return _ClusterSource(paths, fmt, list(columns), scale, scheduler, dropna, timeout)
+        raise InputError("name the columns to use (columns=['a', 'b'])")
+    return _ClusterSource(paths, fmt, list(columns), scale, scheduler, dropna, timeout, units)
 
 
 class _ClusterSource(Source):
     """Files read by dask on a cluster that lives as long as the build."""
 
     def __init__(self, paths, fmt, columns, scale, scheduler, dropna=False,
-                 timeout=CLUSTER_TIMEOUT):
+                 timeout=CLUSTER_TIMEOUT, units=None):
         self._paths, self._fmt, self.columns = paths, fmt, tuple(columns)
         self._timeout = timeout
         self._dropna = bool(dropna)
         self._scale, self._scheduler = scale, scheduler
         parse_scale(scale)
+        self.units = tuple(units) if needs_conversion(units) else None
+
+    @property
+    def scale(self):
+        """The fixed-point scale of decimal columns (None: integers)."""
+        return self._scale
 
     def prepare(self, domains, progress=None, clip=False):
         import dask
@@ -492,10 +521,12 @@ class _ClusterSource(Source):
             if self._fmt == "parquet":
                 frame = dd.read_parquet(self._paths, columns=list(self.columns))
             else:
+                # decimals and dates as their text: converted exactly, as the local
+                # engines convert them
                 frame = dd.read_csv(self._paths, usecols=list(self.columns),
                                     dtype={c: "object" for c in self.columns}
-                                    if self._scale else None)
-            prepared = DaskSource(frame, self.columns, scale=self._scale,
+                                    if self._scale or self.units else None)
+            prepared = DaskSource(frame, self.columns, scale=self._scale, units=self.units,
                                   dropna=self._dropna).prepare(domains, clip=clip)
         except BaseException:
             client.close()

@@ -241,7 +241,7 @@ class _DuckDB(_Engine):
             raise self.failed(exc, what) from None
         if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
             found = ", ".join(st.type.name for st in statements) or "nothing"
-            raise InputError(f"{self.shown}: --sql must be one SELECT statement (DuckDB's parser "
+            raise InputError(f"{self.shown}: sql= must be one SELECT statement (DuckDB's parser "
                              f"found: {found})")
 
     def check_query(self, sql):
@@ -371,8 +371,7 @@ class _Postgres(_Engine):
                     f"a role that may write table {table!r}" if table is not None else
                     "a role that may write tables of this database")
             raise InputError(f"{self.shown}: refused to read as {what}: connect as a role that "
-                             f"may only read (GRANT SELECT), or pass --allow-writable-role / "
-                             f"allow_writable_role=True")
+                             f"may only read (GRANT SELECT), or pass allow_writable_role=True")
 
     def _privileges(self, table):
         """(superuser, may write ``table`` -- or any table when None)."""

@@ -141,7 +141,7 @@ class _FileSource(RowSource):
         self.paths = list(paths)
         self.columns = tuple(columns)
         if not self.columns:
-            raise InputError("name the columns to use (--columns a,b)")
+            raise InputError("name the columns to use (columns=['a', 'b'])")
         parse_scale(scale)                      # a bad scale is refused before reading
         self.scale = scale
         # units: one Column per column (dates, decimals, ...); dropna: drop rows
@@ -311,7 +311,7 @@ def check_delimiter(delimiter):
         delimiter = "\t"
     if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\"\r\n" \
             or delimiter.isalnum() or delimiter in ".-+":
-        raise InputError(f"--delimiter must be one character such as ',' ';' '|' or tab, "
+        raise InputError(f"delimiter= must be one character such as ',' ';' '|' or tab, "
                          f"got {delimiter!r}")
     return delimiter
 
@@ -340,8 +340,9 @@ class ParquetSource(_FileSource):
                     unit = self.units[self.columns.index(c)] if self.units else None
                     if unit is None or unit.kind not in ("date", "datetime"):
                         raise InputError(f"{path}: column {c!r} holds dates or times ({t}): "
-                                         f"give its domain as dates (--domain=2001-01-01.."
-                                         f"2001-12-31) or times, or --resolution 1h")
+                                         f"give its domain as dates (e.g. ('2001-01-01', "
+                                         f"'2001-12-31')) or times, or resolution= (e.g. "
+                                         f"'1h')")
                     continue
                 if not (pa.types.is_integer(t) or pa.types.is_floating(t) or
                         pa.types.is_decimal(t) or pa.types.is_string(t) or
@@ -451,7 +452,7 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
     if delimiter is not None:
         delimiter = check_delimiter(delimiter)
         if fmt != "csv":
-            raise InputError(f"--delimiter applies to CSV files, not .{fmt}")
+            raise InputError(f"delimiter= applies to CSV files, not .{fmt}")
     if engine == "duckdb":
         if fmt not in ("csv", "parquet"):
             raise InputError(f"engine duckdb reads .csv and .parquet files, not .{fmt}")
@@ -468,12 +469,12 @@ def files(spec, columns, *, scale=None, engine="local", chunk_rows=CHUNK_ROWS, d
         return ParquetSource(paths, columns, scale=scale, chunk_rows=chunk_rows, units=units,
                              dropna=dropna)
     if delimiter not in (None, ","):
-        raise InputError("--delimiter needs pyarrow (pip install 'pydp-synopsis[parquet]') "
-                         "or --engine duckdb")
+        raise InputError("delimiter= needs pyarrow (pip install 'pydp-synopsis[parquet]') "
+                         "or engine='duckdb'")
     if fmt == "parquet":
         raise InputError("reading Parquet needs pyarrow: pip install 'pydp-synopsis[parquet]'")
     if needs_conversion(units) or dropna:
-        raise InputError(f"dates, decimals with units and --dropna read .csv and .parquet "
+        raise InputError(f"dates, decimals with units and dropna=True read .csv and .parquet "
                          f"files (with pyarrow), not .{fmt}")
     return _WholeFiles(paths, columns, scale, fmt, chunk_rows)
 
@@ -487,7 +488,7 @@ class _WholeFiles(RowSource):
         self.paths, self.scale, self.fmt, self.chunk_rows = paths, scale, fmt, chunk_rows
         parse_scale(scale)
         if not columns and fmt != "npy":
-            raise InputError("name the columns to use (--columns a,b)")
+            raise InputError("name the columns to use (columns=['a', 'b'])")
         self._names = list(columns)
         if not columns:     # a .npy file: its columns, from its header only
             arr = npy_array(paths[0])

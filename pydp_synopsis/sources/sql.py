@@ -88,7 +88,7 @@ def parse_database(database):
     ('duckdb', 't.duckdb')
     """
     if not isinstance(database, str) or not database:
-        raise InputError("--database must be sqlite:///file.db, duckdb:///file.duckdb, "
+        raise InputError("database= must be sqlite:///file.db, duckdb:///file.duckdb, "
                          "postgresql://... or the path of a .db/.sqlite/.duckdb file")
     for scheme, engine in (("sqlite:///", "sqlite"), ("duckdb:///", "duckdb")):
         if database.startswith(scheme):
@@ -96,14 +96,14 @@ def parse_database(database):
     if database.startswith(("postgresql://", "postgres://")):
         return "postgresql", database, redact(database)
     if "://" in database:
-        raise InputError(f"--database: unknown scheme in {redact(database)!r} (sqlite:///, "
+        raise InputError(f"database=: unknown scheme in {redact(database)!r} (sqlite:///, "
                          "duckdb:/// or postgresql://)")
     ext = os.path.splitext(database)[1].lower()
     if ext in _SQLITE_EXT:
         return "sqlite", database, database
     if ext == ".duckdb":
         return "duckdb", database, database
-    raise InputError(f"--database {database!r}: a plain path must end in .db, .sqlite or "
+    raise InputError(f"database= {database!r}: a plain path must end in .db, .sqlite or "
                      ".duckdb (or give a URL: sqlite:///, duckdb:///, postgresql://)")
 
 
@@ -199,10 +199,10 @@ class SqlSource(RowSource):
         plan = check_plan(plan)
         budget = memory_budget(memory_limit)
         if (table is None) == (sql is None):
-            raise InputError("give a table (--table) or a query (--sql), not both")
+            raise InputError("give a table (table=) or a query (sql=), not both")
         if table is not None:
             if not columns:
-                raise InputError("name the columns to use (--columns a,b)")
+                raise InputError("name the columns to use (columns=['a', 'b'])")
             relation = quote_identifier(table)
         else:
             sql = strip_query(sql)
@@ -540,7 +540,7 @@ def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memo
         delim = (delimiter or ",").replace("'", "''")
         extra = f", header = true, skip = 0, delim = '{delim}'"
     if not columns:
-        raise InputError("name the columns to use (--columns a,b)")
+        raise InputError("name the columns to use (columns=['a', 'b'])")
     shown = f"duckdb reading {paths[0]}" + (f" and {len(paths) - 1} more" if len(paths) > 1
                                              else "")
     return SqlSource._over_files(f"{reader}({files}{extra}) AS pydp_files", shown, columns,
