@@ -54,6 +54,7 @@ from .interval_options import (DEFAULT_ESTIMATOR, DEFAULT_FANOUT, DEFAULT_LEVEL_
                                DNRR_FACTOR, DNRR_SHARE, check_level_ratio, check_level_scales,
                                check_method, check_tree_options, tree_scales)
 from .interval_record import KIND, from_record, to_record
+from .interval_workload import check_tree_workload, tree_for_workload
 
 __all__ = ["IntervalSynopsis"]
 
@@ -115,7 +116,7 @@ class IntervalSynopsis(IntervalAnswers):
     domain : tuple of int
         Inclusive ``(lo, hi)``.
     tree, fanout, consistency, estimator, k, level_ratio
-        The options used (``level_ratio`` a Fraction; 1 for kary).
+        The options used (``level_ratio`` a Fraction; 1 for kary; ``workload``: see build).
 
     References
     ----------
@@ -138,14 +139,14 @@ class IntervalSynopsis(IntervalAnswers):
     __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta", "delta",
                  "pure_epsilon", "_scale", "level_ratio", "_scales", "_weights",
                  "tree", "fanout", "consistency", "estimator", "k", "_released", "_prefix",
-                 "_levels", "_ends", "_tau", "_coef", "_columns", "clipped")
+                 "_levels", "_ends", "_tau", "_coef", "_columns", "clipped", "workload")
 
     def __init__(self):
         raise TypeError("use IntervalSynopsis.build(...) or pydp_synopsis.load(path)")
 
     @classmethod
     def _from_release(cls, partition, released, *, epsilon_tree, beta, tree, fanout,
-                      consistency, estimator, k, delta=0, level_ratio=1):
+                      consistency, estimator, k, delta=0, level_ratio=1, workload=None):
         """The one constructor (build and load): released numbers and checked options in.
 
         Everything but the arguments is post-processing of the release: the
@@ -165,6 +166,7 @@ class IntervalSynopsis(IntervalAnswers):
         self._coef = None
         self._columns = None                     # set by build/load when described
         self.clipped = False                     # build(clip=True): values were clipped
+        self.workload = workload                 # build(workload=...): the TreeChoice
         self._levels, self._prefix = None, None
         self.level_ratio = Fraction(level_ratio)
         self._scales, self._weights = None, None
@@ -197,8 +199,8 @@ class IntervalSynopsis(IntervalAnswers):
     def build(cls, values, *, domain, epsilon, beta=0.05, rng=None, tree=DEFAULT_TREE,
               fanout=DEFAULT_FANOUT, consistency=True, estimator=None,
               partition_share=None, threshold_factor=None, k=19, budget=None,
-              counts=None, shards=None, delta=0, columns=None, scale=None,
-              resolution=None, dropna=False, partition=None, level_ratio=None, clip=False):
+              counts=None, shards=None, delta=0, columns=None, scale=None, resolution=None,
+              dropna=False, partition=None, level_ratio=None, clip=False, workload=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -309,6 +311,8 @@ class IntervalSynopsis(IntervalAnswers):
             the synopsis records it (``clipped``, saved and shown by
             ``pydp-synopsis info``): the counts at the domain's ends then
             include the values clipped there.
+        workload : {"short", "mixed", "long"} or (lo, hi), optional
+            Queries declared (public) to choose the tree by: :mod:`pydp_synopsis.interval_workload`.
 
         Returns
         -------
@@ -366,6 +370,7 @@ class IntervalSynopsis(IntervalAnswers):
             values, [domain], counts=counts, columns=columns, scale=scale,
             resolution=resolution, dropna=dropna, clip=clip, source=is_source(values))
         domain = check_domain(domain)
+        wl = check_tree_workload(workload, domain, described, tree)
         if method == "dnrr":
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         else:
@@ -386,7 +391,7 @@ class IntervalSynopsis(IntervalAnswers):
                                                      threshold_factor=factor)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
-                                    estimator=estimator, k=k, dlt=dlt, ratio=ratio)
+                                    estimator=estimator, k=k, dlt=dlt, ratio=ratio, wl=wl)
             syn._columns, syn.clipped = described, clip
             return syn
         offsets = as_offsets(values, domain, "values", clip=clip)
@@ -406,14 +411,16 @@ class IntervalSynopsis(IntervalAnswers):
             raise AssertionError("partition weights do not add up to the number of values")
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
                                 consistency=consistency, estimator=estimator, k=k,
-                                dlt=dlt, ratio=ratio)
+                                dlt=dlt, ratio=ratio, wl=wl)
         syn._columns, syn.clipped = described, clip
         return syn
 
     @classmethod
     def _release_tree(cls, part, counts, eps_t, rng, *, beta, tree, fanout, consistency,
-                      estimator, k, dlt, ratio=1):
-        """The tree over the released partition's true segment ``counts`` (DNRR section 3.2)."""
+                      estimator, k, dlt, ratio=1, wl=None):
+        """The tree over the released partition's segment ``counts`` (DNRR 3.2), for ``wl``."""
+        fanout, ratio, choice = tree_for_workload(wl, part, fanout, ratio, eps_t, estimator,
+                                                  consistency, dlt)
         if tree == "kary":
             counter = KaryTreeCounter(horizon=len(part), epsilon=eps_t, k=k, rng=rng, delta=dlt)
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)
@@ -423,7 +430,8 @@ class IntervalSynopsis(IntervalAnswers):
             released = trees.noisy_tree(counts, fanout, eps_t, rng, dlt, scales=scales)
         return cls._from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
                                  fanout=fanout, consistency=consistency and tree != "kary",
-                                 estimator=estimator, k=k, delta=dlt, level_ratio=ratio)
+                                 estimator=estimator, k=k, delta=dlt, level_ratio=ratio,
+                                 workload=choice)
 
     def __repr__(self):
         # public facts and released sizes only (never the number of values)

@@ -1,14 +1,19 @@
 """``pydp-synopsis build``: the arguments checked (all before any data is read),
 the source they name, the synopsis built and saved."""
+import numpy as np
+
 from .. import sources
 from ..errors import InputError, ParameterError, UsageError
-from ..inputs import parse_scale
+from ..inputs import parse_scale, to_fixed_point
 from ..intervals import IntervalSynopsis
 from ..params import check_beta, exact_epsilon
+from ..queryfiles import query_chunks
 from ..rectangles import RectangleSynopsis
 from ..sources import expand_paths, parse_database
 from ..sources.dask import CLUSTER_TIMEOUT, check_cluster_timeout, check_scheduler, dask_files
+from ..sources.files import in_file
 from ..units import Column, describe_axes
+from ..workload import CLASSES, MAX_QUERIES
 from .common import check_output_option, delimiter_of, rng_of
 from .domains import parse_domain, parse_user_domain, per_column
 from .progress import BuildProgress, Observed
@@ -97,6 +102,37 @@ def _build_source(args, columns, units=None):
                          dropna=args.dropna, **options)
 
 
+def _workload(args, dims, units):
+    """``--workload``: a class name, or the ``(lo, hi)`` corners of a query file (in the
+    columns' units; integers or ``--scale`` decimals for plain columns), read before any
+    data; None without it."""
+    if args.workload is None or args.workload in CLASSES:
+        return args.workload
+    names = (["lo", "hi"] if dims == 1 else [f"lo_{a}" for a in range(dims)]
+             + [f"hi_{a}" for a in range(dims)])
+    plain = units is None or all(c.is_plain for c in units)
+    parts = {n: [] for n in names}
+    rows = 0
+    for _, chunk in query_chunks(args.workload, names, delimiter_of(args) or ","):
+        rows += len(chunk)
+        if rows > MAX_QUERIES:
+            raise UsageError(f"--workload {args.workload}: at most {MAX_QUERIES} queries")
+        for n in names:
+            texts = [r[n] for r in chunk]
+            try:
+                parts[n].append(np.array(texts, dtype=object) if not plain
+                                else to_fixed_point(texts, args.scale, n))
+            except InputError as exc:
+                raise in_file(exc, args.workload) from None
+    if rows == 0:
+        raise UsageError(f"--workload {args.workload}: no queries (a header lo,hi and one row "
+                         f"per query)")
+    cols = [np.concatenate(parts[n]) for n in names]
+    if dims == 1:
+        return cols[0], cols[1]
+    return np.column_stack(cols[:dims]), np.column_stack(cols[dims:])
+
+
 def _cluster_timeout(args):
     """``--cluster-timeout`` in seconds (default :data:`~pydp_synopsis.sources.dask.CLUSTER_TIMEOUT`)."""
     return CLUSTER_TIMEOUT if args.cluster_timeout is None else args.cluster_timeout
@@ -153,6 +189,7 @@ def cmd_build(args):
     if units is None and columns:
         units = describe_axes(None, domain, columns=columns)     # named integer columns
     check_output_option(args.output, *_input_paths(args))
+    workload = _workload(args, dims, units)
     source = _build_source(args, columns, units)
     rng = rng_of(args)
     progress = BuildProgress()
@@ -162,12 +199,12 @@ def cmd_build(args):
             syn = IntervalSynopsis.build(observed, domain=domain[0], epsilon=args.epsilon,
                                          beta=args.beta, rng=rng, shards=args.shards,
                                          columns=units, partition=args.partition,
-                                         clip=args.clip)
+                                         clip=args.clip, workload=workload)
             what = f"interval synopsis: {len(syn):,} segments"
         else:
             syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,
                                           beta=args.beta, rng=rng, shards=args.shards,
-                                          columns=units, clip=args.clip)
+                                          columns=units, clip=args.clip, workload=workload)
             what = f"rectangle synopsis over {len(domain)} columns: {syn.num_nodes:,} nodes"
     finally:
         progress.close()

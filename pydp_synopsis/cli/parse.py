@@ -146,6 +146,10 @@ def build_parser():
                    help="clip values outside --domain to its nearest end (per column, in the "
                         "column's units; a per-row map: the same epsilon) instead of refusing "
                         "them; the synopsis records it")
+    b.add_argument("--workload", metavar="FILE.csv|short|mixed|long",
+                   help="the queries you will ask (public): a CSV with lo,hi (or lo_0..,hi_0..) "
+                        "columns in the data's units, or a class; chooses the tree or grid by "
+                        "its exact noise on them, same epsilon (docs/guide/workload.md)")
     b.add_argument("--output", required=True, metavar="SYN", help="where to save the synopsis")
     b.add_argument("--seed", type=integer, help=seed_help)
     b.set_defaults(func=cmd_build)
