@@ -1,5 +1,7 @@
 """``pydp-synopsis build``: the arguments checked (all before any data is read),
 the source they name, the synopsis built and saved."""
+import os
+
 import numpy as np
 
 from .. import sources
@@ -106,8 +108,13 @@ def _workload(args, dims, units):
     """``--workload``: a class name, or the ``(lo, hi)`` corners of a query file (in the
     columns' units; integers or ``--scale`` decimals for plain columns), read before any
     data; None without it."""
+    if args.workload is not None and dims != 1:
+        raise UsageError("--workload applies to one column (an interval synopsis)")
     if args.workload is None or args.workload in CLASSES:
         return args.workload
+    if not os.path.isfile(args.workload):
+        raise UsageError(f"--workload must be a CSV file of queries or one of "
+                         f"{', '.join(CLASSES)}, got {args.workload!r}")
     names = (["lo", "hi"] if dims == 1 else [f"lo_{a}" for a in range(dims)]
              + [f"hi_{a}" for a in range(dims)])
     plain = units is None or all(c.is_plain for c in units)
@@ -204,7 +211,7 @@ def cmd_build(args):
         else:
             syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,
                                           beta=args.beta, rng=rng, shards=args.shards,
-                                          columns=units, clip=args.clip, workload=workload)
+                                          columns=units, clip=args.clip)
             what = f"rectangle synopsis over {len(domain)} columns: {syn.num_nodes:,} nodes"
     finally:
         progress.close()
