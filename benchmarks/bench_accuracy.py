@@ -11,7 +11,7 @@ a **loss** only when its interval lies above 1 (a **win** below 1, else a
 true count (every method is worse than answering the count itself).  Two
 tables (``--mode both``): ours as the default build, and in the workload
 mode, built with ``workload=`` the row's class (data -> "mixed", small ->
-"short", uniform -> "long"; 1-D only: the rectangles have no workload= yet).
+"short", uniform -> "long"; boxes: the same class on every axis).
 The summary gives geomean and worst ratio, losses and floors per mode and class.
 The default sets need the flights in ``$PYDP_SYNOPSIS_DATA`` (one line says
 so when it is missing); ``--data extra`` needs two PyPI packages.
@@ -364,9 +364,7 @@ def run(args):
     summary, heavy = {}, []
     for dims in dims_list:
         peers = PEERS_1D if dims == 1 else PEERS_CD
-        dim_modes = modes if dims == 1 else tuple(m for m in modes if m == "default")
-        if dim_modes != modes:
-            print(f"\n({dims}-D: no workload mode: RectangleSynopsis has no workload= yet)")
+        dim_modes = modes
         tables = {m: [] for m in dim_modes}
         for name, values, domain in datasets(dims, subsample, args.data):
             n = len(values)

@@ -18,6 +18,8 @@ from pydp_synopsis.interval_record import from_record
 from pydp_synopsis.interval_workload import (LEVEL_RATIOS, TREE_FANOUTS, TreeCandidate,
                                              TreeChoice, choose_tree, query_variances,
                                              tree_candidates)
+from pydp_synopsis.rectangles.workload import (GRID_COARSE_SHARES, MULTITREE_FANOUTS,
+                                               cover_nodes, multitree_variances)
 from pydp_synopsis.workload import (CLASSES, LATTICE_SIZE, Workload, check_workload,
                                     class_offsets, segment_offsets)
 from stattests import ALPHA
@@ -288,3 +290,132 @@ def test_cli_build_with_a_workload_class_and_file(tmp_path):
     proc = subprocess.run(cmd + ["--workload", "medium", "--output", str(tmp_path / "b.pds")],
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "--workload must be a CSV file" in proc.stderr
+    # two columns: a rectangle synopsis, boxes from lo_0,lo_1,hi_0,hi_1
+    table2 = tmp_path / "t2.csv"
+    table2.write_text("x,y\n" + "\n".join(f"{a},{b}" for a, b in zip(v, v[::-1])) + "\n")
+    boxes = tmp_path / "b.csv"
+    boxes.write_text("lo_0,lo_1,hi_0,hi_1\n1,2,300,400\n10,10,20,5000\n")
+    out = tmp_path / "r.pds"
+    proc = subprocess.run([sys.executable, "-m", "pydp_synopsis.cli", "build", "--input",
+                           str(table2), "--columns", "x,y", "--domain", "0:9999,0:9999",
+                           "--epsilon", "1", "--seed", "3", "--workload", str(boxes),
+                           "--output", str(out)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ps.load(out).workload.queries == 2
+
+
+# ------------------------------------------------------------------ rectangles
+@pytest.fixture(scope="module")
+def points():
+    rng = np.random.default_rng(8)
+    a = rng.normal([3e5, 6e5], [3e4, 5e4], (6000, 2))
+    b = rng.uniform(0, 1e6, (2000, 2))
+    return np.concatenate([a, b]).astype(np.int64).clip(0, 10**6)
+
+
+BOXES = [(0, 10**6), (0, 10**6)]
+
+
+@pytest.mark.parametrize("fanout", [2, 4, 1024])
+@pytest.mark.parametrize("estimator", ["uniform", "cover"])
+def test_multitree_variance_formula_is_the_exact_noise(points, fanout, estimator):
+    # an unpruned multi-tree: the chooser's per-box variance equals the structure's own
+    syn = ps.RectangleSynopsis.build(points, domain=BOXES, epsilon=1.0, rng=ps.Rng(seed=3),
+                                     structure="multitree", fanout=fanout, prune=None,
+                                     final_share=1, estimator=estimator)
+    mech = syn._mechanism
+    lo, hi = class_offsets("mixed", [np.asarray(e, np.uint64) for e in syn._axes.ends],
+                           [(0, int(e[-1])) for e in syn._axes.ends])
+    lo = np.concatenate([lo, class_offsets("short", [np.asarray(e, np.uint64)
+                                                     for e in syn._axes.ends],
+                                           [(0, 10**6)] * 2)[0]])
+    hi = np.concatenate([hi, lo[hi.shape[0]:]])
+    var = multitree_variances(syn._axes, lo, hi, mech.shape, mech.scales[1], estimator)
+    std = syn.count_many(lo.astype(np.int64), hi.astype(np.int64), return_std=True)[1]
+    assert np.allclose(var, std ** 2, rtol=1e-9, atol=0)
+
+
+def test_multitree_choice_is_exact_never_worse_and_recorded(tmp_path, points):
+    for wl in ("short", "long", _boxes()):
+        syn = ps.RectangleSynopsis.build(points, domain=BOXES, epsilon=1.0, rng=ps.Rng(seed=4),
+                                         structure="multitree", fanout=4, workload=wl)
+        c = syn.workload
+        assert c.option == "fanout" and c.exact and c.default == (4, 4)
+        assert c.value == tuple(syn.fanout) and c.score <= c.default_score
+        assert c.candidates == 1 + len([f for f in MULTITREE_FANOUTS if f != 4])
+        syn.save(tmp_path / "m.pds")
+        assert ps.load(tmp_path / "m.pds").workload == c
+    # determinism: the same seed, the same choice and release
+    again = ps.RectangleSynopsis.build(points, domain=BOXES, epsilon=1.0, rng=ps.Rng(seed=4),
+                                       structure="multitree", fanout=4, workload=_boxes())
+    assert again.workload == syn.workload
+    q = _boxes(seed=9)
+    assert np.array_equal(again.count_many(*q), syn.count_many(*q))
+
+
+def test_grid_choice_by_formula_is_recorded_and_old_files_load(tmp_path, points):
+    base = ps.RectangleSynopsis.build(points, domain=BOXES, epsilon=1.0, rng=ps.Rng(seed=5))
+    syn = ps.RectangleSynopsis.build(points, domain=BOXES, epsilon=1.0, rng=ps.Rng(seed=5),
+                                     workload="short")
+    c = syn.workload
+    assert c.option == "coarse_share" and not c.exact and c.default == Fraction(2, 5)
+    assert c.score <= c.default_score and c.value in GRID_COARSE_SHARES
+    assert syn._mechanism.coarse_share == float(c.value)
+    assert syn.epsilon == base.epsilon and base.workload is None
+    assert [np.array_equal(a, b) for a, b in zip(syn._axes.ends, base._axes.ends)] == [True] * 2
+    syn.save(tmp_path / "g.pds")
+    back = ps.load(tmp_path / "g.pds")
+    assert back.workload == c
+    kind, meta, arrays = syn._to_record()[:3]
+    meta = dict(meta, workload=dict(meta["workload"], value=[1, 10]))
+    ps.persist.write_record(tmp_path / "bad.pds", kind, meta, arrays)
+    with pytest.raises(FormatError, match="workload"):
+        ps.load(tmp_path / "bad.pds")
+    assert "workload" not in base._to_record()[1]
+
+
+def _boxes(seed=2, q=300):
+    rng = np.random.default_rng(seed)
+    lo = rng.integers(0, 9 * 10**5, (q, 2))
+    return lo, lo + rng.integers(0, 10**5, (q, 2))
+
+
+@pytest.mark.parametrize("workload, exc, words", [
+    ("tiny", ParameterError, "workload must be one of"),
+    (([1, 2], [3, 4]), ParameterError, r"shape \(q, 2\)"),
+    (([[1, 2, 3]], [[3, 4, 5]]), ParameterError, r"shape \(q, 2\)"),
+    (([[5, 5]], [[4, 6]]), DomainError, "lo must be <= hi"),
+    (([[0, 0]], [[1, 10**6 + 1]]), DomainError, r"workload hi\[1\]"),
+    ((np.zeros((0, 2), np.int64), np.zeros((0, 2), np.int64)), ParameterError, "at least one"),
+])
+def test_bad_box_workload_is_refused_before_any_budget_or_randomness(workload, exc, words):
+    budget = ps.Budget(10)
+    rng = ps.Rng(seed=5)
+    first = ps.Rng(seed=5).random_uint64()
+    with pytest.raises(exc, match=words) as err:
+        ps.RectangleSynopsis.build([[1, 2]], domain=BOXES, epsilon=1.0, budget=budget,
+                                   rng=rng, workload=workload)
+    assert "\n" not in str(err.value)
+    assert budget.spent == 0 and rng.random_uint64() == first
+
+
+def test_cover_nodes_counts_the_minimal_cover():
+    # brute force: the fewest nodes of a k-ary tree (ragged right edge) covering [a, b)
+    for k, m in ((2, 13), (3, 10), (4, 64), (16, 40)):
+        levels = trees.tree_shape(m, k)[0]
+        a, b = np.array([(x, y) for x in range(m) for y in range(x, m + 1)]).T
+        got = cover_nodes(a, b, k, levels, m)
+
+        def inside(level, u, x, y):
+            lo_, hi_ = u * k ** level, min((u + 1) * k ** level, m)
+            return x <= lo_ and hi_ <= y
+
+        def brute(x, y):
+            # a node is in the minimal cover iff it lies inside and its parent does not
+            # (nodes of the top stored level have no stored parent)
+            return sum(1 for level in range(levels) for u in range(-(-m // k ** level))
+                       if inside(level, u, x, y)
+                       and not (level + 1 < levels and inside(level + 1, u // k, x, y)))
+        want = [brute(int(x), int(y)) for x, y in zip(a, b)]
+        assert got.tolist() == want, (k, m)

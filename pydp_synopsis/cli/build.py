@@ -108,8 +108,6 @@ def _workload(args, dims, units):
     """``--workload``: a class name, or the ``(lo, hi)`` corners of a query file (in the
     columns' units; integers or ``--scale`` decimals for plain columns), read before any
     data; None without it."""
-    if args.workload is not None and dims != 1:
-        raise UsageError("--workload applies to one column (an interval synopsis)")
     if args.workload is None or args.workload in CLASSES:
         return args.workload
     if not os.path.isfile(args.workload):
@@ -211,7 +209,7 @@ def cmd_build(args):
         else:
             syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,
                                           beta=args.beta, rng=rng, shards=args.shards,
-                                          columns=units, clip=args.clip)
+                                          columns=units, clip=args.clip, workload=workload)
             what = f"rectangle synopsis over {len(domain)} columns: {syn.num_nodes:,} nodes"
     finally:
         progress.close()
