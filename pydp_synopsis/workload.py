@@ -59,8 +59,9 @@ __all__ = ["CLASSES", "LATTICE_SIZE", "MAX_QUERIES", "Workload", "check_workload
 CLASSES = ("short", "mixed", "long")
 #: Points of the Fibonacci lattice behind the named classes (F_19; its generator F_18).
 LATTICE_SIZE, _GENERATOR = 4181, 2584
-#: The most declared queries (the choice computes every candidate's variance on each).
-MAX_QUERIES = 1 << 22
+#: The most declared queries (the choice computes every candidate's exact variance on each:
+#: a few microseconds per query and candidate).
+MAX_QUERIES = 1 << 18
 #: Rotation of the lattice between the axes of a rectangle class.
 _AXIS_SHIFT = 1597
 
@@ -130,6 +131,10 @@ def check_workload(workload, domains, columns=None):
                         "(lo, hi) of query corners")
     c = len(domains)
     lo, hi = workload
+    for v in (lo, hi):                 # the size before any conversion allocates
+        if hasattr(v, "__len__") and len(v) > MAX_QUERIES:
+            raise ParameterError(f"workload may hold at most {MAX_QUERIES} queries, got "
+                                 f"{len(v)}")
     if columns is not None:
         lo, hi = convert_corners(columns, lo, hi, True)
     lo_o, hi_o = (_axis_offsets(v, domains, name) for v, name in ((lo, "lo"), (hi, "hi")))
