@@ -66,7 +66,7 @@ workload): |mean error| / RMSE.
 
 Usage::
 
-    python benchmarks/bench_accuracy.py --only 1d          # a few minutes
+    python benchmarks/bench_accuracy.py --only 1d          # 10 builds of every method: tens of minutes
     python benchmarks/bench_accuracy.py                    # 1-D, 2-D, 3-D
     python benchmarks/bench_accuracy.py --quick            # smoke test
     python benchmarks/bench_accuracy.py --ours fanout=8,partition_share=0.5
