@@ -1,9 +1,20 @@
-"""Accuracy of the default synopses next to the published peers (issue #15's table).
+"""The honest judge: accuracy of our synopses next to the published peers (issues #15, #33).
 
 For every data set x epsilon in {0.1, 1} x workload in {data-centred, small,
-uniform}: RMSE of our *default* ``IntervalSynopsis.build`` (1-D) or
-``RectangleSynopsis.build`` (2-D/3-D) and of every peer, measured in the same
-run on the same queries, and ratio = ours / best peer.
+uniform}: RMSE of ours and of every peer over ``--reps`` (default 10) seeded
+builds *of every method*, on the same queries, and ratio = ours / best peer
+with a 95% interval: a percentile bootstrap over builds (2000 resamples; each
+method's builds resampled independently, the best peer re-taken in every
+resample; the analytic peers HH2/HH16 are exact and not resampled).  A row is
+a **loss** only when its interval lies above 1 (a **win** below 1, else a
+**tie**); **floor** marks rows where the best peer's RMSE exceeds the mean
+true count (every method is worse than answering the count itself).  Two
+tables (``--mode both``): ours as the default build, and in the workload
+mode, built with ``workload=`` the row's class (data -> "mixed", small ->
+"short", uniform -> "long"; boxes: the same class on every axis).
+The summary gives geomean and worst ratio, losses and floors per mode and class.
+The default sets need the flights in ``$PYDP_SYNOPSIS_DATA`` (one line says
+so when it is missing); ``--data extra`` needs two PyPI packages.
 
 Peers
  - 1-D: PrivTree (peers_privtree.py), DAWA given the workload
@@ -40,11 +51,11 @@ Data sets
    (carat, price) and NYC (minute, distance) in 2-D; NYC (minute, distance,
    delay) in 3-D -- see extra_data.py.  ``--data all`` runs both.
 
-RMSE of a method = sqrt(mean over repetitions and queries of squared error)
-(``--reps`` repetitions, 3 by default; the analytic hierarchical histogram is
+RMSE of a method = sqrt(mean over builds and queries of squared error)
+(``--reps`` builds, 10 by default; the analytic hierarchical histogram is
 its exact expectation).  Ours uses ``rng=ps.Rng(seed=...)``; peers use numpy
 seeds (OpenDP draws its own noise).  ``--peers-cache FILE`` keeps the peers'
-RMSEs in a JSON file keyed by data set, n, eps, workload, queries, reps and
+per-build MSEs in a JSON file keyed by data set, n, eps, workload, queries, reps and
 peer, since they do not change when our code changes.
 
 The summary gives the geometric mean (a ratio of 0, ours exact, counted as
@@ -55,7 +66,7 @@ workload): |mean error| / RMSE.
 
 Usage::
 
-    python benchmarks/bench_accuracy.py --only 1d          # a few minutes
+    python benchmarks/bench_accuracy.py --only 1d          # 10 builds of every method: tens of minutes
     python benchmarks/bench_accuracy.py                    # 1-D, 2-D, 3-D
     python benchmarks/bench_accuracy.py --quick            # smoke test
     python benchmarks/bench_accuracy.py --ours fanout=8,partition_share=0.5
@@ -96,6 +107,10 @@ EPSILONS = (0.1, 1.0)
 KINDS = ("data", "small", "uniform")
 PEERS_1D = ("PrivTree", "DAWA", "OpenDP", "HH2", "HH16")
 PEERS_CD = ("PrivTree", "AG", "UG")
+#: The declared class of the workload mode for each query kind (pydp_synopsis.workload).
+WORKLOAD_OF = {"data": "mixed", "small": "short", "uniform": "long"}
+#: Bootstrap resamples of each row's ratio interval.
+BOOTSTRAP = 2000
 
 
 # ---------------------------------------------------------------- data
@@ -206,36 +221,42 @@ def make_workloads(dims, values, domain, q, seed):
 
 # ---------------------------------------------------------------- methods
 
-def run_ours(dims, values, domain, eps, wl, reps, opts):
-    """{kind: (rmse, mean signed error, mean build seconds, standard error of the mean
-    signed error)}.  The standard error is taken across builds (the builds are
-    independent; one build's errors on different queries are not: they share
-    the tree's upper nodes)."""
-    sq = {k: [] for k in wl}
-    err_sum = {k: [] for k in wl}
-    times = []
+def build_ours(dims, values, domain, eps, seed, opts, workload=None):
+    """One seeded build of ours (``workload``: the declared class, or None: the default)."""
+    extra = dict(opts, **({"workload": workload} if workload else {}))
+    cls = IntervalSynopsis if dims == 1 else RectangleSynopsis
+    return cls.build(values, domain=domain, epsilon=eps, rng=ps.Rng(seed=seed), **extra)
+
+
+def run_ours(dims, values, domain, eps, wl, reps, opts, mode="default"):
+    """{kind: (per-build MSEs, per-build mean signed errors, mean build seconds)}.
+
+    ``mode="default"``: one default build per repetition answers every
+    workload; ``mode="workload"``: each workload kind gets its own build
+    declaring its class (:data:`WORKLOAD_OF`).  Builds are seeded ``1000 + r``.
+    """
+    out = {k: ([], [], []) for k in wl}
     for r in range(reps):
-        t0 = time.perf_counter()
-        if dims == 1:
-            syn = IntervalSynopsis.build(values, domain=domain, epsilon=eps,
-                                         rng=ps.Rng(seed=1000 + r), **opts)
-        else:
-            syn = RectangleSynopsis.build(values, domain=domain, epsilon=eps,
-                                          rng=ps.Rng(seed=1000 + r), **opts)
-        times.append(time.perf_counter() - t0)
+        syn = None
         for kind, (lo, hi, truth) in wl.items():
+            if syn is None or mode == "workload":
+                t0 = time.perf_counter()
+                syn = build_ours(dims, values, domain, eps, 1000 + r, opts,
+                                 WORKLOAD_OF[kind] if mode == "workload" else None)
+                took = time.perf_counter() - t0
             e = np.asarray(syn.count_many(lo, hi), dtype=np.float64) - truth
-            sq[kind].append(np.mean(e ** 2))
-            err_sum[kind].append(np.mean(e))
-    return {k: (float(np.sqrt(np.mean(sq[k]))), float(np.mean(err_sum[k])), float(np.mean(times)),
-                float(np.std(err_sum[k], ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan"))
-            for k in wl}
+            out[kind][0].append(float(np.mean(e ** 2)))
+            out[kind][1].append(float(np.mean(e)))
+            out[kind][2].append(took)
+    return {k: (np.array(m), np.array(b), float(np.mean(t))) for k, (m, b, t) in out.items()}
 
 
-def peer_rmse(peer, dims, values, domain, eps, lo, hi, truth, reps, cache_obj, buckets=1 << 16):
+def peer_mses(peer, dims, values, domain, eps, lo, hi, truth, reps, cache_obj, buckets=1 << 16):
+    """The peer's MSE on the queries, one per seeded build (``2000 + r``); the analytic
+    hierarchical histograms give their exact expectation (one number)."""
     if peer in ("HH2", "HH16"):
         var = peers_intervals.expected_squared_error(lo, hi, domain, int(peer[2:]), eps)
-        return peers_intervals.rmse_from_variances(var)
+        return [float(peers_intervals.rmse_from_variances(var)) ** 2]
     mse = []
     for r in range(reps):
         seed = 2000 + r
@@ -255,15 +276,43 @@ def peer_rmse(peer, dims, values, domain, eps, lo, hi, truth, reps, cache_obj, b
             est = UniformGrid(values, domain, eps, seed=seed).answer(lo, hi)
         else:
             raise ValueError(peer)
-        mse.append(np.mean((est - truth) ** 2))
-    return float(np.sqrt(np.mean(mse)))
+        mse.append(float(np.mean((est - truth) ** 2)))
+    return mse
+
+
+def ratio_interval(ours, peers, resamples=BOOTSTRAP, seed=0):
+    """``(ratio, low, high)``: ours' RMSE over the best peer's, and its 95% percentile
+    bootstrap interval over builds.
+
+    Each resample draws every method's builds with replacement (independently:
+    the methods' builds are independent) and takes the best peer *in that
+    resample*, so the interval accounts for which peer is best.  A method
+    with one number (the analytic peers) is exact and not resampled.
+    """
+    ours = np.asarray(ours, dtype=np.float64)
+    rmse = lambda x: float(np.sqrt(np.mean(x)))  # noqa: E731
+    best = min(rmse(v) for v in peers.values())
+    ratio = rmse(ours) / best if best > 0 else float("inf")
+    rng = np.random.default_rng(seed)
+
+    def boot(x):
+        x = np.asarray(x, dtype=np.float64)
+        if x.size == 1:
+            return np.full(resamples, np.sqrt(x[0]))
+        return np.sqrt(x[rng.integers(0, x.size, (resamples, x.size))].mean(axis=1))
+
+    o = boot(ours)
+    b = np.min(np.stack([boot(v) for v in peers.values()]), axis=0)
+    r = o / np.where(b > 0, b, np.nan)
+    low, high = np.nanpercentile(r, [2.5, 97.5]) if np.isfinite(r).any() else (ratio, ratio)
+    return ratio, float(low), float(high)
 
 
 # ---------------------------------------------------------------- main
 
 def peer_key(dims, name, n, eps, kind, q, reps, peer, buckets=1 << 16):
-    """The ``--peers-cache`` key of one peer's RMSE on one row."""
-    key = f"{dims}|{name}|n={n}|eps={eps}|{kind}|q={q}|reps={reps}|{peer}"
+    """The ``--peers-cache`` key of one peer's per-build MSEs on one row."""
+    key = f"{dims}|{name}|n={n}|eps={eps}|{kind}|q={q}|reps={reps}|{peer}|mse"
     if peer in ("DAWA", "OpenDP") and buckets != 1 << 16:
         key += f"|buckets={buckets}"
     return key
@@ -279,61 +328,93 @@ def _fmt(x):
     return "-" if x is None else (f"{x:.1f}" if x < 1e4 else f"{x:.3g}")
 
 
+def verdict(low, high, floor):
+    """``loss`` only when the whole interval lies above 1, ``win`` when below; ``floor``
+    marks a row where the best peer's RMSE exceeds the mean true count."""
+    word = "loss" if low > 1 else "win" if high < 1 else "tie"
+    return word + (" floor" if floor else "")
+
+
+def _table(mode, dims, peers, rows):
+    head = "default build" if mode == "default" else "workload mode (workload = the row's class)"
+    print(f"\n## {dims}-D, {head}\n")
+    print("| data | n | eps | workload | ours | build s | " + " | ".join(peers)
+          + " | ratio | 95% CI | verdict |")
+    print("|---|---|---|---|---|---|" + "---|" * len(peers) + "---|---|---|")
+    for r in rows:
+        print(r, flush=True)
+
+
 def run(args):
     dims_list = {"1d": [1], "2d": [2], "3d": [3]}.get(args.only, [1, 2, 3])
     subsample = args.subsample or (100_000 if args.quick else None)
-    reps = args.reps or (1 if args.quick else 3)
+    reps = args.reps or (2 if args.quick else 10)
     q = args.queries or (300 if args.quick else 1000)
     opts = workloads.parse_options(args.ours)
+    modes = ("default", "workload") if args.mode == "both" else (args.mode,)
     cache = {}
     if args.peers_cache and os.path.exists(args.peers_cache):
         with open(args.peers_cache) as fh:
             cache = json.load(fh)
-    print(f"# RMSE over {q} queries x {reps} builds; ours = default build"
-          + (f" with {opts}" if opts else "") + "; ratio = ours / best peer")
+    print(f"# RMSE over {q} queries x {reps} seeded builds of every method (peers included); "
+          "ours = default build" + (f" with {opts}" if opts else "")
+          + "; ratio = ours / best peer, 95% CI: percentile bootstrap over builds "
+          f"({BOOTSTRAP} resamples, the best peer taken in each); a loss = CI above 1; "
+          "floor = the best peer's RMSE exceeds the mean true count")
     summary, heavy = {}, []
     for dims in dims_list:
         peers = PEERS_1D if dims == 1 else PEERS_CD
-        print(f"\n## {dims}-D\n")
-        print("| data | n | eps | workload | ours | build s | " + " | ".join(peers) + " | ratio |")
-        print("|---|---|---|---|---|---|" + "---|" * len(peers) + "---|")
+        dim_modes = modes
+        tables = {m: [] for m in dim_modes}
         for name, values, domain in datasets(dims, subsample, args.data):
             n = len(values)
             wl = make_workloads(dims, values, domain, q, seed=7)
             heavy_dupes = dims == 1 and np.unique(values, return_counts=True)[1].max() >= n / 1000
             shared = {}
             for eps in EPSILONS:
-                ours = run_ours(dims, values, domain, eps, wl, args.ours_reps or reps, opts)
+                res = {}
                 for kind in KINDS:
                     lo, hi, truth = wl[kind]
-                    res = {}
                     for peer in peers:
                         key = peer_key(dims, name, n, eps, kind, q, reps, peer, args.peer_buckets)
                         if key not in cache:
-                            cache[key] = peer_rmse(peer, dims, values, domain, eps, lo, hi, truth,
-                                                   reps, shared, args.peer_buckets)
-                        res[peer] = cache[key]
-                    rmse, _, build, _ = ours[kind]
-                    ratio = rmse / min(res.values())
-                    summary.setdefault((dims, kind), []).append(ratio)
-                    print(f"| {name} | {n} | {eps} | {kind} | {_fmt(rmse)} | {build:.3f} | "
-                          + " | ".join(_fmt(res[p]) for p in peers) + f" | {ratio:.3f} |", flush=True)
-                if heavy_dupes:
-                    # the mean error needs many builds: one build's errors share its upper
-                    # tree nodes, so 3 builds leave |mean| / RMSE ~0.1-0.2 from noise alone (100: +-0.04-0.09)
-                    nb = max(args.bias_reps or (3 if args.quick else 100), args.ours_reps or reps)
-                    more = ours if nb == (args.ours_reps or reps) else run_ours(
-                        dims, values, domain, eps, {"data": wl["data"]}, nb, opts)
-                    rmse, mean_err, _, se = more["data"]
-                    heavy.append((name, eps, mean_err, rmse, se, nb))
+                            cache[key] = peer_mses(peer, dims, values, domain, eps, lo, hi,
+                                                   truth, reps, shared, args.peer_buckets)
+                        res[(kind, peer)] = cache[key]
+                for mode in dim_modes:
+                    ours = run_ours(dims, values, domain, eps, wl, reps, opts, mode)
+                    for kind in KINDS:
+                        truth = wl[kind][2]
+                        pm = {p: res[(kind, p)] for p in peers}
+                        ratio, low, high = ratio_interval(ours[kind][0], pm)
+                        floor = min(np.sqrt(np.mean(v)) for v in pm.values()) > truth.mean()
+                        summary.setdefault((mode, dims, kind), []).append(
+                            (ratio, low > 1, floor))
+                        rmse = float(np.sqrt(np.mean(ours[kind][0])))
+                        tables[mode].append(
+                            f"| {name} | {n} | {eps} | {kind} | {_fmt(rmse)} | "
+                            f"{ours[kind][2]:.3f} | "
+                            + " | ".join(_fmt(float(np.sqrt(np.mean(pm[p])))) for p in peers)
+                            + f" | {ratio:.3f} | [{low:.3f}, {high:.3f}] | "
+                            f"{verdict(low, high, floor)} |")
+                    if mode == "default" and heavy_dupes:
+                        mse, err, _ = ours["data"]
+                        heavy.append((name, eps, float(np.mean(err)), float(np.sqrt(np.mean(mse))),
+                                      float(np.std(err, ddof=1) / np.sqrt(err.size))
+                                      if err.size > 1 else float("nan"), err.size))
                 if args.peers_cache:
                     with open(args.peers_cache, "w") as fh:
                         json.dump(cache, fh, indent=0, sort_keys=True)
-    print("\n| dims | workload | geomean ratio | worst ratio | rows |")
-    print("|---|---|---|---|---|")
-    for (dims, kind), rs in summary.items():
-        print(f"| {dims}-D | {kind} | {geomean(rs):.3f} | {max(rs):.3f} | {len(rs)} |")
-    if 1 in dims_list:
+        for mode in dim_modes:
+            _table(mode, dims, peers, tables[mode])
+    print("\n| mode | dims | workload | geomean ratio | worst ratio | losses (CI > 1) | floors "
+          "| rows |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (mode, dims, kind), rs in summary.items():
+        ratios = [r for r, _, _ in rs]
+        print(f"| {mode} | {dims}-D | {kind} | {geomean(ratios):.3f} | {max(ratios):.3f} | "
+              f"{sum(l for _, l, _ in rs)} | {sum(f for _, _, f in rs)} | {len(rs)} |")
+    if 1 in dims_list and "default" in modes:
         print("\nheavy-value endpoints (1-D data with a value holding >= 0.1% of the rows; "
               "data-centred queries; target |mean error| <= 0.2 RMSE; +-2 SE across builds):"
               + ("" if heavy else " none"))
@@ -345,17 +426,16 @@ def run(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="10^5 rows, 1 build, 300 queries")
+    ap.add_argument("--quick", action="store_true", help="10^5 rows, 2 builds, 300 queries")
     ap.add_argument("--only", choices=("1d", "2d", "3d"))
     ap.add_argument("--ours", default="", help="build options for ours: key=value,...")
     ap.add_argument("--peers-cache", default=None, help="JSON file caching the peers' RMSEs")
     ap.add_argument("--subsample", type=int, default=None, help="rows per data set (default: all)")
-    ap.add_argument("--reps", type=int, default=None)
-    ap.add_argument("--ours-reps", type=int, default=None,
-                    help="builds of ours per row (default --reps); the peers keep --reps")
+    ap.add_argument("--reps", type=int, default=None,
+                    help="seeded builds of every method per row (default 10; >= 10 for the judge)")
+    ap.add_argument("--mode", choices=("default", "workload", "both"), default="both",
+                    help="ours as the default build, with workload= the row's class, or both tables")
     ap.add_argument("--queries", type=int, default=None)
-    ap.add_argument("--bias-reps", type=int, default=None,
-                    help="builds of ours for the heavy-value bias line (default 100; --quick 3)")
     ap.add_argument("--peer-buckets", type=int, default=1 << 16,
                     help="equal-width cells of DAWA and OpenDP (2^16; smaller only for smoke tests)")
     ap.add_argument("--data", choices=("default", "extra", "all"), default="default",

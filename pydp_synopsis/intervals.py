@@ -58,6 +58,7 @@ from .interval_options import (DEFAULT_ESTIMATOR, DEFAULT_FANOUT, DEFAULT_LEVEL_
                                check_method, check_privtree_epsilon, check_privtree_options,
                                check_tree_options, tree_scales)
 from .interval_record import KIND, from_record, to_record
+from .interval_workload import check_tree_workload, tree_for_workload
 
 __all__ = ["IntervalSynopsis"]
 
@@ -114,7 +115,7 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
     domain : tuple of int
         Inclusive ``(lo, hi)``.
     tree, fanout, consistency, estimator, k, level_ratio
-        The options used (``level_ratio`` a Fraction; 1 for kary).
+        The options used (``level_ratio`` a Fraction; 1 for kary; ``workload``: see build).
 
     References
     ----------
@@ -137,14 +138,14 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
     __slots__ = ("partition", "epsilon", "epsilon_partition", "epsilon_tree", "beta", "delta",
                  "pure_epsilon", "_scale", "level_ratio", "_scales", "_weights",
                  "tree", "fanout", "consistency", "estimator", "k", "_released", "_prefix",
-                 "_levels", "_ends", "_tau", "_coef", "_columns", "clipped", "sums")
+                 "_levels", "_ends", "_tau", "_coef", "_columns", "clipped", "sums", "workload")
 
     def __init__(self):
         raise TypeError("use IntervalSynopsis.build(...) or pydp_synopsis.load(path)")
 
     @classmethod
     def _from_release(cls, partition, released, *, epsilon_tree, beta, tree, fanout,
-                      consistency, estimator, k, delta=0, level_ratio=1):
+                      consistency, estimator, k, delta=0, level_ratio=1, workload=None):
         """The one constructor (build and load): released numbers and checked options in.
 
         Everything but the arguments is post-processing of the release: the
@@ -164,6 +165,7 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
         self._coef = None
         self._columns = None                     # set by build/load when described
         self.clipped, self.sums = False, None    # build(clip=True), build(sum_of=...)
+        self.workload = workload                 # build(workload=...): the TreeChoice
         self._levels, self._prefix = None, None
         self.level_ratio = Fraction(level_ratio)
         self._scales, self._weights = None, None
@@ -199,8 +201,8 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
               partition_share=None, threshold_factor=None, k=19, budget=None,
               counts=None, shards=None, delta=0, columns=None, scale=None,
               resolution=None, dropna=False, partition=None, level_ratio=None, clip=False,
-              privtree_fanout=2, privtree_merge=None, sum_of=None, sum_bounds=None,
-              sum_share=None, sum_scale=None, tree=None):
+              workload=None, privtree_fanout=2, privtree_merge=None, sum_of=None,
+              sum_bounds=None, sum_share=None, sum_scale=None, tree=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
         Parameters
@@ -317,6 +319,8 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             the synopsis records it (``clipped``, saved and shown by
             ``pydp-synopsis info``): the counts at the domain's ends then
             include the values clipped there.
+        workload : {"short", "mixed", "long"} or (lo, hi), optional
+            Queries declared (public) to choose the tree by: :mod:`pydp_synopsis.interval_workload`.
         sum_of, sum_bounds, sum_share, sum_scale : optional
             Range sums of a clipped column: :mod:`pydp_synopsis.range_sums`, docs/guide/sums.md.
 
@@ -382,6 +386,7 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             resolution=resolution, dropna=dropna, clip=clip, source=is_source(values),
             carried=carried_columns(values))
         domain = check_domain(domain)
+        wl = check_tree_workload(workload, domain, described, tree)
         if method == "dnrr":
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         else:
@@ -402,7 +407,7 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
                                                      privtree_fanout=pt_fanout, privtree_merge=pt_merge)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
-                                    estimator=estimator, k=k, dlt=dlt, ratio=ratio)
+                                    estimator=estimator, k=k, dlt=dlt, ratio=ratio, wl=wl)
             syn._columns, syn.clipped = described, clip
             return syn
         offsets = as_offsets(values, domain, "values", clip=clip)
@@ -423,15 +428,17 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             raise AssertionError("partition weights do not add up to the number of values")
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
                                 consistency=consistency, estimator=estimator, k=k,
-                                dlt=dlt, ratio=ratio)
+                                dlt=dlt, ratio=ratio, wl=wl)
         syn._columns, syn.clipped = described, clip
         release_sums(spec, syn, offsets, shifted, eps_s, rng)      # sum_of: range_sums.py
         return syn
 
     @classmethod
     def _release_tree(cls, part, counts, eps_t, rng, *, beta, tree, fanout, consistency,
-                      estimator, k, dlt, ratio=1):
-        """The tree over the released partition's true segment ``counts`` (DNRR section 3.2)."""
+                      estimator, k, dlt, ratio=1, wl=None):
+        """The tree over the released partition's segment ``counts`` (DNRR 3.2), for ``wl``."""
+        fanout, ratio, choice = tree_for_workload(wl, part, fanout, ratio, eps_t, estimator,
+                                                  consistency, dlt)
         if tree == "kary":
             counter = KaryTreeCounter(horizon=len(part), epsilon=eps_t, k=k, rng=rng, delta=dlt)
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)
@@ -441,7 +448,8 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             released = trees.noisy_tree(counts, fanout, eps_t, rng, dlt, scales=scales)
         return cls._from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
                                  fanout=fanout, consistency=consistency and tree != "kary",
-                                 estimator=estimator, k=k, delta=dlt, level_ratio=ratio)
+                                 estimator=estimator, k=k, delta=dlt, level_ratio=ratio,
+                                 workload=choice)
 
     def __repr__(self):
         # public facts and released sizes only (never the number of values)
@@ -611,28 +619,6 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
         return float(self.count_many([int(lo)], [int(hi)])[0])
 
     # ------------------------------------------------------------ error bound
-    def interior_weight_bound(self):
-        """``W``: with probability ``>= 1 - beta/2`` no segment holds more than
-        ``W`` items *before its seal position* (its last value).
-
-        :meth:`Partition.interior_weight_bound
-        <pydp_synopsis.partitions.dnrr.Partition.interior_weight_bound>` of the
-        partition, built with failure probability ``beta / 2`` (DNRR Theorem
-        2.1's proof: ``W = T + 2 (k - 1)``, valid for any threshold factor and
-        any duplicates).  O(1).  Over a PrivTree partition: the largest
-        per-leaf bound ``W_d`` of a leaf of width >= 2, which bounds the whole
-        leaf, duplicates included (:meth:`TreePartition.interior_weight_bound
-        <pydp_synopsis.partitions.privtree.TreePartition.interior_weight_bound>`, O(m)).
-
-        Examples
-        --------
-        >>> import pydp_synopsis as ps
-        >>> s = IntervalSynopsis.build([5] * 1000, domain=(0, 2**32 - 1), epsilon=1.0,
-        ...                            rng=ps.Rng(seed=3))   # seed: tests only
-        >>> s.interior_weight_bound() < 1000 <= s.count(5, 5) + s.error_bound(0.9)
-        True
-        """
-        return self.partition.interior_weight_bound()   # the partition's beta is beta/2
     def error_bound(self, confidence=0.95, *, multiplicity=1):
         """The simultaneous bound: the error of *all* interval answers at once (DNRR Theorem 3.2).
 

@@ -176,7 +176,7 @@ def check_sum_options(sum_of, sum_bounds, sum_share, sum_scale, eps_trees, value
         raise ParameterError("sum_of needs sum_bounds=(lo, hi), public bounds of its values "
                              "(lo < hi)")
     if tree == "kary":
-        raise ParameterError("sum_of needs tree='hierarchical' or 'binary', not 'kary'")
+        raise ParameterError("sum_of needs structure='hierarchical' or 'binary', not 'kary'")
     if delta:
         raise ParameterError("sum_of needs delta=0 (range sums are pure epsilon-DP)")
     if counts is not None:

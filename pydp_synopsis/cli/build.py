@@ -2,17 +2,22 @@
 the source they name, the synopsis built and saved."""
 import os
 
+import numpy as np
+
 from .. import sources
 from ..errors import InputError, ParameterError, UsageError
-from ..inputs import parse_scale
+from ..inputs import parse_scale, to_fixed_point
 from ..intervals import IntervalSynopsis
 from ..params import check_beta, exact_epsilon
+from ..queryfiles import query_chunks
 from ..rectangles import RectangleSynopsis
 from ..sources import expand_paths, parse_database
 from ..sources.plans import parse_memory
 from ..sources.dask import CLUSTER_TIMEOUT, check_cluster_timeout, check_scheduler, dask_files
+from ..sources.files import in_file
 from ..units import Column, describe_axes
 from .categories import build_categories, category_column_of, other_domain
+from ..workload import CLASSES, MAX_QUERIES
 from .common import check_output_option, delimiter_of, rng_of
 from .domains import parse_domain, parse_user_domain, per_column
 from .progress import BuildProgress, Observed
@@ -116,6 +121,40 @@ def _temp_directory(args):
     return path
 
 
+def _workload(args, dims, units):
+    """``--workload``: a class name, or the ``(lo, hi)`` corners of a query file (in the
+    columns' units; integers or ``--scale`` decimals for plain columns), read before any
+    data; None without it."""
+    if args.workload is None or args.workload in CLASSES:
+        return args.workload
+    if not os.path.isfile(args.workload):
+        raise UsageError(f"--workload must be a CSV file of queries or one of "
+                         f"{', '.join(CLASSES)}, got {args.workload!r}")
+    names = (["lo", "hi"] if dims == 1 else [f"lo_{a}" for a in range(dims)]
+             + [f"hi_{a}" for a in range(dims)])
+    plain = units is None or all(c.is_plain for c in units)
+    parts = {n: [] for n in names}
+    rows = 0
+    for _, chunk in query_chunks(args.workload, names, delimiter_of(args) or ","):
+        rows += len(chunk)
+        if rows > MAX_QUERIES:
+            raise UsageError(f"--workload {args.workload}: at most {MAX_QUERIES} queries")
+        for n in names:
+            texts = [r[n] for r in chunk]
+            try:
+                parts[n].append(np.array(texts, dtype=object) if not plain
+                                else to_fixed_point(texts, args.scale, n))
+            except InputError as exc:
+                raise in_file(exc, args.workload) from None
+    if rows == 0:
+        raise UsageError(f"--workload {args.workload}: no queries (a header lo,hi and one row "
+                         f"per query)")
+    cols = [np.concatenate(parts[n]) for n in names]
+    if dims == 1:
+        return cols[0], cols[1]
+    return np.column_stack(cols[:dims]), np.column_stack(cols[dims:])
+
+
 def _cluster_timeout(args):
     """``--cluster-timeout`` in seconds (default :data:`~pydp_synopsis.sources.dask.CLUSTER_TIMEOUT`)."""
     return CLUSTER_TIMEOUT if args.cluster_timeout is None else args.cluster_timeout
@@ -183,7 +222,10 @@ def cmd_build(args):
     if wants_sums(args):                        # range sums: both columns in memory
         check_build_sums(args, columns, units, dims)
     check_output_option(args.output, *_input_paths(args))
+    workload = _workload(args, dims, units)
     if wants_sums(args):
+        if workload is not None:
+            raise UsageError("--workload does not apply with --sum")
         syn = build_with_sums(args, columns, domain, rng_of(args))
         syn.save(args.output)
         print(f"wrote {args.output}: interval synopsis with range sums of {args.sum}: "
@@ -200,13 +242,14 @@ def cmd_build(args):
             syn = IntervalSynopsis.build(observed, domain=domain[0], epsilon=args.epsilon,
                                          beta=args.beta, rng=rng, shards=args.shards,
                                          columns=units, partition=args.partition,
-                                         clip=args.clip, privtree_fanout=args.privtree_fanout or 2,
+                                         clip=args.clip, workload=workload,
+                                         privtree_fanout=args.privtree_fanout or 2,
                                          privtree_merge=args.privtree_merge)
             what = f"interval synopsis: {len(syn):,} segments"
         else:
             syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,
                                           beta=args.beta, rng=rng, shards=args.shards,
-                                          columns=units, clip=args.clip)
+                                          columns=units, clip=args.clip, workload=workload)
             what = f"rectangle synopsis over {len(domain)} columns: {syn.num_nodes:,} nodes"
     finally:
         progress.close()

@@ -191,6 +191,10 @@ def build_parser():
                    help="one category column: a flat histogram (auto: up to 1024 levels) or an "
                         "interval synopsis over the levels")
     add_sum_build_arguments(b)                  # --sum, --sum-bounds, ... (cli/sums.py)
+    b.add_argument("--workload", metavar="FILE.csv|short|mixed|long",
+                   help="the queries you will ask (public): a CSV with lo,hi (or lo_0..,hi_0..) "
+                        "columns in the data's units, or a class; chooses the tree or grid by "
+                        "its exact noise on them, same epsilon (docs/guide/workload.md)")
     b.add_argument("--output", required=True, metavar="SYN", help="where to save the synopsis")
     b.add_argument("--seed", type=integer, help=seed_help)
     b.set_defaults(func=cmd_build)

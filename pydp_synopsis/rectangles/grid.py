@@ -67,7 +67,7 @@ from ..tails import laplace_sum_tail, laplace_weighted_tail
 from . import kernels
 from .options import check_per_axis
 
-__all__ = ["Layout", "AdaptiveGrid", "coarse_geometry"]
+__all__ = ["Layout", "AdaptiveGrid", "coarse_geometry", "coarse_merge", "KAPPA_FINE"]
 
 #: t1 = (n_hat eps_tree / 10)^(1/c) coarse runs per axis (/4 in 2-D): AG's level-1 rule.
 _KAPPA_COARSE = 10.0
@@ -165,6 +165,23 @@ def fine_rule_inputs(seal_counts, coarse_counts, seal_scale=0):
     k = max(1, mass.size // 10)
     top = float(np.partition(mass, mass.size - k)[mass.size - k:].sum()) / total
     return rho, top
+
+
+#: AG's fine-grid constant (public, the default's when no seal counts say otherwise).
+KAPPA_FINE = _KAPPA_FINE
+
+
+def coarse_merge(sizes, n_hat, eps_tree):
+    """Partition segments per coarse run, per axis, from released numbers only.
+
+    Level-1 runs per axis: AG's rule m1 ~ sqrt(N eps / 10) / 4 in 2-D, applied to
+    n_hat and measured for c = 3; at most about n_hat coarse cells (binds only for
+    eps_tree > 160 in 2-D, > 10 otherwise): memory stays O(n) for any epsilon.
+    """
+    c = len(sizes)
+    t1 = (n_hat * float(eps_tree) / _KAPPA_COARSE) ** (1.0 / c) / (4.0 if c == 2 else 1.0)
+    t1 = min(t1, n_hat ** (1.0 / c))
+    return tuple(max(1, math.ceil(m / max(t1, 1.0))) for m in sizes)
 
 
 def _fine_shape(v, width, eps_fine, dims, kappa=_KAPPA_FINE):
@@ -360,12 +377,7 @@ class AdaptiveGrid:
         """
         c, sizes = axes.dims, axes.sizes
         eps_coarse, eps_fine, eps_seal = split
-        # level-1 runs per axis: AG's rule m1 ~ sqrt(N eps / 10) / 4 in 2-D, applied to
-        # n_hat and measured for c = 3; at most about n_hat coarse cells (binds only for
-        # eps_tree > 160 in 2-D, > 10 otherwise): memory stays O(n) for any epsilon
-        t1 = (n_hat * float(eps_tree) / _KAPPA_COARSE) ** (1.0 / c) / (4.0 if c == 2 else 1.0)
-        t1 = min(t1, n_hat ** (1.0 / c))
-        merge = tuple(max(1, math.ceil(m / max(t1, 1.0))) for m in sizes)
+        merge = coarse_merge(sizes, n_hat, eps_tree)
         shape, width = coarse_geometry(sizes, merge)
         v = _noisy_histogram(cells, sizes, merge, width.shape[0], eps_coarse, rng)
         seals = None

@@ -48,7 +48,7 @@ from ..trees import tree_shape
 from . import kernels
 from .options import ESTIMATORS, check_per_axis
 
-__all__ = ["MAX_POINTS", "TreeShape", "MultiTree"]
+__all__ = ["MAX_POINTS", "TreeShape", "MultiTree", "tree_merge", "node_noise"]
 
 #: The most points a multi-tree takes (the C kernel's point ids are uint32).  A
 #: declared, public limit -- part of the input space like the domain: a larger
@@ -209,20 +209,11 @@ class MultiTree:
         is the number of distinct tree cells.
         """
         c = axes.dims
-        share, prune, threshold = options.final_share, options.prune, options.threshold
-        merge = options.merge
-        if merge == "auto":
-            merge = _auto_merge(axes.sizes, n_hat,
-                                float(eps_tree if split is None or share == "auto" else split[0]))
+        prune, threshold = options.prune, options.threshold
+        merge = tree_merge(axes.sizes, n_hat, eps_tree, split, options)
         shape = TreeShape.of(axes.sizes, merge, options.fanout)
         segs, weights = _tree_cells(cells, merge, shape.segments)
-        if share == "auto":
-            # every node's count is needed only when pruning; otherwise the
-            # intermediate nodes are uncounted and the final ones get it all
-            prunes = (threshold is not None or prune not in (None, "auto")
-                      or (prune == "auto" and shape.unpruned_nodes > _AUTO_PRUNE_NODES))
-            share = _AUTO_FINAL_SHARE if prunes else Fraction(1)
-        (eps_int, eps_fin), scales = _noise(shape, eps_tree, share, split, delta)
+        share, (eps_int, eps_fin), scales = node_noise(shape, eps_tree, split, options, delta)
         prune, thresholds = _pruning(prune, threshold, shape, scales, axes.beta)
         records = kernels.multitree_build(
             rng, segs, shape.segments, shape.fanout,
@@ -605,6 +596,30 @@ def _merge_cells(parts, flat):
         return np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64)
     return _row_cells(np.concatenate([p[0] for p in parts]),
                       np.concatenate([p[1] for p in parts]))
+
+
+def tree_merge(sizes, n_hat, eps_tree, split, options):
+    """Partition segments per tree segment, per axis: ``options.merge``, or for ``"auto"``
+    its rule of the released sizes and ``n_hat`` (post-processing of the partitions)."""
+    share = options.final_share
+    if options.merge != "auto":
+        return options.merge
+    return _auto_merge(sizes, n_hat,
+                       float(eps_tree if split is None or share == "auto" else split[0]))
+
+
+def node_noise(shape, eps_tree, split, options, delta=Fraction(0)):
+    """``(share, (epsilon_intermediate, epsilon_final), (b_int, b_fin))`` of a tree of this
+    shape: ``final_share="auto"`` resolved (every node's count is needed only when
+    pruning; otherwise the intermediate nodes are uncounted and the final ones get it
+    all), then :func:`_noise`."""
+    share = options.final_share
+    if share == "auto":
+        prune, threshold = options.prune, options.threshold
+        prunes = (threshold is not None or prune not in (None, "auto")
+                  or (prune == "auto" and shape.unpruned_nodes > _AUTO_PRUNE_NODES))
+        share = _AUTO_FINAL_SHARE if prunes else Fraction(1)
+    return (share,) + _noise(shape, eps_tree, share, split, delta)
 
 
 def _pruning(prune, threshold, shape, scales, beta):

@@ -21,6 +21,7 @@ from . import options
 from .axes import Axes, Cells, check_domains, check_points, sealed_cells
 from .grid import AdaptiveGrid
 from .multitree import MAX_POINTS, MultiTree
+from .workload import check_box_workload, choose_options
 
 __all__ = ["release", "check_domain_pairs", "CONFIGS", "STRUCTURES", "MECHANISMS"]
 
@@ -33,12 +34,13 @@ MECHANISMS = {"multitree": MultiTree, "adaptive": AdaptiveGrid}
 
 
 def release(points, *, domain, epsilon, beta, rng, config, structure, budget, counts, shards,
-            delta, columns, scale, resolution, dropna, clip, tuning):
+            delta, columns, scale, resolution, dropna, clip, tuning, workload=None):
     """Checks, then the partitions and the structure of a rectangle synopsis.
 
-    Returns ``(axes, structure, described, clip)``: the released
+    Returns ``(axes, structure, described, clip, choice)``: the released
     :class:`~.axes.Axes`, the built structure, the column descriptions (None
-    for plain integers) and whether points were clipped.  Every argument is
+    for plain integers), whether points were clipped, and the
+    :class:`~.workload.BoxChoice` made for ``workload`` (None without one).  Every argument is
     checked before the budget is charged or any randomness drawn.
     """
     check_choice(config, "config", CONFIGS)
@@ -58,6 +60,7 @@ def release(points, *, domain, epsilon, beta, rng, config, structure, budget, co
     else:
         domain = check_domains(domain)
     c = len(domain)
+    wl = check_box_workload(workload, domain, described)
     opts = options.resolve(config, structure, c, tuning)
     mechanism = MECHANISMS[opts.structure]
     if dlt and mechanism is not MultiTree:
@@ -90,19 +93,23 @@ def release(points, *, domain, epsilon, beta, rng, config, structure, budget, co
             charge(budget, c * eps_axis + eps_tree, what, dlt)
             axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
                                               opts.threshold_factor, rng, n_shards)
+            opts, split, choice = choose_options(wl, opts.structure, axes, n_hat, eps_tree,
+                                                 split, opts, dlt)
             if getattr(opts, "seal_share", 0):      # cells over the refined partitions
                 cells = sealed_cells(prepared.cells, axes.ends)
             else:
                 cells = prepared.cells(axes.ends)
             built = mechanism.build(axes, cells, n_hat, eps_tree, split, opts, rng, **extra)
-        return axes, built, described, clip
+        return axes, built, described, clip, choice
     charge(budget, c * eps_axis + eps_tree, what, dlt)
     axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
                                      opts.threshold_factor, rng, counts=weights)
+    opts, split, choice = choose_options(wl, opts.structure, axes, n_hat, eps_tree, split, opts,
+                                         dlt)
     seals = (axes.seal_counts(offsets, segs, weights) if getattr(opts, "seal_share", 0)
              else None)
     return axes, mechanism.build(axes, Cells.of(segs, weights, seals), n_hat, eps_tree, split,
-                                 opts, rng, **extra), described, clip
+                                 opts, rng, **extra), described, clip, choice
 
 
 def check_domain_pairs(domain):

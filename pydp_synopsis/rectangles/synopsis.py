@@ -24,6 +24,7 @@ from .bars import rectangle_bars
 from .grid import AdaptiveGrid
 from .multitree import MultiTree
 from .release import CONFIGS, MECHANISMS, release
+from .workload import choice_from_record
 from ..units import (Column, clipped_from_record, columns_from_record, columns_to_record,
                      convert_corners)
 
@@ -83,7 +84,7 @@ class RectangleSynopsis(QueryClipping):
        Data", ICDE 2013.
     """
 
-    __slots__ = ("_axes", "_mechanism", "_config", "_columns", "clipped")
+    __slots__ = ("_axes", "_mechanism", "_config", "_columns", "clipped", "workload")
 
     def __init__(self):
         raise TypeError("use RectangleSynopsis.build(...) or pydp_synopsis.load(path)")
@@ -95,6 +96,7 @@ class RectangleSynopsis(QueryClipping):
         self._axes, self._mechanism, self._config = axes, mechanism, config
         self._columns = None                     # set by build/load when described
         self.clipped = False                     # build(clip=True): points were clipped
+        self.workload = None                     # build(workload=...): the BoxChoice
         return self
 
     # ------------------------------------------------------------------ build
@@ -102,7 +104,8 @@ class RectangleSynopsis(QueryClipping):
     @in_user_units
     def build(cls, points, *, domain, epsilon, beta=0.05, rng=None, config="default",
               structure="auto", budget=None, counts=None, shards=None, delta=0,
-              columns=None, scale=None, resolution=None, dropna=False, clip=False, **tuning):
+              columns=None, scale=None, resolution=None, dropna=False, clip=False,
+              workload=None, **tuning):
         """Release an epsilon-DP rectangle synopsis of ``points``.
 
         Parameters
@@ -176,6 +179,8 @@ class RectangleSynopsis(QueryClipping):
             [diffprivlib]_).  The release equals that of the clipped points
             under the same seed; the synopsis records it (``clipped``,
             saved and shown by ``pydp-synopsis info``).
+        workload : {"short", "mixed", "long"} or (lo, hi), optional
+            Boxes declared (public) to choose by: :mod:`pydp_synopsis.rectangles.workload`.
         **tuning
             The options below.  Each starts at the value of the profile the
             structure and ``config`` select (``ADAPTIVE_2D``, ``ADAPTIVE``,
@@ -278,15 +283,15 @@ class RectangleSynopsis(QueryClipping):
         >>> round(s.count([0, 0], [7, 7]))
         3
         """
-        axes, built, described, clip = release(
+        axes, built, described, clip, choice = release(
             points, domain=domain, epsilon=epsilon, beta=beta, rng=rng, config=config,
             structure=structure, budget=budget, counts=counts, shards=shards, delta=delta,
             columns=columns, scale=scale, resolution=resolution, dropna=dropna, clip=clip,
-            tuning=tuning)
-        return cls._from_parts(axes, built, config)._described(described, clip)
+            tuning=tuning, workload=workload)
+        return cls._from_parts(axes, built, config)._described(described, clip, choice)
 
-    def _described(self, described, clipped=False):
-        self._columns, self.clipped = described, clipped
+    def _described(self, described, clipped=False, workload=None):
+        self._columns, self.clipped, self.workload = described, clipped, workload
         return self
 
     @property
@@ -768,6 +773,8 @@ class RectangleSynopsis(QueryClipping):
             meta["columns"] = columns_to_record(self._columns)
         if self.clipped:        # absent: refused out-of-domain points (every older file)
             meta["clipped"] = True
+        if self.workload is not None:     # absent: built without workload= (every older file)
+            meta["workload"] = self.workload.to_meta()
         return _KIND, meta, arrays, None
 
     @classmethod
@@ -790,7 +797,8 @@ class RectangleSynopsis(QueryClipping):
             syn = cls._from_parts(axes, mechanism.from_record(meta, arrays, axes, **extra), config)
             check_pure_epsilon(meta, syn.pure_epsilon, delta)
             return syn._described(columns_from_record(
-                meta, [p.domain for p in axes.partitions]), clipped_from_record(meta))
+                meta, [p.domain for p in axes.partitions]), clipped_from_record(meta),
+                choice_from_record(meta, syn._mechanism))
         except FormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
