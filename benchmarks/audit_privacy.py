@@ -1,6 +1,6 @@
 """Long-tier privacy audit: every registered mechanism, every neighbour pair, many trials.
 
-The CI tier (tests/test_privacy_audit.py) audits each mechanism's tight pair
+The CI tier (tests/privacy/test_audit.py) audits each mechanism's tight pair
 and a few others with ~10^4 releases per side; this script runs the same
 two-phase audit (tests/privacy/audit.py: events chosen on one sample,
 Clopper-Pearson lower bounds of the privacy loss on fresh samples, alpha =

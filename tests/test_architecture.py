@@ -237,3 +237,18 @@ def test_checks_catch_what_they_name(tmp_path):
         (f"{PACKAGE}.b", f"{PACKAGE}.c"), (f"{PACKAGE}.b", "json")]
     assert [(m, src, name) for m, _, src, name in private_imports] == [
         (f"{PACKAGE}.b", f"{PACKAGE}.c", "_hidden")]
+
+
+def test_no_test_file_imports_another():
+    """Shared test helpers live in modules of their own (clirun, dnrr_law, privtree_law,
+    stattests, ...), never in a test file: a test file is collected, not imported."""
+    tests = pathlib.Path(__file__).resolve().parent
+    offenders = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                     else [])
+            offenders += [f"{path.relative_to(tests)} imports {n}" for n in names
+                          if n.split(".")[-1].startswith("test_")]
+    assert offenders == []

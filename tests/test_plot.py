@@ -9,7 +9,7 @@ import pytest
 
 import pydp_synopsis as ps
 from pydp_synopsis import plot
-from test_cli import PACKAGE_PARENT, one_line_error, run
+from clirun import PACKAGE_PARENT, one_line_error, run
 
 pytestmark = pytest.mark.integration     # the command line in subprocesses, matplotlib
 

@@ -100,7 +100,7 @@ def test_a_window_in_dates_and_decimals(tmp_path, chicago, places):
 
 
 def test_plot_command_takes_dates_decimals_and_axes(tmp_path, places):
-    from test_cli import run
+    from clirun import run
 
     places.save(tmp_path / "p.pds")
     p = run("plot", tmp_path / "p.pds", "-o", tmp_path / "p.png", "--range=-87.9:-87.6,41.6:42",

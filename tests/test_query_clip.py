@@ -93,7 +93,7 @@ def test_build_errors_name_the_domain_in_user_units():
 
 @pytest.mark.integration
 def test_the_command_line_notes_clipped_queries(tmp_path, days):
-    from test_cli import run
+    from clirun import run
 
     days.save(tmp_path / "d.pds")
     p = run("query", tmp_path / "d.pds", "--lo", "2016-11-01", "--hi", "2017-02-01")

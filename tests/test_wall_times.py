@@ -55,7 +55,7 @@ def test_a_build_with_a_bound_in_a_gap_spends_nothing():
 
 @pytest.mark.integration
 def test_the_command_line_refuses_a_gap_and_its_help_says_what_it_reads(tmp_path):
-    from test_cli import run
+    from clirun import run
 
     (tmp_path / "t.csv").write_text("t\n2017-03-12T05:00\n")
     p = run("build", "--input", tmp_path / "t.csv", "--columns", "t", "--tz", "America/Chicago",

@@ -10,7 +10,7 @@ item; the domain's start and end; an item at a seal; heavy duplicates near
 the threshold; tree-block boundaries (``k^l``); changes that flip the number
 of segments, the grid shape or the pruning; values at the count limits; and
 the exhaustive search over tiny domains, which for the partition is exact
-(``tests/test_privacy_exact.py``) and for the rest is statistical
+(``tests/privacy/test_exact.py``) and for the rest is statistical
 (:func:`random_tiny_pairs`, long tier).
 
 The tight pairs give most of the budget to a part whose loss is exactly
@@ -120,7 +120,7 @@ def _online_law(counts, params):
 
 # Fig. 1 on D = 6, epsilon = 3, beta = 1/2: T = 3.  The exact oracle shows
 # x = (3, 0, 0, 0, 0, 0) vs (4, 0, ...) loses epsilon(1 - 2e-6) on an event of
-# probability 0.76 vs 0.038 (tests/test_privacy_exact.py).
+# probability 0.76 vs 0.038 (tests/privacy/test_exact.py).
 _P = {"domain": (0, 5), "epsilon": 3, "beta": 0.5}
 register(Mechanism(
     name="partition/offline",
@@ -303,7 +303,7 @@ for name, run, extra in (("interval/sharded", _interval_run, {"shards": 2}),
     ))
 
 
-# The default partition, PrivTree (its exact loss is bounded in tests/test_privtree.py).
+# The default partition, PrivTree (its exact loss is bounded in tests/partitions/test_privtree.py).
 # Tight: on a two-value domain at a tiny partition share the split is a near-fair coin
 # and each leaf is one node of a one-level tree, so one noisy count carries
 # epsilon_tree = 0.99 epsilon.
@@ -328,7 +328,7 @@ for tree in ("hierarchical", "kary"):
 
 
 # PrivTree of fanout 4, and its leaves merged by noisy density (privtree_merge): the
-# 4-ary tree's exact loss is bounded in tests/test_privtree4.py.  Tight as above: on a
+# 4-ary tree's exact loss is bounded in tests/partitions/test_privtree4.py.  Tight as above: on a
 # two-value domain at a tiny partition share one noisy count carries 0.99 epsilon.
 for name, extra in (("interval/privtree4", {"privtree_fanout": 4}),
                     ("interval/privtree-merge", {"privtree_merge": 0.5}),

@@ -10,7 +10,7 @@ import pytest
 
 import pydp_synopsis as ps
 from pydp_synopsis.cli import common, parse, progress
-from test_cli import PACKAGE_PARENT, SCRIPT, answer_and_bound, one_line_error, read_pty, run
+from clirun import PACKAGE_PARENT, SCRIPT, answer_and_bound, one_line_error, read_pty, run
 
 pytestmark = pytest.mark.integration     # the command line in subprocesses
 

@@ -18,7 +18,7 @@ from pydp_synopsis.errors import DomainError, InputError, ParameterError
 from pydp_synopsis.inputs import read_columns
 from pydp_synopsis.readonly import check_statement_timeout, redact
 from pg_cluster import Cluster, postgres_bin
-from test_cli import one_line_error, run
+from clirun import one_line_error, run
 
 duckdb = pytest.importorskip("duckdb")
 

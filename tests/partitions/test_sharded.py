@@ -6,7 +6,7 @@ one partition.  Here the error distributions of many independent builds are comp
 mean squared error of fixed queries over sharded and unsharded builds agree within 30%, and
 the test checks that 30% is at least 5 standard errors of the difference (a correct build
 fails with probability below 1e-6).  The dask path releases exactly the in-memory sharded
-build under a seed (tests/test_dask.py), so this covers the cluster too.
+build under a seed (tests/sources/test_dask.py), so this covers the cluster too.
 """
 import numpy as np
 import pytest

@@ -8,7 +8,7 @@ import pytest
 import pydp_synopsis as ps
 from pydp_synopsis.cli import parse_user_domain
 from pydp_synopsis.units import Column
-from test_cli import one_line_error, run
+from clirun import one_line_error, run
 
 pytestmark = pytest.mark.integration     # the command line in subprocesses
 

@@ -17,8 +17,8 @@ from pydp_synopsis import _exact, partition as P
 from pydp_synopsis.partitions import dnrr
 from pydp_synopsis._core import ffi, lib
 from stattests import assert_gof
-from test_partition import (BETA, COUNTS, EPS, EXACT_FIRST, EXACT_NSEG, SCALE, VALUES,
-                            _dlap_pmf, _histograms, _p_seal)
+from dnrr_law import (BETA, COUNTS, EPS, EXACT_FIRST, EXACT_NSEG, SCALE, VALUES,
+                            dlap_pmf, histograms, p_seal)
 
 INF = float("inf")
 
@@ -74,7 +74,7 @@ def test_batched_offline_matches_exact_law(name):
     with _exact.forcing_policy(**POLICIES[name]):
         runs, stats = _offline(VALUES, (0, 63), 20000, seed=f"batched|{name}".encode())
     _check_path(name, stats)
-    first, nseg = _histograms(runs, 64)
+    first, nseg = histograms(runs, 64)
     assert_gof(first, EXACT_FIRST)
     assert_gof(nseg, EXACT_NSEG)
 
@@ -93,7 +93,7 @@ def test_batched_weights_match_exact_law(name):
                                     counts=counts).end_offsets for _ in range(20000)]
         _, stats = _offline(nz, (0, 63), 200, seed=b"w", counts=COUNTS[nz].astype(np.int64))
     _check_path(name, stats)
-    first, nseg = _histograms(runs, 64)
+    first, nseg = histograms(runs, 64)
     assert_gof(first, EXACT_FIRST)
     assert_gof(nseg, EXACT_NSEG)
 
@@ -109,7 +109,7 @@ def test_batched_exact_fallback_matches_exact_law(monkeypatch):
         runs, stats = _offline(VALUES, (0, 63), 2500, seed=b"batched|fallback")
     _check_path("wide", stats)
     assert len(settled) > 2500
-    first, nseg = _histograms(runs, 64)
+    first, nseg = histograms(runs, 64)
     assert_gof(first, EXACT_FIRST)
     assert_gof(nseg, EXACT_NSEG)
 
@@ -145,7 +145,7 @@ def test_batched_online_pieces_match_exact_law(name):
     other draws than one offline call, but the same law."""
     with _exact.forcing_policy(**POLICIES[name]):
         runs = _online(12000, seed=f"online|{name}".encode())
-    first, nseg = _histograms(runs, 64)
+    first, nseg = histograms(runs, 64)
     assert_gof(first, EXACT_FIRST)
     assert_gof(nseg, EXACT_NSEG)
 
@@ -155,7 +155,7 @@ def test_batched_online_exact_fallback_matches_exact_law():
     """PDS_EPRECISION inside a batch of a piece: the kernel resumes it exactly."""
     with _exact.forcing_exact(slack=1e300), _exact.forcing_policy(**POLICIES["wide"]):
         runs = _online(2500, seed=b"online|fallback")
-    first, nseg = _histograms(runs, 64)
+    first, nseg = histograms(runs, 64)
     assert_gof(first, EXACT_FIRST)
     assert_gof(nseg, EXACT_NSEG)
 
@@ -187,7 +187,7 @@ def _big_bins():
 def _big_law(threshold):
     """P(first seal in [edges[i], edges[i+1])) and P(first seal at the last position)."""
     edges = _big_bins()
-    zs, pz = _dlap_pmf(SCALE, int(60 * SCALE) + 5)
+    zs, pz = dlap_pmf(SCALE, int(60 * SCALE) + 5)
     starts = [int(x) for x in BIG_POS]
     cum = np.cumsum(BIG_CNT)
     probs = np.zeros(len(edges))        # bins, then the last position
@@ -196,7 +196,7 @@ def _big_law(threshold):
         log_alive = 0.0                 # log P(no seal before the current run)
         for r, a in enumerate(starts):
             b = starts[r + 1] if r + 1 < len(starts) else BIG_D - 1
-            p = float(_p_seal(tau - cum[r] + 1, SCALE))
+            p = float(p_seal(tau - cum[r] + 1, SCALE))
             lq = math.log1p(-p) if p < 1 else -math.inf
             for k in range(len(edges) - 1):
                 lo, hi = edges[k], edges[k + 1]

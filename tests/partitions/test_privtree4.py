@@ -23,7 +23,7 @@ from pydp_synopsis.partitions.merge import MergedPartition, merged_runs
 from pydp_synopsis.partitions.privtree import TreePartition, privtree_parameters
 
 from stattests import assert_gof, assert_mean_var
-from test_privtree import _split_prob
+from privtree_law import split_prob
 
 
 # ----------------------------------------------------------------- the exact law
@@ -44,7 +44,7 @@ def _law4(counts, first, last, lam, delta, depth=0):
     """{leaf ends: probability} of the 4-ary tree over [first, last] (exhaustive)."""
     if first == last:
         return {(last,): 1.0}
-    p, q = _split_prob(int(sum(counts[first:last + 1])), depth, lam, delta)
+    p, q = split_prob(int(sum(counts[first:last + 1])), depth, lam, delta)
     out = {(last,): q}
     combos = {(): p}
     for a, b in _children(first, last):
@@ -62,7 +62,7 @@ def _outcome4(counts, ends, lam, delta):
     def walk(first, last, depth):
         if first == last:
             return 1.0 if last in ends else 0.0
-        p, q = _split_prob(int(sum(counts[first:last + 1])), depth, lam, delta)
+        p, q = split_prob(int(sum(counts[first:last + 1])), depth, lam, delta)
         if last in ends and not any(first <= e < last for e in ends):
             return q
         out = p
@@ -410,7 +410,7 @@ def test_merged_synopsis_epsilon_and_error_bars_hold():
 # -------------------------------------------------------------------------- CLI
 @pytest.mark.integration
 def test_cli_flags_build_record_and_refuse_in_one_line(tmp_path):
-    from test_cli import run
+    from clirun import run
 
     data = tmp_path / "v.csv"
     data.write_text("x\n" + "\n".join(str(v) for v in np.arange(2000) % 700) + "\n")

@@ -17,7 +17,7 @@ from pydp_synopsis import Budget, Rng
 from pydp_synopsis.rectangles import RectangleSynopsis as RS
 from pydp_synopsis.rectangles import options
 from stattests import ALPHA, assert_binomial_at_most, assert_dp_ratio
-from test_partition import _dlap_pmf
+from dnrr_law import dlap_pmf
 
 # numpy's generator only makes test data; every release draws from Rng
 DATA = np.random.default_rng(20240601)
@@ -828,7 +828,7 @@ def test_seal_noise_is_discrete_laplace_of_scale_c_over_epsilon_seal():
                             for _ in range(3000)])
     scale = 2 / (Fraction(99, 100) / 2)
     k = 40
-    _, probs = _dlap_pmf(float(scale), k)
+    _, probs = dlap_pmf(float(scale), k)
     counts = np.bincount(np.clip(noise, -k - 1, k + 1) + k + 1, minlength=2 * k + 3)
     tail = counts[0] + counts[-1]
     assert_gof(np.append(counts[1:-1], tail), probs, alpha=ALPHA)
@@ -1034,7 +1034,7 @@ def test_fine_constant_auto_picks_two_on_real_flights():
     Whether 2 lowers the error is a measurement on all 3*10^6 flights
     (benchmarks/bench_fine_constant.py and bench_accuracy, 12 builds: RMSE 455 vs 1058,
     docs/benchmarks/intervals.md); on this sample it does not, so it is not asserted here."""
-    fl = np.load(pathlib.Path(__file__).parent / "data" / "flights-2001h1.npz")
+    fl = np.load(pathlib.Path(__file__).resolve().parents[1] / "data" / "flights-2001h1.npz")
     pts = np.column_stack([fl["minute"], fl["distance"]]).astype(np.int64)
     dom = [(0, 2**18 - 1), (0, 2**13 - 1)]
     for r in range(2):

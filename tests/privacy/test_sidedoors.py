@@ -5,7 +5,7 @@ Each test compares neighbouring inputs -- or inputs that differ only in data
 ledger and BudgetError texts (1), exception messages (2), raising vs
 releasing at the limits (3), what ``pydp-synopsis build`` prints (4).  The
 broader per-mechanism leak checks (repr, saved header and meta, key
-whitelists) are in tests/test_privacy_leaks.py.
+whitelists) are in tests/privacy/test_leaks.py.
 """
 import csv
 import re

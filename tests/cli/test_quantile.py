@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
-from test_cli import one_line_error, run
+from clirun import one_line_error, run
 
 pytestmark = pytest.mark.integration     # the command line in subprocesses
 

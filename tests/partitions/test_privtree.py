@@ -21,32 +21,16 @@ from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.privtree import TreePartition, privtree_of_sorted, privtree_parameters
 
+from privtree_law import geq, split_prob
 from stattests import assert_gof
 
 
 # ----------------------------------------------------------------- the exact law
-def _geq(j, lam):
-    """(P(Z >= j), P(Z < j)) for the discrete Laplace of scale lam (pmf prop. to
-    exp(-|z|/lam)), each without cancellation."""
-    a = math.exp(-1.0 / lam)
-    if j >= 1:
-        p = a ** j / (1 + a)
-        return p, 1.0 - p
-    q = a ** (1 - j) / (1 + a)
-    return 1.0 - q, q
-
-
-def _split_prob(c, d, lam, delta, theta=0):
-    """(P(split), P(no split)) of a tested node of count c at depth d."""
-    b = max(theta - delta, c - d * delta)
-    return _geq(theta - b + 1, lam)
-
-
 def _law(counts, first, last, lam, delta, depth=0):
     """{leaf ends: probability} of the tree over [first, last] (exhaustive)."""
     if first == last:
         return {(last,): 1.0}
-    p, q = _split_prob(int(sum(counts[first:last + 1])), depth, lam, delta)
+    p, q = split_prob(int(sum(counts[first:last + 1])), depth, lam, delta)
     out = {(last,): q}
     mid = first + (last - first) // 2
     left = _law(counts, first, mid, lam, delta, depth + 1)
@@ -64,7 +48,7 @@ def _outcome_prob(counts, ends, lam, delta):
     def walk(first, last, depth):
         if first == last:
             return 1.0 if last in ends else 0.0
-        p, q = _split_prob(int(sum(counts[first:last + 1])), depth, lam, delta)
+        p, q = split_prob(int(sum(counts[first:last + 1])), depth, lam, delta)
         mid = first + (last - first) // 2
         if last in ends and not any(first <= e < last for e in ends):
             return q

@@ -21,8 +21,8 @@ from pydp_synopsis import persist
 from pydp_synopsis.cli import main
 from pydp_synopsis.outputs import OutputError, check_target
 from pydp_synopsis.sources import ArraySource
-from test_cli import PACKAGE_PARENT, one_line_error, run
-from test_cli_hardening import command
+from clirun import PACKAGE_PARENT, one_line_error, run
+from clirun import command
 
 
 def cli(capsys, *args):

@@ -18,8 +18,8 @@ from pydp_synopsis.errors import InputError
 from pydp_synopsis.sources.plans import (SAMPLE_ROWS, memory_budget, parse_memory, prefers_sort,
                                          run_entries, sample_query)
 from pg_cluster import Cluster, postgres_bin
-from test_cli import PACKAGE_PARENT, one_line_error, run
-from test_cli_hardening import command
+from clirun import PACKAGE_PARENT, one_line_error, run
+from clirun import command
 
 duckdb = pytest.importorskip("duckdb")
 pa = pytest.importorskip("pyarrow")

@@ -81,7 +81,7 @@ def test_rectangles_and_a_dask_source_carrying_its_scale(frame):
 
 def test_a_cluster_and_the_engine_read_dates_and_decimals(frame, tmp_path):
     distributed = pytest.importorskip("distributed")
-    from test_cli import run
+    from clirun import run
 
     frame[["lat", "day"]].to_csv(tmp_path / "p.csv", index=False)
     builds = {"rect": ["--columns", "lat,day", "--domain=41.5:42.1,2017-01-01:2017-12-31",

@@ -6,7 +6,7 @@ import pytest
 import pydp_synopsis as ps
 from pydp_synopsis.errors import InputError
 from pydp_synopsis.shards import shard_domains
-from test_cli import run
+from clirun import run
 
 pytestmark = pytest.mark.integration     # a dask LocalCluster
 

@@ -12,7 +12,7 @@ import pytest
 import pydp_synopsis as ps
 from pydp_synopsis.cli import main
 
-FLIGHTS = os.path.join(os.path.dirname(__file__), "data", "flights-2001h1.npz")
+FLIGHTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "flights-2001h1.npz")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 import pydp_synopsis as ps
 from pg_cluster import Cluster, postgres_bin
-from test_cli import PACKAGE_PARENT, SCRIPT, one_line_error, read_pty, run
+from clirun import PACKAGE_PARENT, SCRIPT, one_line_error, read_pty, run
 
 pytestmark = pytest.mark.integration     # CLI subprocesses, a PostgreSQL cluster
 

@@ -13,13 +13,9 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
-from test_cli import PACKAGE_PARENT, SCRIPT, one_line_error, run
+from clirun import PACKAGE_PARENT, SCRIPT, command, one_line_error, run
 
 pytestmark = pytest.mark.integration     # the command line in subprocesses
-
-
-def command():
-    return [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "pydp_synopsis.cli"]
 
 
 def popen(args, **kw):

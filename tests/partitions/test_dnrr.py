@@ -12,83 +12,10 @@ from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
 from pydp_synopsis.params import as_offsets, check_domain
 from stattests import ALPHA, assert_dp_ratio, assert_gof, clopper_pearson
+from dnrr_law import (BETA, COUNTS, EPS, EXACT_FIRST, EXACT_NSEG, SCALE, T_INT, VALUES, dlap_pmf,
+                      exact_laws, histograms, p_seal, segment_law)
 
 U64 = 2**64
-
-
-# ---------------------------------------------------------------- exact law
-# The law of Fig. 1 computed from its definition: a segment starting at s
-# with noisy threshold tau seals at the first e with C(s, e) + nu_e > tau,
-# C(s, e) the count of positions s..e, or at the last position.
-
-def _dlap_pmf(scale, zmax):
-    a = math.exp(-1.0 / scale)
-    z = np.arange(-zmax, zmax + 1)
-    return z, (1 - a) / (1 + a) * a ** np.abs(z)
-
-
-def _p_seal(m, scale):
-    """P(nu >= m) for the discrete Laplace of scale `scale` (vectorised)."""
-    a = math.exp(-1.0 / scale)
-    m = np.asarray(m, dtype=float)
-    return np.where(m >= 1, a ** np.maximum(m, 1) / (1 + a),
-                    1 - a ** np.maximum(1 - m, 1) / (1 + a))
-
-
-def _segment_law(counts, scale, threshold):
-    """Q[s, e] = P(the segment starting at s seals at e)."""
-    d = len(counts)
-    zs, pz = _dlap_pmf(scale, int(60 * scale) + 5)
-    tau = threshold + zs
-    q = np.zeros((d, d))
-    for s in range(d):
-        alive = pz.copy()
-        c = 0
-        for e in range(s, d):
-            c += counts[e]
-            if e == d - 1:
-                q[s, e] = alive.sum()
-                break
-            ps_ = _p_seal(tau - c + 1, scale)
-            q[s, e] = (alive * ps_).sum()
-            alive = alive * (1 - ps_)
-    return q
-
-
-def _exact_laws(counts, scale, threshold):
-    """(law of the first seal position, law of the number of segments)."""
-    d = len(counts)
-    q = _segment_law(counts, scale, threshold)
-    first = q[0].copy()
-    # g[k, s]: P(segment k+1 starts at s); a segment ending at d-1 is the last.
-    nseg = np.zeros(d + 1)
-    g = np.zeros(d)
-    g[0] = 1.0
-    for k in range(1, d + 1):
-        nseg[k] = g @ q[:, d - 1]
-        nxt = np.zeros(d)
-        nxt[1:] = g @ q[:, :-1]
-        g = nxt
-    return first, nseg[1:]
-
-
-def _histograms(seal_lists, d):
-    first = np.zeros(d)
-    nseg = np.zeros(d)
-    for seals in seal_lists:
-        first[int(seals[0])] += 1
-        nseg[len(seals) - 1] += 1
-    return first, nseg
-
-
-# Items clustered with long empty gaps, so both the skip and the per-item
-# steps matter; T = ceil(3 (ln 64 + ln 2)) = 15 with epsilon = 1, beta = 1/2.
-COUNTS = np.zeros(64, dtype=np.int64)
-COUNTS[[3, 10, 11, 30, 31, 50, 63]] = [10, 7, 1, 15, 1, 8, 2]
-EPS, BETA, SCALE = 1, 0.5, 1.0
-T_INT = P.Partition([63], domain=(0, 63), epsilon=EPS, beta=BETA).threshold
-VALUES = np.repeat(np.arange(64), COUNTS)
-EXACT_FIRST, EXACT_NSEG = _exact_laws(COUNTS, SCALE, T_INT)
 
 
 def test_threshold_is_rounded_up():
@@ -128,7 +55,7 @@ def test_offline_skip_matches_exact_law():
     runs = [ps_part.end_offsets for ps_part in
             (P.private_partition(VALUES, domain=(0, 63), epsilon=EPS, beta=BETA, rng=rng)
              for _ in range(20000))]
-    first, nseg = _histograms(runs, 64)
+    first, nseg = histograms(runs, 64)
     assert_gof(first, EXACT_FIRST)
     assert_gof(nseg, EXACT_NSEG)
 
@@ -144,7 +71,7 @@ def test_offline_exact_fallback_matches_exact_law(monkeypatch):
         runs = [P.private_partition(VALUES, domain=(0, 63), epsilon=EPS, beta=BETA,
                                     rng=rng).end_offsets for _ in range(2500)]
     assert len(settled) > 2500  # the decimal path did decide (a few comparisons per run)
-    first, nseg = _histograms(runs, 64)
+    first, nseg = histograms(runs, 64)
     assert_gof(first, EXACT_FIRST)
     assert_gof(nseg, EXACT_NSEG)
 
@@ -174,7 +101,7 @@ def test_online_feed_matches_exact_law():
         assert op.finished and op.position == 64
         runs.append(np.concatenate(out))
         assert np.array_equal(runs[-1], op.segments)
-    first, nseg = _histograms(runs, 64)
+    first, nseg = histograms(runs, 64)
     assert_gof(first, EXACT_FIRST)
     assert_gof(nseg, EXACT_NSEG)
 
@@ -306,8 +233,8 @@ def test_privacy_first_segment_end_ratio():
     x1[5] += 1
     eps = 1
     t_int = P.Partition([d - 1], domain=(0, d - 1), epsilon=eps, beta=0.5).threshold
-    f0, _ = _exact_laws(x, 1.0, t_int)
-    f1, _ = _exact_laws(x1, 1.0, t_int)
+    f0, _ = exact_laws(x, 1.0, t_int)
+    f1, _ = exact_laws(x1, 1.0, t_int)
     j = int(np.argmax(np.abs(np.log(f1 / f0)) * (np.minimum(f0, f1) > 0.05)))
     assert max(f1[j] / f0[j], f0[j] / f1[j]) <= math.e  # the mechanism's exact law
     trials = 20000
