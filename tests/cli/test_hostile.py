@@ -6,14 +6,13 @@ import signal
 import sqlite3
 import stat
 import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 
 import pydp_synopsis as ps
-from clirun import PACKAGE_PARENT, SCRIPT, command, one_line_error, run
+from clirun import PACKAGE_PARENT, command, one_line_error, run
 
 pytestmark = pytest.mark.integration     # the command line in subprocesses
 

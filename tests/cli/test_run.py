@@ -12,7 +12,7 @@ import pytest
 import pydp_synopsis as ps
 from pydp_synopsis.cli import parse_domain
 from pydp_synopsis.inputs import to_fixed_point
-from clirun import PACKAGE_PARENT, SCRIPT, run
+from clirun import PACKAGE_PARENT, SCRIPT, answer_and_bound, one_line_error, run
 
 pytestmark = pytest.mark.integration     # the command line in subprocesses
 

@@ -12,8 +12,8 @@ from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, HorizonError, ParameterError
 from pydp_synopsis.params import as_offsets, check_domain
 from stattests import ALPHA, assert_dp_ratio, assert_gof, clopper_pearson
-from dnrr_law import (BETA, COUNTS, EPS, EXACT_FIRST, EXACT_NSEG, SCALE, T_INT, VALUES, dlap_pmf,
-                      exact_laws, histograms, p_seal, segment_law)
+from dnrr_law import (BETA, COUNTS, EPS, EXACT_FIRST, EXACT_NSEG, SCALE, T_INT, VALUES,
+                      exact_laws, histograms)
 
 U64 = 2**64
 

@@ -21,7 +21,7 @@ from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.privtree import TreePartition, privtree_of_sorted, privtree_parameters
 
-from privtree_law import geq, split_prob
+from privtree_law import split_prob
 from stattests import assert_gof
 
 
