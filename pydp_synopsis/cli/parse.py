@@ -137,7 +137,7 @@ def build_parser():
     b.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
                    help="memory budget of a --database or --engine duckdb build, e.g. 1GB or "
                         "512MiB (default: a quarter of the machine's memory, at most 1 GiB); "
-                        "DuckDB gets half, the sort plan's runs a quarter")
+                        "DuckDB and the sort plan's runs a quarter each")
     b.add_argument("--plan", choices=("auto", "group", "sort"), default="auto",
                    help="how a --database or --engine duckdb column is aggregated: group (GROUP BY "
                         "in the database: few distinct values), sort (streamed and sorted here in "

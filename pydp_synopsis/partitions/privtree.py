@@ -440,7 +440,7 @@ def privtree_of_sorted(sorted_offsets, domain, epsilon, beta, rng, counts=None,
     return (part, true_counts) if leaf_counts else part
 
 
-def _slices(chunks, size=1 << 22):
+def _slices(chunks, size=1 << 20):
     """The chunks in pieces of at most ``size`` entries (a shard's whole aggregate
     arrives as one chunk on a worker: its temporaries stay piece-sized)."""
     for pos, cnt in chunks:

@@ -21,7 +21,7 @@ build's time, that choice depends on the data and is not protected
 (docs/security-timing.md); the release is.
 
 One memory budget (:func:`memory_budget`) covers the process: DuckDB (which
-runs inside it) gets half, the sort plan's runs a quarter (the rest is left
+runs inside it) and the sort plan's runs get a quarter each (the rest is left
 to numpy's temporaries and the chunks in flight).
 
 References

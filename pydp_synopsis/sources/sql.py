@@ -141,7 +141,7 @@ class SqlSource(RowSource):
         The build's memory budget, e.g. ``"1GB"`` or ``"512MiB"`` (default:
         a quarter of the machine's memory, at most 1 GiB;
         :func:`~pydp_synopsis.sources.plans.memory_budget`).  DuckDB, which
-        runs inside this process, gets half of it (beyond it DuckDB spills to
+        runs inside this process, gets a quarter of it (beyond it DuckDB spills to
         ``temp_directory``), the ``"sort"`` plan's in-memory runs a quarter.
     threads : int, optional
         DuckDB's threads.
@@ -209,7 +209,7 @@ class SqlSource(RowSource):
             # new lines: a trailing -- comment cannot swallow the closing parenthesis
             relation = f"(\n{sql}\n) AS pydp_query"
         self._setup(relation, table, columns, scale, chunk_rows,
-                    dict(memory_limit=f"{budget // 2 // 2**20}MiB", threads=threads,
+                    dict(memory_limit=f"{budget // 4 // 2**20}MiB", threads=threads,
                          temp_directory=temp_directory, statement_timeout=statement_timeout,
                          allow_writable_role=bool(allow_writable_role), debug=bool(debug),
                          plan=plan, budget=budget),
@@ -544,7 +544,7 @@ def duckdb_files(paths, fmt, columns, *, scale=None, chunk_rows=CHUNK_ROWS, memo
     shown = f"duckdb reading {paths[0]}" + (f" and {len(paths) - 1} more" if len(paths) > 1
                                              else "")
     return SqlSource._over_files(f"{reader}({files}{extra}) AS pydp_files", shown, columns,
-                                 scale, chunk_rows, dict(memory_limit=f"{budget // 2 // 2**20}MiB",
+                                 scale, chunk_rows, dict(memory_limit=f"{budget // 4 // 2**20}MiB",
                                                          plan=plan, budget=budget,
                                                          threads=threads,
                                                          temp_directory=temp_directory,
