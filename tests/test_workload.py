@@ -274,7 +274,7 @@ def test_cli_build_with_a_workload_class_and_file(tmp_path):
     for wl in ("short", str(queries)):
         out = tmp_path / "s.pds"
         proc = subprocess.run(cmd + ["--workload", wl, "--output", str(out)], env=env,
-                              capture_output=True, text=True, timeout=120)
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         syn = ps.load(out)
         assert syn.workload.workload == ("short" if wl == "short" else "declared")
@@ -284,11 +284,11 @@ def test_cli_build_with_a_workload_class_and_file(tmp_path):
                        ("lo\n1\n", "missing column"), ("lo,hi\n1,99999\n", "workload hi")):
         bad.write_text(text)
         proc = subprocess.run(cmd + ["--workload", str(bad), "--output", str(tmp_path / "b.pds")],
-                              env=env, capture_output=True, text=True, timeout=120)
+                              env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert proc.returncode == 2 and word in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "b.pds").exists()
     proc = subprocess.run(cmd + ["--workload", "medium", "--output", str(tmp_path / "b.pds")],
-                          env=env, capture_output=True, text=True, timeout=120)
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 2 and "--workload must be a CSV file" in proc.stderr
     # two columns: a rectangle synopsis, boxes from lo_0,lo_1,hi_0,hi_1
     table2 = tmp_path / "t2.csv"
@@ -299,7 +299,7 @@ def test_cli_build_with_a_workload_class_and_file(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pydp_synopsis.cli", "build", "--input",
                            str(table2), "--columns", "x,y", "--domain", "0:9999,0:9999",
                            "--epsilon", "1", "--seed", "3", "--workload", str(boxes),
-                           "--output", str(out)], env=env, capture_output=True, text=True,
+                           "--output", str(out)], env=env, capture_output=True, text=True, cwd=tmp_path,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert ps.load(out).workload.queries == 2

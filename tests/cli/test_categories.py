@@ -130,8 +130,8 @@ def test_subprocess_build_and_query(files):
     p = subprocess.run(run + ["build", "--input", str(d / "t.csv"), "--columns", "carrier",
                               "--categories", "AA,DL,UA,WN", "--other", "other", "--epsilon",
                               "1e6", "--output", str(d / "h.pds")],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, cwd=d)
     assert p.returncode == 0, p.stderr
     p = subprocess.run(run + ["query", str(d / "h.pds"), "--lo", "AA", "--hi", "AA"],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, cwd=d)
     assert p.returncode == 0 and p.stdout.startswith(f"{int(np.sum(carriers == 'AA'))}.0")

@@ -109,8 +109,10 @@ def test_command_line_subprocess(flights, tmp_path):
     built = subprocess.run(cmd + ["build", "--input", str(flights[0]), "--columns", "minute",
                                   "--domain", "0:262143", "--epsilon", "1", "--sum", "delay",
                                   "--sum-bounds", "-30:180", "--output", str(out)],
-                           capture_output=True, text=True, env=env, timeout=120)
+                           capture_output=True, text=True, env=env, timeout=120,
+                           cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     q = subprocess.run(cmd + ["query", str(out), "--mean", "--lo", "0", "--hi", "262143"],
-                       capture_output=True, text=True, env=env, timeout=120)
+                       capture_output=True, text=True, env=env, timeout=120,
+                           cwd=tmp_path)
     assert q.returncode == 0 and q.stdout.startswith("mean ")
