@@ -67,7 +67,11 @@ def build_synopsis(path, n):
 def start_server(path, max_batch):
     cmd = [sys.executable, "-m", "pydp_synopsis.cli", "serve", path, "--port", "0",
            "--max-batch", str(max_batch)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # the package this process imported, run from the synopsis's directory: from a
+    # checkout's root, python -m would import the checkout, which has no built core
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__))))
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                            cwd=os.path.dirname(os.path.abspath(path)))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stderr], [], [], 0.2)
