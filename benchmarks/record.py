@@ -70,6 +70,9 @@ def record(script, args, name=None, *, out_dir=MEASURED):
     if not _NAME.fullmatch(name):
         raise SystemExit(f"record.py: --as must match {_NAME.pattern}, got {name!r}")
     command = " ".join(["python", f"benchmarks/{path.name}", *args])
+    data = os.environ.get("PYDP_SYNOPSIS_DATA")
+    if data:               # where the real data came from is part of the command
+        command = f"PYDP_SYNOPSIS_DATA={data} {command}"
     started = datetime.datetime.now(datetime.timezone.utc)
     proc = subprocess.Popen([sys.executable, str(path), *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

@@ -17,7 +17,8 @@ def test_record_writes_command_output_and_machine(tmp_path, capsys):
                          out_dir=tmp_path)
     assert path == tmp_path / "noise-tiny.json"
     result = json.loads(path.read_text())
-    assert result["command"] == "python benchmarks/bench_noise.py --size 2000 --repeat 1"
+    # the bench tier points $PYDP_SYNOPSIS_DATA at tests/data: the command says so
+    assert result["command"].endswith("python benchmarks/bench_noise.py --size 2000 --repeat 1")
     assert "discrete_laplace vs numpy" in result["output"]
     assert result["output"] in capsys.readouterr().out           # shown as it ran
     assert result["machine"]["cores"] >= 1 and result["seconds"] >= 0
@@ -45,4 +46,4 @@ def test_every_measured_line_of_the_docs_has_its_result():
     for name in named:
         result = json.loads((ROOT / "docs" / "measured" / f"{name}.json").read_text())
         assert set(result) >= {"command", "output", "date", "commit", "machine", "seconds"}
-        assert result["command"].startswith("python benchmarks/")
+        assert "python benchmarks/" in result["command"]
