@@ -583,10 +583,20 @@ def _as_i64(arr, what):
     return arr
 
 
+#: Beyond this decimal exponent a value is written as a bound of the same side: every
+#: value past 10^60 overflows int64 whatever the scale, every one below 10^-60 rounds to 0
+#: (``format(v, "f")`` of ``1E+999999999999999999`` would write 10^18 digits).
+_EXPONENT_LIMIT = 60
+
+
 def _decimal_text(v, what):
     if isinstance(v, Decimal):
         if not v.is_finite():
             raise InputError(f"{what}: NaN or infinity is not a decimal number")
+        if v and v.adjusted() > _EXPONENT_LIMIT:
+            return ("-1" if v.is_signed() else "1") + "0" * (_EXPONENT_LIMIT + 1)
+        if v and v.adjusted() < -_EXPONENT_LIMIT:
+            return "0"
         return format(v, "f")
     if isinstance(v, bool):
         raise TypeError(f"{what} is boolean, not numeric")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import pydp_synopsis as ps
 from pydp_synopsis import persist
+from pydp_synopsis.errors import InputError
 from pydp_synopsis.columns import Column, missing_mask, parse_resolution
 
 pd = pytest.importorskip("pandas")
@@ -487,3 +488,13 @@ def test_extreme_integers_are_shown_without_errors(col):
         if abs(v * col.step) < 2**63 - 1:
             assert col.format(v)
             assert col.values(np.array([v])).shape == (1,)
+
+
+def test_decimals_with_huge_exponents_are_refused_or_zero_without_writing_them_out():
+    # format(Decimal("1E+999999999999999999"), "f") would write 10^18 digits (MemoryError)
+    col = ps.Column.decimal(scale=100)
+    for v in (Decimal("1E+999999999999999999"), Decimal("-7E+999999999")):
+        with pytest.raises(InputError, match="too large for int64"):
+            col.to_int([v])
+    assert col.to_int([Decimal("1E-999999999999999999"), Decimal("-3E-61")]).tolist() == [0, 0]
+    assert col.to_int([Decimal("1E+10"), Decimal("1.234E-2")]).tolist() == [10**12, 1]
