@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 import pydp_synopsis as ps
-from pydp_synopsis import trees
+from pydp_synopsis import cli, trees
 from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.interval_options import tree_scales
 from pydp_synopsis.interval_record import from_record
@@ -434,3 +434,23 @@ def test_the_choice_reads_the_released_partition_only_not_the_data(data):
             same += 1
             assert a.workload == b.workload
     assert same >= 1
+
+
+def test_info_prints_the_workload_choice(tmp_path, capsys):
+    v = np.random.default_rng(0).integers(0, 10_000, 5000)
+    ps.IntervalSynopsis.build(v, domain=(0, 9999), epsilon=1, workload="short",
+                              rng=ps.Rng(seed=1)).save(tmp_path / "i.pds")
+    pts = np.random.default_rng(1).integers(0, 1000, (3000, 2))
+    ps.RectangleSynopsis.build(pts, domain=[(0, 999)] * 2, epsilon=1, workload="short",
+                               structure="adaptive", rng=ps.Rng(seed=1)).save(tmp_path / "a.pds")
+    ps.IntervalSynopsis.build(v, domain=(0, 9999), epsilon=1,
+                              rng=ps.Rng(seed=1)).save(tmp_path / "n.pds")
+    shown = {}
+    for name in ("i", "a", "n"):
+        assert cli.main(["info", str(tmp_path / f"{name}.pds")]) == 0
+        shown[name] = [l for l in capsys.readouterr().out.splitlines() if l.startswith("workload:")]
+    (line,) = shown["i"]
+    assert "short (4,181 queries): fanout" in line and "(default tree" in line
+    (line,) = shown["a"]
+    assert "short (4,181 boxes): coarse_share" in line and "(default 2/5)" in line
+    assert shown["n"] == []

@@ -262,9 +262,21 @@ def cmd_info(args):
     if isinstance(obj, IntervalSynopsis):
         print(f"segments:       {len(obj):,}")
         print(f"partition:      {partition_summary(obj.partition)}")
+        if obj.workload is not None:          # public: the declared queries and the choice
+            w = obj.workload
+            print(f"workload:       {w.workload} ({w.queries:,} queries): fanout {w.fanout}, "
+                  f"level ratio {w.level_ratio}; mean noise variance {w.variance:.4g} "
+                  f"(default tree {w.default_variance:.4g})")
         print_sums_info(obj)
     elif isinstance(obj, RectangleSynopsis):
         print(f"nodes:          {obj.num_nodes:,}")
+        if getattr(obj, "workload", None) is not None:
+            w = obj.workload
+
+            def shown(v):                         # a fanout per axis, or one share
+                return ", ".join(map(str, v)) if isinstance(v, tuple) else str(v)
+            print(f"workload:       {w.workload} ({w.queries:,} boxes): {w.option} "
+                  f"{shown(w.value)} (default {shown(w.default)})")
         print(f"segments/axis:  {', '.join(str(len(p)) for p in obj.partitions)}")
         if obj.seal_shares is not None:       # released shares (post-processing)
             print(f"seal shares:    {', '.join(f'{r:.3f}' for r in obj.seal_shares)}")
