@@ -76,23 +76,15 @@ def make_csv(path, rows):
                          FROM range({rows}) t(i)) TO '{path}' (HEADER, DELIMITER ',')""")
 
 
-def make_highcard(path, rows):
-    """A DuckDB table of ``rows`` values with about as many distinct values (issue 35)."""
+def make_duckdb(path, rows, column="x", domain=X_DOMAIN):
+    """A DuckDB table ``t`` of ``rows`` values ``hash(i) % (hi + 1)`` in one column: 2^20
+    distinct values for the pushdown rows, about as many as rows for the high-cardinality
+    ones (``column="v"``, ``domain=H_DOMAIN``: issue 35)."""
     import duckdb
 
     con = duckdb.connect(path)
     con.execute("SET enable_progress_bar = false")
-    con.execute(f"CREATE TABLE t AS SELECT (hash(i) % {H_DOMAIN[1] + 1})::BIGINT AS v "
-                f"FROM range({rows}) t(i)")
-    con.close()
-
-
-def make_duckdb(path, rows):
-    import duckdb
-
-    con = duckdb.connect(path)
-    con.execute("SET enable_progress_bar = false")
-    con.execute(f"CREATE TABLE t AS SELECT (hash(i) % {X_DOMAIN[1] + 1})::BIGINT AS x "
+    con.execute(f"CREATE TABLE t AS SELECT (hash(i) % {domain[1] + 1})::BIGINT AS {column} "
                 f"FROM range({rows}) t(i)")
     con.close()
 
@@ -309,7 +301,7 @@ def main():
                 rows //= scale
                 path = os.path.join(work, f"h{rows}.duckdb")
                 t = time.perf_counter()
-                make_highcard(path, rows)
+                make_duckdb(path, rows, column="v", domain=H_DOMAIN)
                 print(f"  {rows:,} rows (table made in {time.perf_counter() - t:.0f} s)")
                 floor = run("highcard_numpy", path=path)
                 row("fetch the column into numpy + build [floor]", floor)
