@@ -202,8 +202,21 @@ def run_load(base, name, *, clients, procs, seconds, warmup, batch, share, healt
     jobs = [(base, name, c, seconds, warmup, batch, share, health, 100 + i)
             for i, c in enumerate(per) if c]
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(len(jobs)) as pool:
-        parts = pool.map(client_process, jobs)
+    # a spawned child takes this process's sys.path: the package this process imported
+    # first, so that a checkout put on sys.path by another script (no built core) is not
+    # what the child imports
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__)))
+    sys.path.insert(0, package_parent)
+    try:
+        with ctx.Pool(len(jobs)) as pool:
+            pending = pool.map_async(client_process, jobs)
+            try:             # bounded: a child that cannot start must not hang the run
+                parts = pending.get(timeout=seconds + warmup + 120)
+            except multiprocessing.TimeoutError:
+                raise SystemExit("the load clients did not finish (a client process could "
+                                 "not start?)") from None
+    finally:
+        sys.path.remove(package_parent)
     merged = {}
     for kind in ("single", "batch", "health"):
         lat = [x for p in parts for x in p[kind][0]]
