@@ -86,14 +86,19 @@ class RangeSumQueries:
         lo = np.where(keep, lo_o, 0).astype(np.uint64)
         return np.where(keep, self._answers(lo, np.where(keep, hi_o, lo).astype(np.uint64)), 0.0)
 
-    def _apportion(self, lo_o, hi_o):
-        """The end blocks ``kl``, ``kh`` and the count shares ``f_lo``, ``f_hi`` (module doc)."""
+    def _end_blocks(self, lo_o, hi_o):
+        """Per query: the blocks ``kl``, ``kh`` holding its ends, the blocks' ``starts`` and
+        ``ends``, and whether the query cuts its first block (``lo_o`` past its start) and
+        its last block (``hi_o`` before its end)."""
         sums = self.sums
         kl = sums._lookup.of(lo_o).astype(np.intp)
         kh = sums._lookup.of(hi_o).astype(np.intp)
         starts, ends = sums._starts, sums._ends
-        before = lo_o > starts[kl]
-        upto = hi_o < ends[kh]
+        return kl, kh, starts, ends, lo_o > starts[kl], hi_o < ends[kh]
+
+    def _apportion(self, lo_o, hi_o):
+        """The end blocks ``kl``, ``kh`` and the count shares ``f_lo``, ``f_hi`` (module doc)."""
+        kl, kh, starts, ends, before, upto = self._end_blocks(lo_o, hi_o)
         c_l = self._answers(starts[kl], ends[kl])
         c_h = c_l if np.array_equal(kl, kh) else self._answers(starts[kh], ends[kh])
         c_before = self._count_between(starts[kl], np.where(before, lo_o, 1) - np.uint64(1),
@@ -147,11 +152,7 @@ class RangeSumQueries:
         intervals"): the inner whole blocks' tail at ``delta_tree``, each cut block's part
         in ``[0, U * count]`` with the count's upper end at ``delta_count``."""
         sums = self.sums
-        kl = sums._lookup.of(lo_o).astype(np.intp)
-        kh = sums._lookup.of(hi_o).astype(np.intp)
-        starts, ends = sums._starts, sums._ends
-        cut_l = lo_o > starts[kl]
-        cut_h = hi_o < ends[kh]
+        kl, kh, starts, ends, cut_l, cut_h = self._end_blocks(lo_o, hi_o)
         first = np.where(cut_l, kl + 1, kl)
         last = np.where(cut_h, kh - 1, kh)
         inner = first <= last
