@@ -250,3 +250,33 @@ def test_postgresql_grouped_gives_the_streamed_release():
         with pytest.raises(InputError, match="outside its 4 levels") as exc:
             _released_1d(strict)
         assert "XX" not in str(exc.value)
+
+
+def test_int_levels_grouped(tmp_path):
+    g = np.random.default_rng(8)
+    codes = np.array([10, 20, 30, 99])[g.integers(0, 4, 500)]
+    con = sqlite3.connect(tmp_path / "i.db")
+    con.execute("CREATE TABLE t (station INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?)", [(int(c),) for c in codes])
+    con.commit()
+    con.close()
+    url = f"sqlite:///{tmp_path / 'i.db'}"
+    col = ps.Column.category([30, 10, 20], other=-1, name="station")
+    made = [_source(url, ["station"], [col], plan) for plan in ("auto", "sort")]
+    assert _is_grouped(made[0], [(0, 3)])
+    hists = [ps.LevelHistogram.build(s, levels=col, epsilon=1e9, rng=ps.Rng(seed=1))
+             for s in made]
+    assert hists[0].released.tolist() == hists[1].released.tolist() == \
+        [int(np.sum(codes == c)) for c in (30, 10, 20)] + [int(np.sum(codes == 99))]
+
+
+def test_cli_build_from_a_database_with_categories(databases, tmp_path, capsys):
+    from pydp_synopsis.cli import main
+    _, carrier, _, urls = databases
+    rc = main(["build", "--database", urls["sqlite"], "--table", "t", "--columns", "carrier",
+               "--categories", ",".join(LEVELS), "--other", "other", "--epsilon", "1e9",
+               "--output", str(tmp_path / "h.pds")])
+    capsys.readouterr()
+    assert rc == 0
+    assert ps.load(tmp_path / "h.pds").released.tolist()[:4] == \
+        [int(np.sum(carrier == lv)) for lv in LEVELS]
