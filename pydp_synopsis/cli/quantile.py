@@ -35,7 +35,7 @@ def add_distribution_options(parser):
                              "bins between the given edges) with per-bin intervals at "
                              "--confidence")
     parser.add_argument("--axis", metavar="A",
-                        help="rectangle synopses: the axis of --quantile / --cdf (its index "
+                        help="rectangle synopses: the axis of --quantile, --cdf, --histogram (its index "
                              "from 0 or its column's name)")
 
 
@@ -44,7 +44,7 @@ def wants_distribution(args):
     asked = [name for name in OPTIONS if getattr(args, name, None) is not None]
     if not asked:
         if getattr(args, "axis", None) is not None:
-            raise UsageError("--axis goes with --quantile or --cdf")
+            raise UsageError("--axis goes with --quantile, --cdf or --histogram")
         return False
     if len(asked) > 1 or args.lo is not None or args.hi is not None or args.queries is not None:
         others = [f"--{n}" for n in asked] + [f"--{n}" for n in ("lo", "hi", "queries")
@@ -102,9 +102,6 @@ def _texts(syn, ints):
 
 def _marginal(syn, args):
     """The :class:`~pydp_synopsis.rectangles.marginals.AxisMarginal` ``--axis`` names."""
-    if args.histogram is not None:
-        raise UsageError("--histogram needs an interval synopsis; for a rectangle synopsis "
-                         "ask --quantile or --cdf with --axis")
     if args.axis is None:
         raise UsageError(f"--axis is required for a rectangle synopsis (an index from 0 to "
                          f"{syn.dims - 1} or a column's name)")
@@ -123,8 +120,8 @@ def cmd_distribution(args):
     if isinstance(syn, RectangleSynopsis):
         syn = _marginal(syn, args)
     elif not isinstance(syn, IntervalSynopsis):
-        raise UsageError(f"--quantile, --cdf and --histogram need an interval synopsis; "
-                         f"{args.synopsis} is a {type(syn).__name__}")
+        raise UsageError(f"--quantile, --cdf and --histogram need an interval or rectangle "
+                         f"synopsis; {args.synopsis} is a {type(syn).__name__}")
     elif args.axis is not None:
         raise UsageError("--axis applies to a rectangle synopsis; an interval synopsis has "
                          "one axis")

@@ -88,9 +88,20 @@ class AxisMarginal(IntervalQuantiles):
         hi[:, self._axis] = ends
         return syn._mechanism.answer(lo, hi)
 
+    def confidence_intervals(self, lo, hi, confidence=0.95, *, nonnegative=False):
+        """The synopsis's per-box intervals of ``[lo, hi]`` on this axis (its units), the
+        other axes whole (what ``histogram(bins, confidence=)`` reads)."""
+        syn, a = self._synopsis, self._axis
+        lo, hi = np.ravel(np.asarray(lo, dtype=object)), np.ravel(np.asarray(hi, dtype=object))
+        box_lo = np.empty((lo.size, syn.dims), dtype=object)
+        box_hi = np.empty((lo.size, syn.dims), dtype=object)
+        for b, (d_lo, d_hi) in enumerate(syn.user_domain):
+            box_lo[:, b], box_hi[:, b] = (lo, hi) if b == a else (d_lo, d_hi)
+        return syn.confidence_intervals(box_lo, box_hi, confidence, nonnegative=nonnegative)
+
 
 class RectangleMarginals:
-    """``cdf`` and ``quantile`` of one axis (a mixin of
+    """``cdf``, ``quantile`` and ``histogram`` of one axis (a mixin of
     :class:`~pydp_synopsis.RectangleSynopsis`, no state of its own)."""
 
     __slots__ = ()
@@ -189,3 +200,23 @@ class RectangleMarginals:
         [True, True]
         """
         return self.marginal(axis).quantile(q)
+
+    def histogram(self, bins, *, axis, confidence=None):
+        """Private counts per bin of column ``axis`` (the other axes whole), like
+        :meth:`IntervalSynopsis.histogram <pydp_synopsis.IntervalSynopsis.histogram>`:
+        ``(counts, edges)``, or ``(counts, edges, bars)`` with ``confidence``.
+
+        Each bin's count is the synopsis's answer for its box, clipped at 0; the
+        bars are :meth:`confidence_intervals` of the boxes (per bin).  Post-processing.
+
+        Examples
+        --------
+        >>> import numpy as np, pydp_synopsis as ps
+        >>> pts = np.stack([np.arange(1000), np.arange(1000) % 7], axis=1)
+        >>> s = ps.RectangleSynopsis.build(pts, domain=[(0, 999), (0, 6)], epsilon=1e6,
+        ...                                rng=ps.Rng(seed=1))   # seed: tests only
+        >>> counts, edges = s.histogram(4, axis=0)
+        >>> [round(float(c)) for c in counts], edges.tolist()
+        ([250, 250, 250, 250], [0, 250, 500, 750, 999])
+        """
+        return self.marginal(axis).histogram(bins, confidence=confidence)

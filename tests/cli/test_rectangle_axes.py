@@ -57,6 +57,16 @@ def test_quantile_and_cdf_of_an_axis(saved, capsys):
         str(rect.quantile(0.9, axis="carrier"))
 
 
+def test_histogram_of_an_axis(saved, capsys):
+    d, rect, _ = saved
+    rc, out, _ = cli(capsys, "query", d / "r.pds", "--histogram", "4", "--axis", "hour")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rc == 0 and rows[0] == ["lo", "hi", "count", "std", "low", "high"]
+    counts, edges, bars = rect.histogram(4, axis="hour", confidence=0.95)
+    assert [r[:2] for r in rows[1:]] == [["0", "5"], ["6", "11"], ["12", "17"], ["18", "23"]]
+    assert [float(r[2]) for r in rows[1:]] == pytest.approx(counts.tolist())
+
+
 def test_levels_of_a_rectangle_and_of_one_column(saved, capsys):
     d, rect, flat = saved
     rc, out, _ = cli(capsys, "query", d / "r.pds", "--levels", "WN,AA", "--lo", "2001-01-05,3",
@@ -74,10 +84,9 @@ def test_levels_of_a_rectangle_and_of_one_column(saved, capsys):
     ("r.pds", ["--quantile", "0.5"], "--axis is required for a rectangle synopsis"),
     ("r.pds", ["--quantile", "0.5", "--axis", "3"], "--axis: axis must be an int in [0, 2]"),
     ("r.pds", ["--cdf", "3", "--axis", "fare"], "--axis: axis must be an int in [0, 2]"),
-    ("r.pds", ["--histogram", "4", "--axis", "0"], "--histogram needs an interval synopsis"),
     ("r.pds", ["--quantile", "1.5", "--axis", "0"], "q must be in [0, 1]"),
     ("i.pds", ["--quantile", "0.5", "--axis", "0"], "--axis applies to a rectangle synopsis"),
-    ("i.pds", ["--lo", "0", "--hi", "3", "--axis", "0"], "--axis goes with --quantile or --cdf"),
+    ("i.pds", ["--lo", "0", "--hi", "3", "--axis", "0"], "--axis goes with --quantile, --cdf or --histogram"),
     ("r.pds", ["--levels", "ZZ"], "--levels: levels: 'ZZ' is not a level"),
     ("r.pds", ["--levels", "AA", "--lo", "2001-01-01"], "--lo with --levels gives the 2 axes"),
     ("h.pds", ["--levels", "AA", "--lo", "AA"], "drop --lo/--hi"),

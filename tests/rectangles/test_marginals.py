@@ -172,3 +172,34 @@ def test_median_rank_error_within_the_box_bound():
         n = x.size
         miss = max(below - n / 2, n / 2 - upto, 0)
         assert miss <= 1.5 * b + seg.max(), (seed, miss, b, seg.max())
+
+
+def test_histogram_of_an_axis_is_count_many_of_its_boxes(noisy):
+    s = noisy
+    counts, edges, bars = s.histogram(5, axis=0, confidence=0.9)
+    assert edges.tolist() == [-10, 112, 234, 356, 478, 600]
+    lo = [[e, -20, 0] for e in edges[:-1]]
+    hi = [[e - 1, 19, 4] for e in edges[1:-1]] + [[600, 19, 4]]
+    want = s.count_many(lo, hi, nonnegative=True)
+    assert counts.tolist() == want.tolist() == bars.answer.tolist()
+    ref = s.confidence_intervals(lo, hi, 0.9, nonnegative=True)
+    assert bars.low.tolist() == ref.low.tolist() and bars.high.tolist() == ref.high.tolist()
+    c2, e2 = s.histogram([0, 100, 300], axis=0)
+    assert c2.tolist() == s.count_many([[0, -20, 0], [100, -20, 0]], [[99, 19, 4], [300, 19, 4]],
+                                       nonnegative=True).tolist()
+
+
+def test_histogram_of_a_date_axis_with_bars():
+    g = np.random.default_rng(2)
+    days = (np.datetime64("2001-01-01") + g.integers(0, 90, 800)).astype(str)
+    pts = np.stack([days, g.integers(0, 10, 800).astype(str)], axis=1).astype(object)
+    s = ps.RectangleSynopsis.build(pts, domain=[("2001-01-01", "2001-03-31"), (0, 9)],
+                                   columns=[ps.Column.date("day"), ps.Column.integer("k")],
+                                   epsilon=1.0, rng=ps.Rng(seed=5))
+    counts, edges, bars = s.histogram(["2001-01-01", "2001-02-01", "2001-03-31"], axis="day",
+                                      confidence=0.95)
+    assert edges.astype("datetime64[D]").astype(str).tolist() == ["2001-01-01", "2001-02-01",
+                                                                   "2001-03-31"]
+    want = s.count_many([["2001-01-01", 0], ["2001-02-01", 0]],
+                        [["2001-01-31", 9], ["2001-03-31", 9]], nonnegative=True)
+    assert counts.tolist() == want.tolist() and (bars.low <= counts).all()
