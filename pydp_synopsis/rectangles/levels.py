@@ -22,7 +22,7 @@ __all__ = ["RectangleLevels"]
 
 
 class RectangleLevels:
-    """``count_levels`` of a rectangle synopsis (a mixin of
+    """``count_levels`` and ``counts_by_level`` of a rectangle synopsis (a mixin of
     :class:`~pydp_synopsis.RectangleSynopsis`, no state of its own)."""
 
     __slots__ = ()
@@ -53,6 +53,56 @@ class RectangleLevels:
             raise ParameterError(f"{name} must give one value per axis other than the category "
                                  f"axis ({len(others)}), got {values!r}")
         return list(values)
+
+    def _level_boxes(self, a, run_lo, run_hi, lo, hi):
+        """Boxes in user units: ``[run_lo[i], run_hi[i]]`` on the category axis ``a``,
+        ``[lo, hi]`` on the others."""
+        col = self.columns[a]
+        box_lo, box_hi = (np.empty((run_lo.size, self.dims), dtype=object) for _ in range(2))
+        others = [b for b in range(self.dims) if b != a]
+        box_lo[:, others] = self._other_bounds(a, lo, "lo", 0)
+        box_hi[:, others] = self._other_bounds(a, hi, "hi", 1)
+        box_lo[:, a], box_hi[:, a] = col.values(run_lo), col.values(run_hi)
+        return box_lo, box_hi
+
+    def counts_by_level(self, lo=None, hi=None, *, axis=None, confidence=0.95,
+                        nonnegative=False):
+        """Every level's noisy count (the other axes within ``[lo, hi]``) with its error bars.
+
+        Parameters
+        ----------
+        lo, hi, axis
+            As :meth:`count_levels`.
+        confidence : float
+            Of each level's interval (:meth:`confidence_intervals` of its box).
+        nonnegative : bool
+            Clip counts and ``low`` at 0 (post-processing).
+
+        Returns
+        -------
+        (levels, counts, bars)
+            The levels in code order, their counts (float64) and
+            :class:`~pydp_synopsis.errorbars.ErrorBars`.
+
+        Examples
+        --------
+        >>> import pydp_synopsis as ps
+        >>> cols = [ps.Column.category(["AA", "DL", "UA"], name="carrier"),
+        ...         ps.Column.integer("hour")]
+        >>> pts = [["AA", 3], ["UA", 5], ["UA", 9], ["DL", 5]]
+        >>> s = ps.RectangleSynopsis.build(pts, domain=[("AA", "UA"), (0, 23)], columns=cols,
+        ...                                epsilon=1e6, threshold=0, structure="multitree",
+        ...                                rng=ps.Rng(seed=1))   # seed: tests only
+        >>> levels, counts, bars = s.counts_by_level()
+        >>> levels, [round(c) for c in counts]
+        (('AA', 'DL', 'UA'), [1, 1, 2])
+        """
+        a = self._category_axis(axis)
+        col = self.columns[a]
+        codes = np.arange(len(col.all_levels), dtype=np.int64)
+        box_lo, box_hi = self._level_boxes(a, codes, codes, lo, hi)
+        bars = self.confidence_intervals(box_lo, box_hi, confidence, nonnegative=nonnegative)
+        return col.all_levels, bars.answer, bars
 
     def count_levels(self, levels, lo=None, hi=None, *, axis=None, return_std=False):
         """Noisy count of the rows whose category is one of ``levels`` and whose other
@@ -105,12 +155,7 @@ class RectangleLevels:
             raise TypeError(f"return_std must be a bool, not {type(return_std).__name__}")
         a = self._category_axis(axis)
         run_lo, run_hi = level_runs(self.columns[a], levels)
-        col = self.columns[a]
-        box_lo, box_hi = (np.empty((run_lo.size, self.dims), dtype=object) for _ in range(2))
-        others = [b for b in range(self.dims) if b != a]
-        box_lo[:, others] = self._other_bounds(a, lo, "lo", 0)
-        box_hi[:, others] = self._other_bounds(a, hi, "hi", 1)
-        box_lo[:, a], box_hi[:, a] = col.values(run_lo), col.values(run_hi)
+        box_lo, box_hi = self._level_boxes(a, run_lo, run_hi, lo, hi)
         answers, std = self.count_many(box_lo, box_hi, return_std=True)
         total = float(answers.sum())
         return (total, float(std.sum())) if return_std else total

@@ -88,7 +88,7 @@ def test_levels_of_a_rectangle_and_of_one_column(saved, capsys):
     ("i.pds", ["--quantile", "0.5", "--axis", "0"], "--axis applies to a rectangle synopsis"),
     ("i.pds", ["--lo", "0", "--hi", "3", "--axis", "0"], "--axis goes with --quantile, --cdf or --histogram"),
     ("r.pds", ["--levels", "ZZ"], "--levels: levels: 'ZZ' is not a level"),
-    ("r.pds", ["--levels", "AA", "--lo", "2001-01-01"], "--lo with --levels gives the 2 axes"),
+    ("r.pds", ["--levels", "AA", "--lo", "2001-01-01"], "--lo with --levels or --by-level gives the 2 axes"),
     ("h.pds", ["--levels", "AA", "--lo", "AA"], "drop --lo/--hi"),
     ("i.pds", ["--levels", "AA"], "--levels needs a synopsis with a category column"),
 ])
@@ -96,3 +96,16 @@ def test_bad_usage_is_one_line(saved, capsys, syn, args, text):
     d = saved[0]
     rc, out, err = cli(capsys, "query", d / syn, *args)
     assert rc == 2 and text in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_by_level_of_a_rectangle(saved, capsys):
+    d, rect, _ = saved
+    rc, out, _ = cli(capsys, "query", d / "r.pds", "--by-level", "--lo", "2001-01-05,3",
+                     "--hi", "2001-02-01,20")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rc == 0 and rows[0] == ["level", "answer", "std", "low", "high"]
+    levels, counts, bars = rect.counts_by_level(["2001-01-05", "3"], ["2001-02-01", "20"])
+    assert [r[0] for r in rows[1:]] == list(levels)
+    assert [float(r[1]) for r in rows[1:]] == pytest.approx(counts.tolist())
+    rc, _, err = cli(capsys, "query", d / "r.pds", "--by-level", "--hi", "3")
+    assert rc == 2 and "--hi with --levels or --by-level gives the 2 axes" in err

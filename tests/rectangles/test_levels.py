@@ -103,3 +103,18 @@ def test_a_synopsis_without_a_category_axis_is_refused():
                                    rng=ps.Rng(seed=1))
     with pytest.raises(ps.ParameterError, match="needs a category axis; this synopsis has no"):
         s.count_levels(["AA"])
+
+
+def test_counts_by_level_are_the_level_boxes_intervals(noisy):
+    syn = noisy[0]
+    levels, counts, bars = syn.counts_by_level(["2001-01-10", 6], ["2001-02-20", 18],
+                                               confidence=0.9, nonnegative=True)
+    assert levels == tuple(LEVELS) + ("other",)
+    lo = np.array([["2001-01-10", lv, 6] for lv in levels], dtype=object)
+    hi = np.array([["2001-02-20", lv, 18] for lv in levels], dtype=object)
+    ref = syn.confidence_intervals(lo, hi, 0.9, nonnegative=True)
+    assert counts.tolist() == ref.answer.tolist() and bars.high.tolist() == ref.high.tolist()
+    assert counts.tolist() == [max(syn.count_levels(lv, ["2001-01-10", 6],
+                                                    ["2001-02-20", 18]), 0.0) for lv in levels]
+    with pytest.raises(ps.ParameterError, match="confidence"):
+        syn.counts_by_level(confidence=1.5)
