@@ -13,7 +13,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def test_category_pushdown_bench_runs_and_plans_agree(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__))))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__)))
+    env = dict(os.environ, PYTHONPATH=package)
     proc = subprocess.run([sys.executable, os.path.join(HERE, "bench_category_pushdown.py"),
                            "--rows", "3000", "--workdir", str(tmp_path)],
                           capture_output=True, text=True, env=env, timeout=600)

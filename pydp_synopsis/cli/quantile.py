@@ -35,8 +35,8 @@ def add_distribution_options(parser):
                              "bins between the given edges) with per-bin intervals at "
                              "--confidence")
     parser.add_argument("--axis", metavar="A",
-                        help="rectangle synopses: the axis of --quantile, --cdf, --histogram (its index "
-                             "from 0 or its column's name)")
+                        help="rectangle synopses: the axis of --quantile, --cdf, --histogram "
+                             "(its index from 0 or its column's name)")
 
 
 def wants_distribution(args):

@@ -86,9 +86,11 @@ def test_levels_of_a_rectangle_and_of_one_column(saved, capsys):
     ("r.pds", ["--cdf", "3", "--axis", "fare"], "--axis: axis must be an int in [0, 2]"),
     ("r.pds", ["--quantile", "1.5", "--axis", "0"], "q must be in [0, 1]"),
     ("i.pds", ["--quantile", "0.5", "--axis", "0"], "--axis applies to a rectangle synopsis"),
-    ("i.pds", ["--lo", "0", "--hi", "3", "--axis", "0"], "--axis goes with --quantile, --cdf or --histogram"),
+    ("i.pds", ["--lo", "0", "--hi", "3", "--axis", "0"],
+     "--axis goes with --quantile, --cdf or --histogram"),
     ("r.pds", ["--levels", "ZZ"], "--levels: levels: 'ZZ' is not a level"),
-    ("r.pds", ["--levels", "AA", "--lo", "2001-01-01"], "--lo with --levels or --by-level gives the 2 axes"),
+    ("r.pds", ["--levels", "AA", "--lo", "2001-01-01"],
+     "--lo with --levels or --by-level gives the 2 axes"),
     ("h.pds", ["--levels", "AA", "--lo", "AA"], "drop --lo/--hi"),
     ("i.pds", ["--levels", "AA"], "--levels needs a synopsis with a category column"),
 ])
