@@ -12,7 +12,29 @@ import numpy as np
 
 from .errors import ParameterError
 
-__all__ = ["LevelQueries"]
+__all__ = ["LevelQueries", "level_runs"]
+
+
+def level_runs(col, levels):
+    """The set ``levels`` of the category column ``col``, checked, as runs
+    ``(lo_codes, hi_codes)`` of consecutive codes (int64 arrays).
+
+    >>> from pydp_synopsis.columns import Column
+    >>> [c.tolist() for c in level_runs(Column.category(list("abcde")), ["e", "a", "b", "d"])]
+    [[0, 3], [1, 4]]
+    """
+    if isinstance(levels, (str, bytes)) or not hasattr(levels, "__len__"):
+        levels = [levels]
+    arr = np.asarray(list(levels), dtype=object)
+    if arr.size == 0:
+        raise ParameterError("levels must name at least one level, got an empty list")
+    codes = np.asarray(col.to_int(arr, "levels", "lo"), dtype=np.int64).ravel()
+    codes.sort()
+    if (np.diff(codes) == 0).any():
+        raise ParameterError("levels must be distinct: a level is named twice")
+    starts = np.flatnonzero(np.diff(codes, prepend=codes[0] - 2) != 1)
+    ends = np.append(starts[1:], codes.size) - 1
+    return codes[starts], codes[ends]
 
 
 class LevelQueries:
@@ -41,19 +63,7 @@ class LevelQueries:
 
     def _runs(self, levels):
         """The checked set of levels as runs ``(lo_codes, hi_codes)`` of consecutive codes."""
-        col = self._category()
-        if isinstance(levels, (str, bytes)) or not hasattr(levels, "__len__"):
-            levels = [levels]
-        arr = np.asarray(list(levels), dtype=object)
-        if arr.size == 0:
-            raise ParameterError("levels must name at least one level, got an empty list")
-        codes = np.asarray(col.to_int(arr, "levels", "lo"), dtype=np.int64).ravel()
-        codes.sort()
-        if (np.diff(codes) == 0).any():
-            raise ParameterError("levels must be distinct: a level is named twice")
-        starts = np.flatnonzero(np.diff(codes, prepend=codes[0] - 2) != 1)
-        ends = np.append(starts[1:], codes.size) - 1
-        return codes[starts], codes[ends]
+        return level_runs(self._category(), levels)
 
     def count_levels(self, levels, *, return_std=False):
         """Noisy count of the rows whose value is one of ``levels`` (a float).

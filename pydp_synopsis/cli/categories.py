@@ -6,7 +6,7 @@ import io
 import os
 
 from .. import persist
-from ..errors import ParameterError, UsageError
+from ..errors import DomainError, ParameterError, UsageError
 from ..categories import MAX_LEVELS_JSON
 from ..intervals import IntervalSynopsis
 from ..level_histogram import LevelHistogram, uses_flat
@@ -15,7 +15,7 @@ from ..units import Column
 from .common import full_text
 
 __all__ = ["MAX_LEVELS_FILE", "SHOWN_LEVELS", "category_column_of", "read_levels_file",
-           "other_domain", "build_categories", "levels_lines", "by_level"]
+           "other_domain", "build_categories", "levels_lines", "by_level", "count_levels"]
 
 #: How many levels ``info`` lists (they are public; the rest are counted).
 SHOWN_LEVELS = 100
@@ -113,6 +113,16 @@ def levels_lines(column):
 def by_level(syn, args, delimiter):
     """``query --by-level``: one CSV row per level (level, answer, std, low, high),
     to ``--output`` (written whole or not at all) or stdout."""
+    if isinstance(syn, RectangleSynopsis):         # its other axes within --lo/--hi
+        if args.queries is not None:
+            raise UsageError("--by-level answers every level: drop --queries")
+        bounds = _other_bounds(syn, args)
+        try:
+            levels, _, bars = syn.counts_by_level(*bounds, confidence=args.confidence,
+                                                  nonnegative=args.nonnegative)
+        except (ParameterError, DomainError, TypeError) as exc:
+            raise UsageError(f"--by-level: {exc}") from None
+        return _write_levels(levels, bars, args, delimiter)
     if args.lo is not None or args.hi is not None or args.queries is not None:
         raise UsageError("--by-level answers every level: drop --lo/--hi/--queries")
     column = getattr(syn, "column", None)
@@ -120,6 +130,11 @@ def by_level(syn, args, delimiter):
         raise UsageError(f"--by-level needs a synopsis of one category column; "
                          f"{args.synopsis} is not one")
     levels, _, bars = syn.counts_by_level(args.confidence, nonnegative=args.nonnegative)
+    return _write_levels(levels, bars, args, delimiter)
+
+
+def _write_levels(levels, bars, args, delimiter):
+    """``--by-level``'s CSV, to ``--output`` (whole or not at all) or stdout."""
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n", delimiter=delimiter)
     writer.writerow(["level", "answer", "std", "low", "high"])
@@ -130,4 +145,40 @@ def by_level(syn, args, delimiter):
         persist.atomic_write(args.output, lambda fh: fh.write(text.getvalue().encode()))
     else:
         print(text.getvalue(), end="")
+    return 0
+
+
+def _other_bounds(syn, args):
+    """``--lo``/``--hi`` of a rectangle's axes other than its category axis (None: whole)."""
+    others = syn.dims - 1
+    bounds = [None if text is None else [p.strip() for p in str(text).split(",")]
+              for text in (args.lo, args.hi)]
+    for name, parts in zip(("--lo", "--hi"), bounds):
+        if parts is not None and len(parts) != others:
+            raise UsageError(f"{name} with --levels or --by-level gives the {others} axes "
+                             f"other than the category axis, got {','.join(parts)!r}")
+    return bounds
+
+
+def count_levels(syn, args):
+    """``query --levels A,B``: the count of a set of levels with its noise std (a flat
+    histogram or tree of one category column; a rectangle synopsis's category axis, its
+    other axes within ``--lo``/``--hi``, whole by default)."""
+    if args.queries is not None or args.by_level:
+        raise UsageError("--levels answers one set of levels: drop --queries/--by-level")
+    levels = [p.strip() for p in args.count_levels.split(",") if p.strip()]
+    bounds = ()
+    if isinstance(syn, RectangleSynopsis):
+        bounds = _other_bounds(syn, args)
+    elif getattr(syn, "column", None) is None or syn.column.kind != "category":
+        raise UsageError(f"--levels needs a synopsis with a category column; "
+                         f"{args.synopsis} has none")
+    elif args.lo is not None or args.hi is not None:
+        raise UsageError("--levels of one category column: drop --lo/--hi")
+    try:
+        answer, std = syn.count_levels(levels, *bounds, return_std=True)
+    except (ParameterError, DomainError, TypeError) as exc:
+        raise UsageError(f"--levels: {exc}") from None
+    print(f"{full_text(answer)} ± {full_text(std)} (noise std"
+          f"{'' if len(levels) == 1 else '; an upper bound unless the levels are consecutive'})")
     return 0

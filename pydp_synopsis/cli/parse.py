@@ -210,6 +210,9 @@ def build_parser():
     q.add_argument("--by-level", dest="by_level", action="store_true",
                    help="a category column's synopsis: every level's count with its error bars "
                         "(CSV: level,answer,std,low,high)")
+    q.add_argument("--levels", dest="count_levels", metavar="LEVEL[,LEVEL...]",
+                   help="the count of a set of levels of the category column (a rectangle "
+                        "synopsis: its other axes within --lo/--hi, whole by default)")
     q.add_argument("--hi", help="upper corner, inclusive")
     q.add_argument("--queries", metavar="FILE.csv", help="CSV with lo,hi (or lo_0..,hi_0..) columns")
     q.add_argument("--output", metavar="FILE.csv", help="where to write answers (default stdout)")

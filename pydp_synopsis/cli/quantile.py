@@ -1,6 +1,7 @@
 """``pydp-synopsis query SYN --quantile 0.5,0.9`` (and ``--cdf X``, ``--histogram N``):
 the distribution read from an interval synopsis, in its units, at no privacy cost
-(post-processing of the saved release: :mod:`pydp_synopsis.quantiles`)."""
+(post-processing of the saved release: :mod:`pydp_synopsis.quantiles`); of one axis of
+a rectangle synopsis with ``--axis A`` (:mod:`pydp_synopsis.rectangles.marginals`)."""
 import argparse
 import csv
 import io
@@ -13,6 +14,7 @@ from .. import persist
 from ..arguments import integer, real
 from ..errors import DomainError, InputError, ParameterError, UsageError
 from ..intervals import IntervalSynopsis
+from ..rectangles import RectangleSynopsis
 from .common import check_output_option, full_text
 
 __all__ = ["OPTIONS", "add_distribution_options", "wants_distribution", "cmd_distribution"]
@@ -32,12 +34,17 @@ def add_distribution_options(parser):
                         help="private counts of N equal-width bins over the domain (or of the "
                              "bins between the given edges) with per-bin intervals at "
                              "--confidence")
+    parser.add_argument("--axis", metavar="A",
+                        help="rectangle synopses: the axis of --quantile, --cdf, --histogram "
+                             "(its index from 0 or its column's name)")
 
 
 def wants_distribution(args):
     """True when ``args`` ask for one of :data:`OPTIONS` (then it must be the only question)."""
     asked = [name for name in OPTIONS if getattr(args, name, None) is not None]
     if not asked:
+        if getattr(args, "axis", None) is not None:
+            raise UsageError("--axis goes with --quantile, --cdf or --histogram")
         return False
     if len(asked) > 1 or args.lo is not None or args.hi is not None or args.queries is not None:
         others = [f"--{n}" for n in asked] + [f"--{n}" for n in ("lo", "hi", "queries")
@@ -93,14 +100,31 @@ def _texts(syn, ints):
     return [syn.column.format(v) for v in ints]
 
 
+def _marginal(syn, args):
+    """The :class:`~pydp_synopsis.rectangles.marginals.AxisMarginal` ``--axis`` names."""
+    if args.axis is None:
+        raise UsageError(f"--axis is required for a rectangle synopsis (an index from 0 to "
+                         f"{syn.dims - 1} or a column's name)")
+    axis = args.axis.strip()
+    try:
+        return syn.marginal(int(axis) if axis.lstrip("-").isdigit() else axis)
+    except (ParameterError, TypeError) as exc:
+        raise UsageError(f"--axis: {exc}") from None
+
+
 def cmd_distribution(args):
     """Answer ``--quantile``, ``--cdf`` or ``--histogram`` (CSV on stdout or ``--output``)."""
     if args.output:
         check_output_option(args.output, args.synopsis, None)
     syn = persist.load(args.synopsis)
-    if not isinstance(syn, IntervalSynopsis):
-        raise UsageError(f"--quantile, --cdf and --histogram need an interval synopsis; "
-                         f"{args.synopsis} is a {type(syn).__name__}")
+    if isinstance(syn, RectangleSynopsis):
+        syn = _marginal(syn, args)
+    elif not isinstance(syn, IntervalSynopsis):
+        raise UsageError(f"--quantile, --cdf and --histogram need an interval or rectangle "
+                         f"synopsis; {args.synopsis} is a {type(syn).__name__}")
+    elif args.axis is not None:
+        raise UsageError("--axis applies to a rectangle synopsis; an interval synopsis has "
+                         "one axis")
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     try:

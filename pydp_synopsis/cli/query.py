@@ -17,7 +17,7 @@ from ..level_histogram import LevelHistogram
 from ..queryfiles import located, query_chunks, spooled_stdout
 from ..rectangles import RectangleSynopsis
 from ..sources.files import in_file
-from .categories import by_level, levels_lines
+from .categories import by_level, count_levels, levels_lines
 from .quantile import cmd_distribution, wants_distribution
 from .common import check_output_option, delimiter_of, full_text, shown_text
 from .sums import cmd_query_sums, print_sums_info
@@ -138,6 +138,8 @@ def cmd_query(args):
         raise UsageError(f"{args.synopsis} is a {type(syn).__name__} checkpoint, not a synopsis")
     if args.by_level:
         return by_level(syn, args, delimiter)
+    if args.count_levels is not None:           # --levels A,B (cli/categories.py)
+        return count_levels(syn, args)
     if args.sum or args.mean:                   # range sums and means (cli/sums.py)
         return cmd_query_sums(args, syn)
     dims = _dims(syn)

@@ -22,6 +22,8 @@ from ..unitmessages import in_user_units
 from .axes import Axes, as_int_array, check_corners
 from .bars import rectangle_bars
 from .grid import AdaptiveGrid
+from .levels import RectangleLevels
+from .marginals import RectangleMarginals
 from .multitree import MultiTree
 from .release import CONFIGS, MECHANISMS, release
 from .workload import choice_from_record
@@ -48,7 +50,7 @@ def _structure_attribute(mechanism, name, doc):
     return property(get, doc=doc)
 
 
-class RectangleSynopsis(QueryClipping):
+class RectangleSynopsis(QueryClipping, RectangleMarginals, RectangleLevels):
     """How many points fall in any box ``[lo, hi]`` (2 to 8 columns), answered with epsilon-DP.
 
     Build it once from c integer columns (``build(points, domain=[(lo0,

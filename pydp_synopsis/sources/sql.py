@@ -23,7 +23,9 @@ For integer columns nothing but aggregates leaves the database:
 
 Columns that are not integers (decimals with ``scale``, SQLite values of
 other storage classes) are streamed as rows and converted exactly in Python
-(:func:`pydp_synopsis.inputs.to_fixed_point`).
+(:func:`pydp_synopsis.inputs.to_fixed_point`), except with a category column:
+then the database counts the distinct tuples of the columns (``GROUP BY``) and
+only those are converted here (:mod:`pydp_synopsis.sources.grouped`).
 
 Read-only (:mod:`pydp_synopsis.readonly`, docs/security-databases.md).
 SQLite opens the file with ``mode=ro`` and an authorizer that allows reading
@@ -61,6 +63,7 @@ from ..aggregates import Cells
 from ..spill import private_directory
 from .base import CHUNK_ROWS, Prepared, RowPrepared, RowSource, column_offsets, prefetch, spilled_cells
 from .engines import ENGINES, Null, quote_identifier
+from .grouped import GroupedPrepared, groups_categories
 from .plans import (check_plan, memory_budget, prefers_sort, run_entries, sample_query,
                     sorted_aggregate)
 
@@ -157,6 +160,9 @@ class SqlSource(RowSource):
         rows: for timestamps, identifiers and other columns with about as many
         distinct values as rows), ``"auto"`` (default) by the distinct values
         of the first rows.  The release is the same whichever plan runs.
+        With a category column (``units``), ``"group"`` counts the columns'
+        distinct tuples in the database, ``"sort"`` streams the rows
+        (:mod:`~pydp_synopsis.sources.grouped`).
     statement_timeout : float, optional
         Seconds each statement may run, from its start to its last row
         (default :data:`~pydp_synopsis.readonly.DEFAULT_STATEMENT_TIMEOUT`,
@@ -290,6 +296,8 @@ class SqlSource(RowSource):
                 if prepared.pushdown:
                     return prepared
                 prepared.close(keep_engine=True)
+            if groups_categories(self, engine):     # category columns: GROUP BY, then mapped
+                return GroupedPrepared(self, engine, domains, progress, clip)
             return _SqlRowPrepared(self, engine, domains, progress, clip)
         except BaseException:
             engine.close()

@@ -107,7 +107,7 @@ def test_bad_units_and_kinds(saved, tmp_path):
                                      domain=[(0, 9), (0, 9)], epsilon=1, rng=ps.Rng(seed=1))
     box.save(tmp_path / "r.pds")
     one_line_error(run("query", tmp_path / "r.pds", "--quantile", "0.5"),
-                   "need an interval synopsis", "RectangleSynopsis")
+                   "--axis is required for a rectangle synopsis")
     path = saved["ints"][0]
     one_line_error(run("query", path, "--quantile", "0.5", "--output", path), "also an input")
 
