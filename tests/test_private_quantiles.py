@@ -15,8 +15,9 @@ import pytest
 import pydp_synopsis as ps
 from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import DomainError, ParameterError
-from pydp_synopsis.private_quantiles import (MAX_CANDIDATES, candidate_grid, private_quantiles,
+from pydp_synopsis.flip_quantiles import (COUNT_SHARE, MAX_CANDIDATES, candidate_grid, private_quantiles,
                                              quantile_fraction, quantile_scores, split_depth)
+from privacy.quantiles import flip_law as closed_form
 from stattests import assert_gof
 
 
@@ -131,23 +132,38 @@ def test_kernel_refuses_bad_arguments():
 
 
 def test_two_quantiles_follow_the_recursive_split():
-    """q = (1/4, 1/2): the median on all rows at epsilon / 2, then 1/2 (= (1/4) / (1/2)) on
-    the rows below it, over the candidates up to it, at epsilon / 2: the joint law."""
-    data, eps = [0, 1, 1, 2, 3, 4, 4, 4], 2.0
-    half = Fraction(1, 2)
+    """q = (0, 1/2): the median on all rows at epsilon / 2 less the counts' share, then the
+    0-quantile (whatever the noisy counts: 0 rows below) of the rows below it, over the
+    candidates up to it, at the whole epsilon / 2 (the last level counts nothing)."""
+    data, eps = [0, 1, 1, 2, 3, 4, 4, 4], 4.0
+    level = Fraction(eps) / 2
     joint = {}
-    top = flip_law(smith_scores(data, range(5), half), Fraction(eps) / 2 / 2)
+    top = flip_law(smith_scores(data, range(5), Fraction(1, 2)), level * (1 - COUNT_SHARE) / 2)
     for v, pv in enumerate(top):
         left = [x for x in data if x < v]
-        sub = flip_law(smith_scores(left, range(v + 1), half), Fraction(eps) / 2 / 2)
+        sub = flip_law(smith_scores(left, range(v + 1), Fraction(0)), level / 2)
         for u, pu in enumerate(sub):
             joint[(u, v)] = pv * pu
     keys = sorted(joint)
     got = draws(3000, lambda r: tuple(int(a) for a in private_quantiles(
-        data, [0.25, 0.5], domain=(0, 4), epsilon=eps, rng=r)))
+        data, [0, 0.5], domain=(0, 4), epsilon=eps, rng=r)))
     counts = [sum(g == k for g in got) for k in keys]
     assert sum(counts) == len(got)
     assert_gof(counts, [joint[k] for k in keys])
+
+
+def test_noisy_counts_place_the_children_on_tied_data():
+    """Half the rows tied at one value: the children's quantiles are asked of their parts
+    by the parts' noisy sizes, so a large epsilon finds every quartile and decile exactly
+    (the sizes implied by the fractions alone would be off by the tie)."""
+    x = np.concatenate([np.full(5000, 50), np.arange(0, 5000) % 50, 51 + np.arange(5000) % 49])
+    srt = np.sort(x)
+    for qs in (np.array([0.2, 0.25, 0.5, 0.75]), np.arange(1, 10) / 10):
+        v = private_quantiles(x, qs, domain=(0, 99), epsilon=50, rng=ps.Rng(seed=3))
+        lo = np.searchsorted(srt, v, "left")
+        hi = np.searchsorted(srt, v, "right")
+        t = qs * x.size
+        assert np.all((lo <= t + 2) & (t - 2 <= hi)), (v, qs)
 
 
 # ------------------------------------------------------------------ behaviour
@@ -263,3 +279,11 @@ def test_a_value_outside_the_domain_is_refused_without_its_value():
     assert "2003" not in str(info.value)
     assert rng.integers(0, 1 << 30, size=4).tolist() == \
         ps.Rng(seed=9).integers(0, 1 << 30, size=4).tolist()
+
+
+def test_the_harness_law_matches_the_enumeration():
+    """The privacy harness's closed form of permute-and-flip's law (tests/privacy/quantiles.py)
+    agrees with walking every order."""
+    for scores, rate in (([0, -1, -1, -3, 0], Fraction(1, 2)), ([-2, 0], Fraction(3)),
+                         ([-5, -4, -4, -1], Fraction(1, 7))):
+        np.testing.assert_allclose(closed_form(scores, rate), flip_law(scores, rate), rtol=1e-12)

@@ -34,11 +34,21 @@ accurate than the exponential mechanism in expectation (Theorem 2).
 ``q_1 < ... < q_k``; release the middle one ``v = q_m`` on the whole data as
 above; split the rows into ``x < v`` (left) and ``x >= v`` (right) and the
 candidates into those ``<= v`` and those ``>= v``; recurse on each side with
-the quantiles rescaled to it (``q_j / q_m`` on the left, ``(q_j - q_m) / (1 -
-q_m)`` on the right, each again read with a denominator at most ``10**6``).
-The recursion has ``depth = ceil(log2(k + 1))`` levels and every release
-uses ``epsilon / depth``.  Outputs are non-decreasing in ``q`` (a left
-answer is ``<= v``, a right one ``>= v``).
+the quantiles below ``q_m`` on the left and those above on the right.  The
+recursion has ``depth = ceil(log2(k + 1))`` levels and each level spends
+``epsilon / depth``.  Outputs are non-decreasing in ``q`` (a left answer is
+``<= v``, a right one ``>= v``).
+
+*Which fraction of a part.*  [KSS22]_ rescale ``q_j`` to ``q_j / q_m`` on the
+left (``(q_j - q_m) / (1 - q_m)`` on the right), which assumes ``v``'s rank is
+exactly ``q_m n``; with ties at ``v`` (whole minutes, rounded distances) it can
+be far off.  Here every level but the last gives ``COUNT_SHARE`` (2/5) of its
+``epsilon / depth`` to one discrete Laplace count per new part (its rows, scale
+``1 / epsilon_count``), and the rest to its permute-and-flip releases.  A part
+then knows its noisy size ``N`` and the noisy rows below it ``B`` (the counts
+of the parts to its left), the root's two counts give the noisy total ``T``,
+and a part is asked for the fraction ``(q_j T - B) / N`` of its rows (clipped
+to ``[0, 1]``, read with a denominator at most ``10**6``).
 
 Privacy
 -------
@@ -46,17 +56,19 @@ Privacy
 or removing one row (DESIGN.md's neighbours).
 
 *Proof.* Each release is permute-and-flip with scores of sensitivity
-``Delta`` computed on one part of the data, so it is ``epsilon / depth``-DP
-in that part [MS20]_ (Theorem 1) -- the rate actually used is at most
-``epsilon / (2 depth Delta)``.  At one level of the recursion the parts are
-disjoint intervals of the value axis, cut at values released by the earlier
-levels: a row lies in exactly one part, so adding or removing it changes the
-input of one release of the level only; given the earlier levels' outputs
-the level is ``epsilon / depth``-DP (parallel composition, which holds with
-the cuts chosen adaptively since they are earlier outputs).  The ``depth``
-levels compose sequentially (adaptively) to ``epsilon``.  The candidates,
-the rescaled quantiles and the return in user units are functions of public
-arguments and of released values: post-processing.  ∎
+``Delta`` computed on one part of the data, at a rate at most ``epsilon_pf /
+(2 Delta)``, so it is ``epsilon_pf``-DP in that part [MS20]_ (Theorem 1); each
+count is a discrete Laplace count of one part, ``epsilon_count``-DP
+(sensitivity 1).  At one level the parts are disjoint intervals of the value
+axis, cut at values released by the earlier levels: a row lies in exactly one
+part, so adding or removing it changes the input of one release and one count
+of the level; given the earlier levels' outputs the level is ``(epsilon_pf +
+epsilon_count) = epsilon / depth``-DP (parallel composition, which holds with
+the cuts chosen adaptively since they are earlier outputs; the last level has
+``epsilon_pf = epsilon / depth``).  The ``depth`` levels compose sequentially
+(adaptively) to ``epsilon``.  The candidates, the fractions asked of each part
+(functions of the ``q`` and of noisy counts) and the return in user units are
+post-processing.  ∎
 
 Error: a release for ``q`` on ``n`` rows is off in rank by ``O(Delta / b *
 log(m) / epsilon_level)`` rows with high probability (``m`` candidates); the
@@ -79,6 +91,7 @@ import numpy as np
 from ._core import check, ffi, i64, lib, u64
 from .budget import charge, describe
 from .errors import ParameterError
+from .noise import discrete_laplace
 from .params import as_offsets, check_domain, check_int, exact_epsilon
 from .quantiles import check_fractions, user_values
 from .rng import resolve_rng
@@ -87,7 +100,7 @@ from .units import Column, prepare_build
 from ._threads import sort_u64
 
 __all__ = ["DEFAULT_CANDIDATES", "MAX_CANDIDATES", "MAX_QUANTILES", "MAX_DENOMINATOR",
-           "private_quantiles", "candidate_grid", "quantile_fraction", "quantile_scores",
+           "COUNT_SHARE", "private_quantiles", "candidate_grid", "quantile_fraction", "quantile_scores",
            "split_depth"]
 
 #: Candidates of a release by default (equal-width grid points of a wider domain).
@@ -98,6 +111,9 @@ MAX_CANDIDATES = 1 << 20
 MAX_QUANTILES = 1 << 16
 #: Largest denominator of the fraction a ``q`` is read as.
 MAX_DENOMINATOR = 10 ** 6
+#: The share of a level's epsilon spent on its parts' noisy row counts (every level but
+#: the last).
+COUNT_SHARE = Fraction(2, 5)
 
 
 def quantile_fraction(q):
@@ -160,6 +176,15 @@ def _flip(p, scores, sensitivity, eps, work, out):
     return int(out[0])
 
 
+def _part_fraction(q, total, below, size):
+    """The fraction of a part that the global quantile ``q`` asks for: ``(q total -
+    below) / size`` clipped to ``[0, 1]`` (noisy counts: post-processing), read as
+    :func:`quantile_fraction`; 1/2 for a part whose noisy size is not positive."""
+    if size <= 0:
+        return Fraction(1, 2)
+    return quantile_fraction(min(max((q * total - below) / size, Fraction(0)), Fraction(1)))
+
+
 def _release(srt, grid, qs, eps, rng):
     """Grid indices of the released quantiles of the sorted offsets ``srt``, one per
     fraction of ``qs`` (distinct, increasing), by the recursive split."""
@@ -167,30 +192,43 @@ def _release(srt, grid, qs, eps, rng):
     upto_all = np.searchsorted(srt, grid, side="right").astype(np.int64)
     depth = split_depth(len(qs))
     eps_level = eps / depth
+    eps_count = eps_level * COUNT_SHARE
     chosen = np.empty(len(qs), dtype=np.int64)
     work = np.empty(grid.size, dtype=np.uint64)
     out = ffi.new("uint64_t *")
-    # a task: (quantiles rescaled to its part with their positions, candidate
-    # indices [ci, cj], rows [s, e) of srt)
-    level = [([(q, i) for i, q in enumerate(qs)], 0, grid.size - 1, 0, srt.size)]
-    with rng.native() as p:
-        for _ in range(depth):
-            following = []
-            for items, ci, cj, s, e in level:
-                if not items:
-                    continue
+    # a task: (its global quantiles with their positions, candidate indices [ci, cj],
+    # rows [s, e) of srt, the part's noisy size and noisy rows below it)
+    total = None
+    level = [([(q, i) for i, q in enumerate(qs)], 0, grid.size - 1, 0, srt.size, None, 0)]
+    for depth_left in range(depth, 0, -1):
+        last = depth_left == 1
+        splits = []
+        with rng.native() as p:
+            for items, ci, cj, s, e, size, below in level:
                 mid = len(items) // 2
                 qm, pos = items[mid]
-                below = below_all[ci:cj + 1] - s
-                above = e - np.minimum(upto_all[ci:cj + 1], e)
-                scores, sens = quantile_scores(below, above, qm)
-                r = ci + _flip(p, scores, sens, eps_level, work, out)
+                part_q = qm if size is None else _part_fraction(qm, total, below, size)
+                scores, sens = quantile_scores(below_all[ci:cj + 1] - s,
+                                               e - np.minimum(upto_all[ci:cj + 1], e), part_q)
+                r = ci + _flip(p, scores, sens, eps_level if last else eps_level - eps_count,
+                               work, out)
                 chosen[pos] = r
-                cut = int(below_all[r])         # rows < v on the left, >= v on the right
-                left = [(quantile_fraction(q / qm), i) for q, i in items[:mid]]
-                right = [(quantile_fraction((q - qm) / (1 - qm)), i) for q, i in items[mid + 1:]]
-                following += [(left, ci, r, s, cut), (right, r, cj, cut, e)]
-            level = following
+                splits.append((items, mid, ci, cj, s, e, below, r, int(below_all[r])))
+        if last:
+            break
+        # each child's noisy size: disjoint parts, one count each (parallel composition)
+        sizes = np.array([[cut - s, e - cut] for *_, s, e, _below, _r, cut in splits],
+                         dtype=np.int64).reshape(-1)
+        noisy = sizes + discrete_laplace(1 / eps_count, size=sizes.size, rng=rng)
+        if total is None:
+            total = int(noisy.sum())          # the root's two parts: the noisy row count
+        level = []
+        for (items, mid, ci, cj, s, e, below, r, cut), nl, nr in zip(
+                splits, noisy[0::2].tolist(), noisy[1::2].tolist()):
+            if items[:mid]:
+                level.append((items[:mid], ci, r, s, cut, nl, below))
+            if items[mid + 1:]:
+                level.append((items[mid + 1:], r, cj, cut, e, nr, below + nl))
     return chosen
 
 
@@ -203,7 +241,7 @@ def private_quantiles(values, q, *, domain, epsilon, candidates=DEFAULT_CANDIDAT
     candidates with Smith's rank score; several quantiles by the recursive
     split of Kaplan, Schnapp and Stemmer (``ceil(log2(k + 1))`` levels at
     ``epsilon / levels`` each).  ``epsilon``-DP with respect to adding or
-    removing one row; see :mod:`pydp_synopsis.private_quantiles` for the
+    removing one row; see :mod:`pydp_synopsis.flip_quantiles` for the
     mechanism and its proof.  For many quantiles, or a CDF and histograms as
     well, one :class:`~pydp_synopsis.IntervalSynopsis` gives them all for one
     epsilon (``syn.quantile``): docs/guide/quantiles.md says which to use.
@@ -254,7 +292,10 @@ def private_quantiles(values, q, *, domain, epsilon, candidates=DEFAULT_CANDIDAT
     -----
     O(n log n + m log n + k m'): one sort of the data, one search per
     candidate, the scores of each release's candidates (``m'``, a part of the
-    ``m`` candidates) in numpy and its selection in C.
+    ``m`` candidates) in numpy and its selection in C.  With ``k > 1`` every
+    level but the last also spends 2/5 of its ``epsilon / depth`` on noisy row
+    counts of its parts, which place the next level's quantiles in them (ties
+    at a released value cannot bias them).
 
     References
     ----------
