@@ -721,7 +721,7 @@ pds_status pds_lower_toeplitz_apply(const int64_t *coef, const int64_t *x,
 
 /* ---------------------------------------------------------------- flip.c --
  * Permute-and-flip (McKenna, Sheldon 2020) over m >= 1 integer scores
- * (pydp_synopsis/private_quantiles.py): the index of the selected candidate
+ * (pydp_synopsis/flip_quantiles.py): the index of the selected candidate
  * into *out.  Candidate r is accepted, in a uniformly random order, with
  * probability exp(-(max score - scores[r]) num / den), exactly; the caller
  * passes num/den = epsilon / sensitivity (1 <= den < 2^62, num < 2^62), the

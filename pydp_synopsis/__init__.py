@@ -25,7 +25,7 @@ from .rectangles import RectangleSynopsis
 from .noise import discrete_laplace, discrete_laplace_variance
 from .gaussian import discrete_gaussian
 from .params import exact_epsilon, exact_scale
-from .private_quantiles import private_quantiles
+from .flip_quantiles import private_quantiles
 from .rng import Rng
 from .partitions import OnlinePartition, Partition, TreePartition, private_partition
 from .persist import load, save
