@@ -100,8 +100,8 @@ from .units import Column, prepare_build
 from ._threads import sort_u64
 
 __all__ = ["DEFAULT_CANDIDATES", "MAX_CANDIDATES", "MAX_QUANTILES", "MAX_DENOMINATOR",
-           "COUNT_SHARE", "private_quantiles", "candidate_grid", "quantile_fraction", "quantile_scores",
-           "split_depth"]
+           "MIN_EPSILON", "COUNT_SHARE", "private_quantiles", "candidate_grid",
+           "quantile_fraction", "quantile_scores", "split_depth"]
 
 #: Candidates of a release by default (equal-width grid points of a wider domain).
 DEFAULT_CANDIDATES = 1 << 16
@@ -111,6 +111,8 @@ MAX_CANDIDATES = 1 << 20
 MAX_QUANTILES = 1 << 16
 #: Largest denominator of the fraction a ``q`` is read as.
 MAX_DENOMINATOR = 10 ** 6
+#: Smallest epsilon (every rate and count scale it implies is then representable).
+MIN_EPSILON = Fraction(1, 10 ** 10)
 #: The share of a level's epsilon spent on its parts' noisy row counts (every level but
 #: the last).
 COUNT_SHARE = Fraction(2, 5)
@@ -320,6 +322,9 @@ def private_quantiles(values, q, *, domain, epsilon, candidates=DEFAULT_CANDIDAT
     if flat.size == 0:
         raise ParameterError("q must hold at least one quantile in [0, 1], got none")
     eps = exact_epsilon(epsilon)
+    if eps < MIN_EPSILON:
+        raise ParameterError(f"epsilon must be in [1e-10, 2**40] for private_quantiles, got "
+                             f"{epsilon!r}")
     m = check_int(candidates, "candidates", 1, MAX_CANDIDATES)
     fractions = [quantile_fraction(float(x)) for x in flat]
     distinct = sorted(set(fractions))

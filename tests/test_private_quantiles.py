@@ -253,6 +253,7 @@ def test_decimals_and_a_series():
     ({"q": "a"}, TypeError, "q must be real"),
     ({"epsilon": 0}, ParameterError, "epsilon must be in (0, 2**40]"),
     ({"epsilon": -1.0}, ParameterError, "epsilon must be in (0, 2**40]"),
+    ({"epsilon": 1e-11}, ParameterError, "epsilon must be in [1e-10, 2**40]"),
     ({"candidates": 0}, ParameterError, "candidates"),
     ({"candidates": MAX_CANDIDATES + 1}, ParameterError, "candidates"),
     ({"candidates": 2.5}, TypeError, "candidates"),
