@@ -28,7 +28,8 @@ coins: ``epsilon / (2 Delta)`` is an exact rational (rounded down when its
 parts would pass ``2**62``: a smaller rate, a smaller privacy loss) and the
 coin ``exp(-g epsilon / (2 Delta))`` is drawn by integer arithmetic, never a
 float.  Permute-and-flip is ``epsilon``-DP [MS20]_ (Theorem 1) and never less
-accurate than the exponential mechanism in expectation (Theorem 2).
+accurate than the exponential mechanism in expectation (Theorem 2); it is
+report-noisy-max with exponential noise [DKSW21]_ (OpenDP's noisy max).
 
 **Several quantiles: the recursive split** [KSS22]_.  Sort the distinct
 ``q_1 < ... < q_k``; release the middle one ``v = q_m`` on the whole data as
@@ -81,6 +82,9 @@ References
    differentially private selection", NeurIPS 2020, Algorithm 1, Theorems 1-2.
 .. [KSS22] H. Kaplan, S. Schnapp, U. Stemmer, "Differentially Private
    Approximate Quantiles", ICML 2022, Algorithm 1 (ApproximateQuantiles).
+.. [DKSW21] Z. Ding, D. Kifer, S. M. Saghaian, T. Steinke et al., "The
+   Permute-and-Flip Mechanism is Identical to Report-Noisy-Max with Exponential
+   Noise", arXiv:2105.07260, 2021.
 .. [Smi11] A. Smith, "Privacy-preserving statistical estimation with optimal
    convergence rates", STOC 2011 (the quantile utility).
 """
