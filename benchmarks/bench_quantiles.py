@@ -11,7 +11,10 @@ epsilon:
 
 Ours builds one default :class:`~pydp_synopsis.IntervalSynopsis` per run at
 epsilon and answers every task from it with ``quantile`` (post-processing:
-no further budget).  OpenDP 0.16 runs ``make_private_quantile``'s mechanism:
+no further budget).  ``private_quantiles`` is the package's dedicated
+mechanism (:func:`pydp_synopsis.private_quantiles`: permute-and-flip, the
+recursive split over the task's quantiles), run once per task and run at the
+same total epsilon over the same candidates as OpenDP's.  OpenDP 0.16 runs ``make_private_quantile``'s mechanism:
 ``make_quantile_score_candidates`` (Smith 2011's scores) then
 ``make_noisy_max`` (its source composes exactly these two), with the noise
 scale found by ``binary_search_param`` on OpenDP's own privacy map so the
@@ -147,6 +150,12 @@ def grid_floor(sorted_values, cands, qs):
                           for q in qs]))
 
 
+def geomean(rows, col):
+    """Geometric mean of ``row[col] / OpenDP`` over the rows where both are positive."""
+    ratios = [r[col] / r[4] for r in rows if r[4] > 0 and r[col] > 0]
+    return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+
+
 def ratio_text(a, b):
     return "inf" if b == 0 and a > 0 else ("1" if b == 0 else f"{a / b:.3g}")
 
@@ -158,8 +167,9 @@ def run(args):
     rows = []
     print(f"Rank error |rank(answer) - q n| / n, mean over {args.runs} runs (and over the "
           f"task's quantiles); OpenDP splits epsilon evenly over the task's quantiles.\n")
-    print("| data | n | epsilon | task | ours | OpenDP | grid | ours / OpenDP [95% CI] |")
-    print("|---|---:|---:|---|---:|---:|---:|---|")
+    print("| data | n | epsilon | task | ours | private_quantiles | OpenDP | grid | "
+          "ours / OpenDP [95% CI] | private_quantiles / OpenDP [95% CI] |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---|---|")
     for name, values, domain in data:
         srt = np.sort(values)
         cands = candidates(domain, args.candidates)
@@ -172,6 +182,9 @@ def run(args):
                 qs = TASKS[task]
                 for r, syn in enumerate(syns):
                     ours[task][r] = rank_errors(srt, syn.quantile(qs), qs).mean()
+                flip = np.array([rank_errors(srt, ps.private_quantiles(
+                    values, qs, domain=domain, epsilon=eps, candidates=args.candidates,
+                    rng=ps.Rng(seed=1000 * r + 11)), qs).mean() for r in range(args.runs)])
                 peer = np.zeros(args.runs)
                 for q in qs:
                     mech = OpenDPQuantile(values, cands, q, eps / qs.size)
@@ -179,18 +192,20 @@ def run(args):
                     peer += rank_errors(srt, answers, np.full(args.runs, q))
                 peer /= qs.size
                 lo, hi = bootstrap_ratio(ours[task], peer, seed=len(rows))
-                o, p = ours[task].mean(), peer.mean()
-                rows.append((name, eps, task, o, p, lo, hi))
-                print(f"| {name} | {values.size:,} | {eps:g} | {task} | {o:.2e} | {p:.2e} | "
-                      f"{grid_floor(srt, cands, qs):.1e} | {ratio_text(o, p)} "
-                      f"[{lo:.3g}, {hi:.3g}] |", flush=True)
+                flo, fhi = bootstrap_ratio(flip, peer, seed=len(rows) + 10_000)
+                o, p, f = ours[task].mean(), peer.mean(), flip.mean()
+                rows.append((name, eps, task, o, p, lo, hi, f, flo, fhi))
+                print(f"| {name} | {values.size:,} | {eps:g} | {task} | {o:.2e} | {f:.2e} | "
+                      f"{p:.2e} | {grid_floor(srt, cands, qs):.1e} | {ratio_text(o, p)} "
+                      f"[{lo:.3g}, {hi:.3g}] | {ratio_text(f, p)} [{flo:.3g}, {fhi:.3g}] |",
+                      flush=True)
     print()
     for task in args.tasks:
         mine = [r for r in rows if r[2] == task]
-        ratios = [r[3] / r[4] for r in mine if r[4] > 0 and r[3] > 0]
-        geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
         print(f"{task}: ours <= OpenDP in {sum(r[3] <= r[4] for r in mine)} of {len(mine)} "
-              f"rows, geomean ratio {geo:.3g}")
+              f"rows, geomean ratio {geomean(mine, 3):.3g}; private_quantiles <= OpenDP in "
+              f"{sum(r[7] <= r[4] for r in mine)} of {len(mine)} rows, geomean ratio "
+              f"{geomean(mine, 7):.3g}")
     print(f"({time.time() - t0:.0f} s; candidates per OpenDP release: at most "
           f"{args.candidates:,})")
     return rows

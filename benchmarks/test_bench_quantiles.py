@@ -24,12 +24,15 @@ def test_quantile_table_on_a_small_subsample(capsys):
                                  "--epsilons", "1", "--tasks", "median,quartiles"])
     out = capsys.readouterr().out
     assert len(rows) == 4 * 1 * 2                      # data sets x epsilons x tasks
-    for name, eps, task, ours, peer, lo, hi in rows:
+    for name, eps, task, ours, peer, lo, hi, flip, flo, fhi in rows:
         assert math.isfinite(ours) and math.isfinite(peer) and 0 <= ours < 0.5 and peer < 0.5
+        assert math.isfinite(flip) and 0 <= flip < 0.5
         if peer > 0 and ours > 0:
             assert lo <= ours / peer <= hi
+        if peer > 0 and flip > 0:
+            assert flo <= flip / peer <= fhi
     assert out.count("| zip latitude | 3,000 | 1 |") == 2
-    assert "quartiles: ours <= OpenDP in" in out
+    assert "quartiles: ours <= OpenDP in" in out and "private_quantiles <= OpenDP in" in out
 
 
 def test_rank_errors_and_helpers():

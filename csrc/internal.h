@@ -129,6 +129,10 @@ void pds_mutate_node_scale(uint64_t sensitivity, uint64_t *t, uint64_t *s);
 void pds_mutate_partition_scale(uint64_t *t, uint64_t *s);
 /* The count one position adds to a partition segment. */
 int64_t pds_mutate_partition_item(int64_t add);
+/* Permute-and-flip's rate num/den = epsilon / sensitivity (sensitivity: of
+ * the score gaps, 2 Delta). */
+void pds_mutate_flip_rate(uint64_t sensitivity, uint64_t *num, uint64_t *den);
+#define PDS_MUTATE_FLIP_RATE(sens, num, den) pds_mutate_flip_rate((sens), (num), (den))
 #define PDS_MUTATE_NODE_SCALE(sens, t, s) pds_mutate_node_scale((sens), (t), (s))
 #define PDS_MUTATE_PARTITION_SCALE(t, s) pds_mutate_partition_scale((t), (s))
 #define PDS_MUTATE_PARTITION_ITEM(add) pds_mutate_partition_item(add)
@@ -136,6 +140,7 @@ int64_t pds_mutate_partition_item(int64_t add);
 #define PDS_MUTATE_NODE_SCALE(sens, t, s) ((void)0)
 #define PDS_MUTATE_PARTITION_SCALE(t, s) ((void)0)
 #define PDS_MUTATE_PARTITION_ITEM(add) (add)
+#define PDS_MUTATE_FLIP_RATE(sens, num, den) ((void)(sens))
 #endif
 
 #endif /* PDS_INTERNAL_H */

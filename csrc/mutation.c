@@ -78,6 +78,29 @@ int64_t pds_mutate_partition_item(int64_t add)
     return add;
 }
 
+/* Permute-and-flip's coins exp(-gap num/den), num/den = epsilon / S (S the
+ * sensitivity of the score gaps): EPSILON_1_5 spends 1.5 epsilon;
+ * HALF_NODE_SCALE twice epsilon (a wrong split: each of two levels of the
+ * recursive split given the whole epsilon); SENSITIVITY_OFF_BY_ONE
+ * calibrates to S - 1 where S is needed. */
+void pds_mutate_flip_rate(uint64_t sensitivity, uint64_t *num, uint64_t *den)
+{
+    switch (current_mutant) {
+    case PDS_MUTANT_EPSILON_1_5:
+        scale_by(num, den, 3, 2);
+        break;
+    case PDS_MUTANT_HALF_NODE_SCALE:
+        scale_by(num, den, 2, 1);
+        break;
+    case PDS_MUTANT_SENSITIVITY_OFF_BY_ONE:
+        if (sensitivity >= 2)
+            scale_by(num, den, sensitivity, sensitivity - 1);
+        break;
+    default:
+        break;
+    }
+}
+
 #else
 
 pds_status pds_test_mutation(int32_t mutant)

@@ -719,6 +719,19 @@ pds_status pds_discrete_gaussian_fill(pds_rng *rng, uint64_t sigma2_num,
 pds_status pds_lower_toeplitz_apply(const int64_t *coef, const int64_t *x,
                                     size_t n, int64_t *out);
 
+/* ---------------------------------------------------------------- flip.c --
+ * Permute-and-flip (McKenna, Sheldon 2020) over m >= 1 integer scores
+ * (pydp_synopsis/flip_quantiles.py): the index of the selected candidate
+ * into *out.  Candidate r is accepted, in a uniformly random order, with
+ * probability exp(-(max score - scores[r]) num / den), exactly; the caller
+ * passes num/den = epsilon / sensitivity (1 <= den < 2^62, num < 2^62), the
+ * sensitivity (>= 1) of the score gaps (2 Delta for scores of sensitivity
+ * Delta).  work: m words of caller-owned scratch.  PDS_EINVAL for a bad
+ * argument. */
+pds_status pds_permute_and_flip(pds_rng *rng, const int64_t *scores, uint64_t m,
+                                uint64_t num, uint64_t den, uint64_t sensitivity,
+                                uint64_t *work, uint64_t *out);
+
 /* ----------------------------------------------------------- mutation.c --
  * TEST-ONLY mutants for the privacy harness (tests/privacy/mutants.py):
  * deliberately broken noise that the audits must detect.  They exist only
@@ -735,6 +748,8 @@ pds_status pds_lower_toeplitz_apply(const int64_t *coef, const int64_t *x,
  *     the true one -- node scales S/(S+1) of what S + 1 would need (S the
  *     levels of a tree, Claim 3.3's S of a multi-tree class, h of a
  *     counter, 1 for a fill), and the partition counts every item twice.
+ *   Permute-and-flip's rate epsilon/S: times 3/2 (EPSILON_1_5), 2
+ *     (HALF_NODE_SCALE: a wrong epsilon split), S/(S-1) (SENSITIVITY_OFF_BY_ONE).
  */
 typedef enum {
     PDS_MUTANT_NONE = 0,

@@ -25,6 +25,7 @@ from .rectangles import RectangleSynopsis
 from .noise import discrete_laplace, discrete_laplace_variance
 from .gaussian import discrete_gaussian
 from .params import exact_epsilon, exact_scale
+from .flip_quantiles import private_quantiles
 from .rng import Rng
 from .partitions import OnlinePartition, Partition, TreePartition, private_partition
 from .persist import load, save
@@ -55,6 +56,7 @@ __all__ = [
     "exact_epsilon",
     "exact_scale",
     "private_partition",
+    "private_quantiles",
     "OnlinePartition",
     "Partition",
     "TreePartition",

@@ -49,7 +49,7 @@ from ._core import check, f64, lib
 from .errors import DomainError, ParameterError
 from .params import as_offsets, check_int
 
-__all__ = ["MAX_BINS", "IntervalQuantiles", "isotonic", "check_fractions"]
+__all__ = ["MAX_BINS", "IntervalQuantiles", "isotonic", "check_fractions", "user_values"]
 
 #: Most bins of one :meth:`IntervalQuantiles.histogram` call.
 MAX_BINS = 1 << 20
@@ -94,6 +94,33 @@ def check_fractions(q, name="q"):
     return arr
 
 
+def user_values(offsets, domain, column):
+    """uint64 offsets of the integer ``domain`` -> values in ``column``'s units: ints
+    (int64, uint64 past int64), dates and times (``datetime64``, UTC for a zoned
+    column), decimals (float64; with a resolution, the bin's lower end).
+
+    >>> from pydp_synopsis.columns import Column
+    >>> user_values(np.array([0, 5], dtype=np.uint64), (10, 20), Column.integer()).tolist()
+    [10, 15]
+    """
+    lo, hi = domain
+    col = column
+    if hi <= np.iinfo(np.int64).max:
+        # two's complement: the true value fits int64, so the wrapped sum is it
+        ints = offsets.view(np.int64) + np.int64(lo)
+    else:
+        ints = offsets + np.uint64(lo)
+    if col.is_plain:
+        return ints
+    if col.kind == "decimal":
+        if col.resolution is None:
+            return ints.astype(np.float64) / col.scale
+        p, _, q = col.resolution.partition("/")
+        r = float(p) / (float(q) if q else 1.0)
+        return ints.astype(np.float64) * r
+    return col.values(ints)
+
+
 class IntervalQuantiles:
     """``cdf``, ``quantile`` and ``histogram`` of an interval synopsis (a mixin of
     :class:`~pydp_synopsis.IntervalSynopsis`, no state of its own)."""
@@ -124,24 +151,8 @@ class IntervalQuantiles:
         return np.ascontiguousarray(as_offsets(ints, self.domain, name), dtype=np.uint64)
 
     def _user_values(self, offsets):
-        """uint64 offsets -> user values: ints (int64, uint64 past int64), dates and
-        times (``datetime64``, UTC for a zoned column), decimals (float64)."""
-        lo, hi = self.domain
-        col = self.column
-        if hi <= np.iinfo(np.int64).max:
-            # two's complement: the true value fits int64, so the wrapped sum is it
-            ints = offsets.view(np.int64) + np.int64(lo)
-        else:
-            ints = offsets + np.uint64(lo)
-        if col.is_plain:
-            return ints
-        if col.kind == "decimal":
-            if col.resolution is None:
-                return ints.astype(np.float64) / col.scale
-            p, _, q = col.resolution.partition("/")
-            r = float(p) / (float(q) if q else 1.0)
-            return ints.astype(np.float64) * r
-        return col.values(ints)
+        """uint64 offsets -> user values (:func:`user_values` in the synopsis's units)."""
+        return user_values(offsets, self.domain, self.column)
 
     # -------------------------------------------------------------- queries
     def cdf(self, x, *, counts=False):

@@ -4,7 +4,7 @@ import pydp_synopsis as ps
 EXPECTED = {
     "Rng", "discrete_laplace", "discrete_laplace_variance", "exact_epsilon", "exact_scale",
     "Budget", "BinaryTreeCounter", "KaryTreeCounter", "SparseStreamCounter", "IntervalSynopsis", "RectangleSynopsis",
-    "save", "load", "private_partition", "OnlinePartition", "Partition", "TreePartition",
+    "save", "load", "private_partition", "private_quantiles", "OnlinePartition", "Partition", "TreePartition",
     "SynopsisError", "ParameterError", "DomainError", "HorizonError", "FormatError",
     "BudgetError", "EntropyError", "NativeError",
     "discrete_gaussian", "SqrtFactorizationCounter", "l2_laplace_scale", "l2_laplace_epsilon",

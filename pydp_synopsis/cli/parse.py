@@ -14,6 +14,7 @@ from .query import cmd_info, cmd_query
 from .sums import add_build_arguments as add_sum_build_arguments
 from .sums import add_query_arguments as add_sum_query_arguments
 from .serve import add_serve_parser
+from .flip_quantiles import add_quantiles_parser
 from .stream import COUNTERS, cmd_count_stream
 
 __all__ = ["build_parser", "attach_negative_values"]
@@ -271,6 +272,7 @@ def build_parser():
     c.set_defaults(func=cmd_count_stream)
     _add_plot_parser(sub)
     add_serve_parser(sub)
+    add_quantiles_parser(sub, seed_help)
     return p
 
 

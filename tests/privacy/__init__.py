@@ -48,6 +48,7 @@ from .audit import ALPHA, TIERS, TIGHT_FRACTION, AuditResult, Tier, audit_pair
 from .registry import MECHANISMS, MUTANTS, Mechanism, Pair, get, register
 from . import mechanisms  # noqa: F401  (registers the package's mechanisms)
 from . import sums  # noqa: F401  (registers the range sums)
+from . import quantiles  # noqa: F401  (registers private_quantiles)
 
 __all__ = ["ALPHA", "TIERS", "TIGHT_FRACTION", "AuditResult", "Tier", "audit_pair",
            "MECHANISMS", "MUTANTS", "Mechanism", "Pair", "get", "register"]

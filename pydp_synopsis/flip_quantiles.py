@@ -1,0 +1,351 @@
+"""A declared handful of quantiles, each released by permute-and-flip: ``private_quantiles``.
+
+An :class:`~pydp_synopsis.IntervalSynopsis` holds a private CDF from which
+every quantile is free (:mod:`pydp_synopsis.quantiles`); it spreads its budget
+over every range of the domain.  When only a few quantiles will ever be
+released, spending the whole budget on them is more accurate:
+:func:`private_quantiles` does that.
+
+The mechanism
+-------------
+**Candidates.** A finite, public list: every point of the domain's grid
+(the integers, or the dates, times or decimals they stand for) when it has at
+most ``candidates`` points, else ``candidates`` equal-width grid points
+``lo + floor(W j / candidates)``, ``j = 0 .. candidates - 1`` (``W`` the
+domain's width).
+
+**One quantile** ``q`` (Smith 2011's utility).  ``q`` is read as the
+fraction ``a / b`` in lowest terms nearest to it with ``b <= 10**6``
+(``Fraction(q).limit_denominator(10**6)``: 0.25 is 1/4, 0.01 is 1/100).  A
+candidate ``c`` scores ``u(c) = -|(b - a) #{x < c} - a #{x > c}|``, an
+integer that is 0 where ``c`` splits the data ``a : (b - a)``.  Adding or
+removing one row moves ``#{x < c}`` or ``#{x > c}`` by one (or neither, for a
+row at ``c``), so every score moves by at most ``Delta = max(a, b - a)``.
+Permute-and-flip [MS20]_ visits the candidates in a uniformly random order
+and stops at the first ``r`` accepted, with probability ``exp(-epsilon (u* -
+u_r) / (2 Delta))`` (``u*`` the best score), in C (``csrc/flip.c``) with exact
+coins: ``epsilon / (2 Delta)`` is an exact rational (rounded down when its
+parts would pass ``2**62``: a smaller rate, a smaller privacy loss) and the
+coin ``exp(-g epsilon / (2 Delta))`` is drawn by integer arithmetic, never a
+float.  Permute-and-flip is ``epsilon``-DP [MS20]_ (Theorem 1) and never less
+accurate than the exponential mechanism in expectation (Theorem 2); it is
+report-noisy-max with exponential noise [DKSW21]_ (OpenDP's noisy max).
+
+**Several quantiles: the recursive split** [KSS22]_.  Sort the distinct
+``q_1 < ... < q_k``; release the middle one ``v = q_m`` on the whole data as
+above; split the rows into ``x < v`` (left) and ``x >= v`` (right) and the
+candidates into those ``<= v`` and those ``>= v``; recurse on each side with
+the quantiles below ``q_m`` on the left and those above on the right.  The
+recursion has ``depth = ceil(log2(k + 1))`` levels and each level spends
+``epsilon / depth``.  Outputs are non-decreasing in ``q`` (a left answer is
+``<= v``, a right one ``>= v``).
+
+*Which fraction of a part.*  [KSS22]_ rescale ``q_j`` to ``q_j / q_m`` on the
+left (``(q_j - q_m) / (1 - q_m)`` on the right), which assumes ``v``'s rank is
+exactly ``q_m n``; with ties at ``v`` (whole minutes, rounded distances) it can
+be far off.  Here every level but the last gives ``COUNT_SHARE`` (2/5) of its
+``epsilon / depth`` to one discrete Laplace count per new part (its rows, scale
+``1 / epsilon_count``), and the rest to its permute-and-flip releases.  A part
+then knows its noisy size ``N`` and the noisy rows below it ``B`` (the counts
+of the parts to its left), the root's two counts give the noisy total ``T``,
+and a part is asked for the fraction ``(q_j T - B) / N`` of its rows (clipped
+to ``[0, 1]``, read with a denominator at most ``10**6``).
+
+Privacy
+-------
+*Theorem.* :func:`private_quantiles` is ``epsilon``-DP with respect to adding
+or removing one row (DESIGN.md's neighbours).
+
+*Proof.* Each release is permute-and-flip with scores of sensitivity
+``Delta`` computed on one part of the data, at a rate at most ``epsilon_pf /
+(2 Delta)``, so it is ``epsilon_pf``-DP in that part [MS20]_ (Theorem 1); each
+count is a discrete Laplace count of one part, ``epsilon_count``-DP
+(sensitivity 1).  At one level the parts are disjoint intervals of the value
+axis, cut at values released by the earlier levels: a row lies in exactly one
+part, so adding or removing it changes the input of one release and one count
+of the level; given the earlier levels' outputs the level is ``(epsilon_pf +
+epsilon_count) = epsilon / depth``-DP (parallel composition, which holds with
+the cuts chosen adaptively since they are earlier outputs; the last level has
+``epsilon_pf = epsilon / depth``).  The ``depth`` levels compose sequentially
+(adaptively) to ``epsilon``.  The candidates, the fractions asked of each part
+(functions of the ``q`` and of noisy counts) and the return in user units are
+post-processing.  ∎
+
+Error: a release for ``q`` on ``n`` rows is off in rank by ``O(Delta / b *
+log(m) / epsilon_level)`` rows with high probability (``m`` candidates); the
+recursive split pays ``log k`` in the budget instead of ``k``
+(docs/guide/quantiles.md measures it against OpenDP).
+
+References
+----------
+.. [MS20] R. McKenna, D. Sheldon, "Permute-and-Flip: A new mechanism for
+   differentially private selection", NeurIPS 2020, Algorithm 1, Theorems 1-2.
+.. [KSS22] H. Kaplan, S. Schnapp, U. Stemmer, "Differentially Private
+   Approximate Quantiles", ICML 2022, Algorithm 1 (ApproximateQuantiles).
+.. [DKSW21] Z. Ding, D. Kifer, S. M. Saghaian, T. Steinke et al., "The
+   Permute-and-Flip Mechanism is Identical to Report-Noisy-Max with Exponential
+   Noise", arXiv:2105.07260, 2021.
+.. [Smi11] A. Smith, "Privacy-preserving statistical estimation with optimal
+   convergence rates", STOC 2011 (the quantile utility).
+"""
+from fractions import Fraction
+
+import numpy as np
+
+from ._core import check, ffi, i64, lib, u64
+from .budget import charge, describe
+from .errors import ParameterError
+from .noise import discrete_laplace
+from .params import as_offsets, check_domain, check_int, exact_epsilon
+from .quantiles import check_fractions, user_values
+from .rng import resolve_rng
+from .unitmessages import in_user_units
+from .units import Column, prepare_build
+from ._threads import sort_u64
+
+__all__ = ["DEFAULT_CANDIDATES", "MAX_CANDIDATES", "MAX_QUANTILES", "MAX_DENOMINATOR",
+           "MIN_EPSILON", "COUNT_SHARE", "private_quantiles", "candidate_grid",
+           "quantile_fraction", "quantile_scores", "split_depth"]
+
+#: Candidates of a release by default (equal-width grid points of a wider domain).
+DEFAULT_CANDIDATES = 1 << 16
+#: Most candidates.
+MAX_CANDIDATES = 1 << 20
+#: Most quantiles of one call (distinct values of ``q``).
+MAX_QUANTILES = 1 << 16
+#: Largest denominator of the fraction a ``q`` is read as.
+MAX_DENOMINATOR = 10 ** 6
+#: Smallest epsilon (every rate and count scale it implies is then representable).
+MIN_EPSILON = Fraction(1, 10 ** 10)
+#: The share of a level's epsilon spent on its parts' noisy row counts (every level but
+#: the last).
+COUNT_SHARE = Fraction(2, 5)
+
+
+def quantile_fraction(q):
+    """The fraction ``a / b`` a quantile ``q`` is read as: the nearest with ``b <= 10**6``.
+
+    >>> quantile_fraction(0.25), quantile_fraction(0.01), quantile_fraction(1 / 3)
+    (Fraction(1, 4), Fraction(1, 100), Fraction(1, 3))
+    """
+    return Fraction(q).limit_denominator(MAX_DENOMINATOR)
+
+
+def split_depth(k):
+    """Levels of the recursive split for ``k`` quantiles: ``ceil(log2(k + 1))``.
+
+    >>> [split_depth(k) for k in (1, 2, 3, 4, 9, 99)]
+    [1, 2, 2, 3, 4, 7]
+    """
+    return int(k).bit_length()
+
+
+def candidate_grid(width, most):
+    """The candidates' offsets from the domain's ``lo`` (uint64, increasing).
+
+    Every offset ``0 .. width - 1`` when ``width <= most``, else ``most``
+    equal-width grid points ``floor(width j / most)`` (exact for any width
+    below ``2**64 + 1``).
+
+    >>> candidate_grid(5, 8).tolist(), candidate_grid(100, 4).tolist()
+    ([0, 1, 2, 3, 4], [0, 25, 50, 75])
+    """
+    if width <= most:
+        return np.arange(width, dtype=np.uint64)
+    whole, rest = divmod(int(width), int(most))
+    j = np.arange(most, dtype=np.uint64)
+    # width j / most = whole j + rest j / most, with rest j < 2**40
+    return np.uint64(whole) * j + (np.uint64(rest) * j) // np.uint64(most)
+
+
+def quantile_scores(below, above, q):
+    """Smith's integer scores ``-|(b - a) below - a above|`` for ``q = a / b`` and their
+    sensitivity ``max(a, b - a)``.
+
+    ``below``/``above``: per candidate, the rows strictly below and strictly above it.
+
+    >>> s, d = quantile_scores(np.array([0, 1, 2]), np.array([2, 1, 0]), Fraction(1, 2))
+    >>> s.tolist(), d
+    ([-2, 0, -2], 1)
+    """
+    a, b = q.numerator, q.denominator
+    scores = -np.abs(np.int64(b - a) * below - np.int64(a) * above)
+    return np.ascontiguousarray(scores, dtype=np.int64), max(a, b - a)
+
+
+def _flip(p, scores, sensitivity, eps, work, out):
+    """One permute-and-flip release over ``scores`` (C); the chosen index."""
+    rate = exact_epsilon(eps / (2 * sensitivity), "epsilon")       # rounded down
+    check(lib.pds_permute_and_flip(p, i64(scores), scores.size, rate.numerator,
+                                   rate.denominator, 2 * sensitivity, u64(work), out),
+          "private_quantiles")
+    return int(out[0])
+
+
+def _part_fraction(q, total, below, size):
+    """The fraction of a part that the global quantile ``q`` asks for: ``(q total -
+    below) / size`` clipped to ``[0, 1]`` (noisy counts: post-processing), read as
+    :func:`quantile_fraction`; 1/2 for a part whose noisy size is not positive."""
+    if size <= 0:
+        return Fraction(1, 2)
+    return quantile_fraction(min(max((q * total - below) / size, Fraction(0)), Fraction(1)))
+
+
+def _release(srt, grid, qs, eps, rng):
+    """Grid indices of the released quantiles of the sorted offsets ``srt``, one per
+    fraction of ``qs`` (distinct, increasing), by the recursive split."""
+    below_all = np.searchsorted(srt, grid, side="left").astype(np.int64)
+    upto_all = np.searchsorted(srt, grid, side="right").astype(np.int64)
+    depth = split_depth(len(qs))
+    eps_level = eps / depth
+    eps_count = eps_level * COUNT_SHARE
+    chosen = np.empty(len(qs), dtype=np.int64)
+    work = np.empty(grid.size, dtype=np.uint64)
+    out = ffi.new("uint64_t *")
+    # a task: (its global quantiles with their positions, candidate indices [ci, cj],
+    # rows [s, e) of srt, the part's noisy size and noisy rows below it)
+    total = None
+    level = [([(q, i) for i, q in enumerate(qs)], 0, grid.size - 1, 0, srt.size, None, 0)]
+    for depth_left in range(depth, 0, -1):
+        last = depth_left == 1
+        splits = []
+        with rng.native() as p:
+            for items, ci, cj, s, e, size, below in level:
+                mid = len(items) // 2
+                qm, pos = items[mid]
+                part_q = qm if size is None else _part_fraction(qm, total, below, size)
+                scores, sens = quantile_scores(below_all[ci:cj + 1] - s,
+                                               e - np.minimum(upto_all[ci:cj + 1], e), part_q)
+                r = ci + _flip(p, scores, sens, eps_level if last else eps_level - eps_count,
+                               work, out)
+                chosen[pos] = r
+                splits.append((items, mid, ci, cj, s, e, below, r, int(below_all[r])))
+        if last:
+            break
+        # each child's noisy size: disjoint parts, one count each (parallel composition)
+        sizes = np.array([[cut - s, e - cut] for *_, s, e, _below, _r, cut in splits],
+                         dtype=np.int64).reshape(-1)
+        noisy = sizes + discrete_laplace(1 / eps_count, size=sizes.size, rng=rng)
+        if total is None:
+            total = int(noisy.sum())          # the root's two parts: the noisy row count
+        level = []
+        for (items, mid, ci, cj, s, e, below, r, cut), nl, nr in zip(
+                splits, noisy[0::2].tolist(), noisy[1::2].tolist()):
+            if items[:mid]:
+                level.append((items[:mid], ci, r, s, cut, nl, below))
+            if items[mid + 1:]:
+                level.append((items[mid + 1:], r, cj, cut, e, nr, below + nl))
+    return chosen
+
+
+@in_user_units
+def private_quantiles(values, q, *, domain, epsilon, candidates=DEFAULT_CANDIDATES, rng=None,
+                      budget=None, columns=None, scale=None, resolution=None, dropna=False):
+    """Private ``q``-quantiles of ``values``, the whole ``epsilon`` spent on them.
+
+    Each quantile is released by permute-and-flip over a public list of
+    candidates with Smith's rank score; several quantiles by the recursive
+    split of Kaplan, Schnapp and Stemmer (``ceil(log2(k + 1))`` levels at
+    ``epsilon / levels`` each).  ``epsilon``-DP with respect to adding or
+    removing one row; see :mod:`pydp_synopsis.flip_quantiles` for the
+    mechanism and its proof.  For many quantiles, or a CDF and histograms as
+    well, one :class:`~pydp_synopsis.IntervalSynopsis` gives them all for one
+    epsilon (``syn.quantile``): docs/guide/quantiles.md says which to use.
+
+    Parameters
+    ----------
+    values : array_like or pandas.Series
+        The column: integers, or dates, times, decimals with the unit options
+        below (as :meth:`IntervalSynopsis.build` takes them).
+    q : float or array_like of float
+        Quantiles in ``[0, 1]``; each is read as the nearest fraction with a
+        denominator at most ``10**6``.  Duplicates are answered alike.
+    domain : (lo, hi)
+        Public inclusive bounds, in the column's units.
+    epsilon : float or Fraction
+        Total privacy loss, in ``(0, 2**40]`` (a float is rounded down to an
+        exact rational).
+    candidates : int
+        In ``[1, 2**20]``: the domain's grid when it has at most this many
+        points, else this many equal-width grid points (default ``2**16``).
+        More candidates: a finer answer, a little more noise (``log m``).
+    rng : Rng, optional
+        Randomness (default: a fresh OS-seeded generator; seeds are for tests).
+    budget : Budget, optional
+        Charged ``epsilon`` after every check and before any draw.
+    columns, scale, resolution, dropna
+        The column's units, as :meth:`IntervalSynopsis.build` takes them.
+
+    Returns
+    -------
+    numpy.ndarray or scalar
+        One value per ``q`` (the shape of ``q``; a scalar for a scalar), in
+        the column's units (as :meth:`IntervalSynopsis.quantile` returns
+        them: int64, ``datetime64``, float64 for decimals), each a candidate,
+        non-decreasing in ``q``.
+
+    Raises
+    ------
+    ParameterError
+        ``q`` outside ``[0, 1]`` or empty (or over 65,536 distinct values),
+        ``epsilon`` or ``candidates`` out of range -- before the data are read.
+    DomainError
+        A value outside ``domain``.
+    TypeError
+        ``q`` not real, values of a type the column does not take.
+
+    Notes
+    -----
+    O(n log n + m log n + k m'): one sort of the data, one search per
+    candidate, the scores of each release's candidates (``m'``, a part of the
+    ``m`` candidates) in numpy and its selection in C.  With ``k > 1`` every
+    level but the last also spends 2/5 of its ``epsilon / depth`` on noisy row
+    counts of its parts, which place the next level's quantiles in them (ties
+    at a released value cannot bias them).
+
+    References
+    ----------
+    .. [1] R. McKenna, D. Sheldon, "Permute-and-Flip: A new mechanism for
+       differentially private selection", NeurIPS 2020.
+    .. [2] H. Kaplan, S. Schnapp, U. Stemmer, "Differentially Private
+       Approximate Quantiles", ICML 2022.
+    .. [3] A. Smith, "Privacy-preserving statistical estimation with optimal
+       convergence rates", STOC 2011.
+
+    Examples
+    --------
+    >>> import pydp_synopsis as ps
+    >>> v = ps.private_quantiles(list(range(1000)), [0.25, 0.5, 0.75], domain=(0, 999),
+    ...                          epsilon=10, rng=ps.Rng(seed=1))   # seed: tests only
+    >>> [abs(int(a) - t) <= 5 for a, t in zip(v, (250, 500, 750))]
+    [True, True, True]
+    """
+    qs = check_fractions(q)
+    shape = qs.shape
+    flat = qs.reshape(-1)
+    if flat.size == 0:
+        raise ParameterError("q must hold at least one quantile in [0, 1], got none")
+    eps = exact_epsilon(epsilon)
+    if eps < MIN_EPSILON:
+        raise ParameterError(f"epsilon must be in [1e-10, 2**40] for private_quantiles, got "
+                             f"{epsilon!r}")
+    m = check_int(candidates, "candidates", 1, MAX_CANDIDATES)
+    fractions = [quantile_fraction(float(x)) for x in flat]
+    distinct = sorted(set(fractions))
+    if len(distinct) > MAX_QUANTILES:
+        raise ParameterError(f"q must hold at most {MAX_QUANTILES} distinct quantiles, "
+                             f"got {len(distinct)}")
+    values, (dom,), _, described = prepare_build(values, [domain], columns=columns, scale=scale,
+                                                 resolution=resolution, dropna=dropna)
+    dom = check_domain(dom)
+    offsets = np.ascontiguousarray(as_offsets(values, dom, "values").ravel(), dtype=np.uint64)
+    rng = resolve_rng(rng)
+    charge(budget, eps, describe("private_quantiles", domain=dom, epsilon=eps,
+                                 quantiles=len(distinct), candidates=m))
+    grid = candidate_grid(dom[1] - dom[0] + 1, m)
+    chosen = _release(sort_u64(offsets), grid, distinct, eps, rng)
+    index = {f: i for i, f in enumerate(distinct)}
+    picks = grid[chosen[[index[f] for f in fractions]]]
+    col = Column.integer() if described is None else described[0]
+    out = user_values(picks, dom, col).reshape(shape)
+    return out[()] if out.ndim == 0 else out
