@@ -79,8 +79,8 @@ LEVEL_RATIOS = tuple(Fraction(r) for r in (1, Fraction(7, 4), 3, 6, 12, 24, 48, 
 #: The rule, per declared class: ``(partition_share, eps_4)``: the share it gives the partition
 #: (None: the default 1/4) and the least ``epsilon_p = epsilon * share`` from which it takes
 #: the 4-ary PrivTree (None: never).  Measured: docs/guide/workload.md, "The partition rule".
-PARTITION_RULE = {"short": (Fraction(1, 2), Fraction(0)),
-                  "mixed": (None, Fraction(1, 4)),
+PARTITION_RULE = {"short": (Fraction(7, 20), Fraction(0)),
+                  "mixed": (None, None),
                   "long": (None, None)}
 #: The default partition's options (interval_options: PrivTree, fanout 2, share 1/4).
 _DEFAULT_PARTITION = (2, Fraction(1, 4))
@@ -162,17 +162,18 @@ def partition_rule(name, epsilon, partition_share=None):
     """``(privtree_fanout, partition_share)`` the rule picks for the class ``name`` at the
     exact ``epsilon`` (a Fraction), the share given (None: the rule's).
 
-    Public inputs only.  ``"short"``: the 4-ary tree at half of epsilon;
-    ``"mixed"``: the 4-ary tree when ``epsilon_p >= 1/4``, the default share;
-    ``"long"`` (and anything that is not a class: declared queries, None):
-    the default partition.
+    Public inputs only.  ``"short"``: the 4-ary tree with 7/20 of epsilon;
+    ``"mixed"``, ``"long"`` (and anything that is not a class: declared
+    queries, None): the default partition.  (``epsilon`` is an input of the
+    rule's form, :data:`PARTITION_RULE`; the measured rule does not vary
+    with it.)
 
     Examples
     --------
     >>> partition_rule("short", Fraction(1, 10))
-    (4, Fraction(1, 2))
-    >>> partition_rule("mixed", Fraction(1, 10)), partition_rule("mixed", Fraction(1))
-    ((2, Fraction(1, 4)), (4, Fraction(1, 4)))
+    (4, Fraction(7, 20))
+    >>> partition_rule("mixed", Fraction(1))
+    (2, Fraction(1, 4))
     """
     rule_share, eps_4 = PARTITION_RULE.get(name, (None, None)) if isinstance(name, str) \
         else (None, None)

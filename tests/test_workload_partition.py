@@ -55,17 +55,23 @@ def test_rule_reads_only_public_inputs(two_sets):
 
 
 @pytest.mark.parametrize("name, eps, share, want", [
-    ("short", Fraction(1, 100), None, (4, Fraction(1, 2))),
-    ("short", Fraction(3), None, (4, Fraction(1, 2))),
+    ("short", Fraction(1, 100), None, (4, Fraction(7, 20))),
+    ("short", Fraction(3), None, (4, Fraction(7, 20))),
     ("short", Fraction(1), Fraction(1, 10), (4, Fraction(1, 10))),
-    ("mixed", Fraction(99, 100), None, (2, Fraction(1, 4))),     # epsilon_p < 1/4
-    ("mixed", Fraction(1), None, (4, Fraction(1, 4))),           # epsilon_p = 1/4
-    ("mixed", Fraction(1, 2), Fraction(1, 2), (4, Fraction(1, 2))),
+    ("mixed", Fraction(1, 10), None, (2, Fraction(1, 4))),
+    ("mixed", Fraction(3), Fraction(1, 2), (2, Fraction(1, 2))),
     ("long", Fraction(10), None, (2, Fraction(1, 4))),
     ("declared", Fraction(10), None, (2, Fraction(1, 4))),
 ])
 def test_rule_values(name, eps, share, want):
     assert partition_rule(name, eps, share) == want
+
+
+def test_rule_form_takes_the_4_ary_tree_from_an_epsilon_p(monkeypatch):
+    monkeypatch.setitem(PARTITION_RULE, "mixed", (None, Fraction(1, 4)))
+    assert partition_rule("mixed", Fraction(99, 100)) == (2, Fraction(1, 4))
+    assert partition_rule("mixed", Fraction(1)) == (4, Fraction(1, 4))
+    assert partition_rule("mixed", Fraction(1, 2), Fraction(1, 2)) == (4, Fraction(1, 2))
 
 
 def test_rule_covers_the_classes_and_nothing_else():
@@ -77,7 +83,7 @@ def test_rule_covers_the_classes_and_nothing_else():
 
 
 @pytest.mark.parametrize("given, want, explicit", [
-    (dict(privtree_fanout=2), (2, Fraction(1, 2)), ("privtree_fanout",)),
+    (dict(privtree_fanout=2), (2, Fraction(7, 20)), ("privtree_fanout",)),
     (dict(partition_share=0.3), (4, Fraction(3, 10)), ("partition_share",)),
     (dict(privtree_fanout=2, partition_share=0.25), (2, Fraction(1, 4)),
      ("privtree_fanout", "partition_share")),
@@ -172,9 +178,9 @@ def test_info_prints_the_partition_choice(tmp_path, capsys, two_sets):
         assert cli.main(["info", str(tmp_path / f"{name}.pds")]) == 0
         lines[name] = [l.strip() for l in capsys.readouterr().out.splitlines()
                        if "partition (rule for" in l]
-    assert lines["s"] == ["partition (rule for short): privtree_fanout 4, partition_share 1/2 "
+    assert lines["s"] == ["partition (rule for short): privtree_fanout 4, partition_share 7/20 "
                           "(default 2, 1/4)"]
-    assert lines["e"] == ["partition (rule for short): privtree_fanout 2, partition_share 1/2 "
+    assert lines["e"] == ["partition (rule for short): privtree_fanout 2, partition_share 7/20 "
                           "(default 2, 1/4); set by you: privtree_fanout"]
 
 
