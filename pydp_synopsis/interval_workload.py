@@ -64,6 +64,7 @@ from .errors import FormatError, ParameterError
 from .interval_options import tree_scales
 from .noise import discrete_laplace_variance
 from .params import MAX_SCALE, check_share, exact_epsilon
+from .partitions.privtree import check_privtree_fanout
 from .workload import CLASSES, check_workload
 from ._threads import run_parts
 
@@ -214,10 +215,11 @@ def partition_for_workload(workload, epsilon, *, partition, estimator, threshold
         given = None if partition_share is None else check_share(partition_share,
                                                                  "partition_share")
         rule_fanout, share = partition_rule(workload, exact_epsilon(epsilon), given)
-        fanout = rule_fanout if privtree_fanout is None else int(privtree_fanout)
+        fanout = (rule_fanout if privtree_fanout is None
+                  else check_privtree_fanout(privtree_fanout))
         choice = PartitionChoice(workload, fanout, share, *_DEFAULT_PARTITION, explicit)
     except (TypeError, ValueError, ParameterError):
-        return fanout, partition_share, None
+        return fanout, partition_share, None       # as given: the build refuses it next
     return fanout, share, choice
 
 

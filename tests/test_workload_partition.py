@@ -186,6 +186,9 @@ def test_info_prints_the_partition_choice(tmp_path, capsys, two_sets):
 
 @pytest.mark.parametrize("given, words", [
     (dict(privtree_fanout=3), "privtree_fanout"),
+    (dict(privtree_fanout="4"), "privtree_fanout"),
+    (dict(privtree_fanout=4.0), "privtree_fanout"),
+    (dict(partition_share="0.5"), "partition_share"),
     (dict(partition_share=1.5), "partition_share"),
     (dict(partition_share=0.5, privtree_merge=2.0), "privtree_merge"),
     (dict(privtree_fanout=4, partition="dnrr"), "partition='privtree' only"),
