@@ -10,6 +10,7 @@ import pydp_synopsis as ps
 from pydp_synopsis import cli
 from pydp_synopsis.errors import FormatError, ParameterError
 from pydp_synopsis.interval_record import from_record
+from pydp_synopsis.sources import ArraySource
 from pydp_synopsis.interval_workload import (PARTITION_RULE, PartitionChoice, TreeChoice,
                                              partition_for_workload, partition_rule)
 from pydp_synopsis.workload import CLASSES
@@ -43,7 +44,7 @@ def test_rule_reads_only_public_inputs(two_sets):
         assert (choice.default_privtree_fanout, choice.default_partition_share) == (2, Fraction(1, 4))
     # two different data sets, the same declared inputs: the same partition mechanism
     a, b = two_sets
-    for name in CLASSES:
+    for name in ("short", "long"):
         sa = ps.IntervalSynopsis.build(a, domain=DOMAIN, epsilon=1.0, rng=ps.Rng(seed=1),
                                        workload=name)
         sb = ps.IntervalSynopsis.build(b, domain=DOMAIN, epsilon=1.0, rng=ps.Rng(seed=2),
@@ -125,6 +126,15 @@ def test_the_rule_releases_exactly_the_explicit_build(two_sets, name):
                                       partition_share=s, **kw)
     assert np.array_equal(ruled.partition.end_offsets, plain.partition.end_offsets)
     assert ruled.pure_epsilon == plain.pure_epsilon <= Fraction(6, 5)
+
+
+def test_a_source_gets_the_same_rule_and_release(two_sets):
+    a, _ = two_sets
+    kw = dict(domain=DOMAIN, epsilon=1.0, workload="short")
+    streamed = ps.IntervalSynopsis.build(ArraySource([a]), rng=ps.Rng(seed=1), **kw)
+    memory = ps.IntervalSynopsis.build(a, rng=ps.Rng(seed=1), **kw)
+    assert streamed.workload == memory.workload and streamed.workload.partition is not None
+    assert _same_release(streamed, memory)
 
 
 def test_default_release_is_unchanged_bit_for_bit():
