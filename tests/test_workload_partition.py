@@ -212,3 +212,19 @@ def test_bad_inputs_with_a_class_are_refused_before_budget_or_randomness(given, 
         ps.IntervalSynopsis.build([1, 2, 3], budget=budget, rng=rng, workload="short", **kw)
     assert "\n" not in str(err.value)
     assert budget.spent == 0 and rng.random_uint64() == first
+
+
+def test_cli_build_applies_the_rule_and_an_explicit_fanout_wins(tmp_path, capsys):
+    table = tmp_path / "t.csv"
+    v = np.random.default_rng(2).integers(0, 5000, 3000)
+    table.write_text("x\n" + "\n".join(map(str, v)) + "\n")
+    cmd = ["build", "--input", str(table), "--columns", "x", "--domain", "0:9999",
+           "--epsilon", "1", "--seed", "3", "--workload", "short"]
+    assert cli.main(cmd + ["--output", str(tmp_path / "r.pds")]) == 0
+    assert cli.main(cmd + ["--privtree-fanout", "2", "--output", str(tmp_path / "e.pds")]) == 0
+    capsys.readouterr()
+    ruled, given = ps.load(tmp_path / "r.pds"), ps.load(tmp_path / "e.pds")
+    assert ruled.partition.fanout == 4 and ruled.workload.partition.explicit == ()
+    assert given.partition.fanout == 2
+    assert given.workload.partition.explicit == ("privtree_fanout",)
+    assert ruled.epsilon_partition == given.epsilon_partition == Fraction(7, 20)
