@@ -1,4 +1,4 @@
-"""How the workload partition rule was found: candidate PrivTree options per declared class (issue 33).
+"""How the workload partition rule was found: PrivTree's options per declared class (issue 33).
 
 For each 1-D data set of ``bench_accuracy.py`` (the default and the extra
 sets) in the chosen half, each epsilon and each query kind, ours is built in
@@ -134,7 +134,7 @@ def main(argv=None):
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--peers-cache", default=None)
     ap.add_argument("--peer-buckets", type=int, default=1 << 16,
-                    help="equal-width cells of DAWA and OpenDP (2^16; smaller only for smoke tests)")
+                    help="equal-width cells of DAWA and OpenDP (2^16; smaller: smoke tests)")
     ap.add_argument("--no-peers", action="store_true", help="ours only: ratios to the first")
     args = ap.parse_args(argv)
     if args.data != "default":

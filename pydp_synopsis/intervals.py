@@ -301,10 +301,10 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             seal estimator is given.  DNRR-only options with
             ``partition="privtree"`` raise ParameterError.
         privtree_fanout, privtree_merge : {2, 4}; float, optional
-            PrivTree's fanout (default 2, or the rule's for a declared class:
-            ``workload``), and the share of its epsilon spent
-            on merging leaves of similar noisy density (default None: no
-            merge; :mod:`pydp_synopsis.partitions.merge`, docs/guide/partition.md).
+            PrivTree's fanout (default 2; a declared class: ``workload``), and
+            the share of its epsilon spent on merging leaves of similar noisy
+            density (default None: no merge; :mod:`pydp_synopsis.partitions.merge`,
+            docs/guide/partition.md).
         clip : bool
             Clip instead of refusing: a value below ``lo`` counts as ``lo``,
             one above ``hi`` as ``hi`` (exactly, on the integer grid, after the
@@ -369,10 +369,10 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
         """
         tree = renamed_keyword("IntervalSynopsis.build", "tree=", "structure=", tree, structure,
                                DEFAULT_TREE)
-        # a declared class picks the partition's unset options (public inputs only)
         privtree_fanout, partition_share, pchoice = partition_for_workload(
-            workload, epsilon, partition=partition, estimator=estimator, threshold_factor=threshold_factor,
-            privtree_fanout=privtree_fanout, partition_share=partition_share)
+            workload, epsilon, partition=partition, estimator=estimator,
+            threshold_factor=threshold_factor, privtree_fanout=privtree_fanout,
+            partition_share=partition_share)
         method, estimator, partition_share, factor = check_method(
             partition, estimator, partition_share, threshold_factor)
         pt_fanout, pt_merge = check_privtree_options(method, privtree_fanout, privtree_merge)

@@ -41,7 +41,8 @@ def test_rule_reads_only_public_inputs(two_sets):
                                               partition_share=None, **NONE)
         assert (f, s) == partition_rule(name, Fraction(1)) and choice.workload == name
         assert (choice.privtree_fanout, choice.partition_share) == (f, s)
-        assert (choice.default_privtree_fanout, choice.default_partition_share) == (2, Fraction(1, 4))
+        assert (choice.default_privtree_fanout,
+                choice.default_partition_share) == (2, Fraction(1, 4))
     # two different data sets, the same declared inputs: the same partition mechanism
     a, b = two_sets
     for name in ("short", "long"):
