@@ -161,6 +161,11 @@ def from_record(meta, arrays, from_release):
         choice = None if meta.get("workload") is None else TreeChoice.from_meta(meta["workload"])
         if choice is not None and (choice.fanout, choice.level_ratio) != (fanout, ratio):
             raise FormatError("interval synopsis record: the workload's tree is not the tree")
+        if choice is not None and choice.partition is not None and (
+                not isinstance(part, TreePartition)
+                or choice.partition.privtree_fanout != part.fanout):
+            raise FormatError("interval synopsis record: the workload's partition is not the "
+                              "partition")
         syn = from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,
                            fanout=fanout, consistency=consistency, estimator=estimator, k=k,
                            delta=delta, level_ratio=ratio, workload=choice)

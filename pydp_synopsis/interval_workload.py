@@ -1,6 +1,20 @@
-"""The interval tree chosen for a declared workload: fanout and per-level budget split.
+"""The partition and the interval tree chosen for a declared workload.
 
-``IntervalSynopsis.build(..., workload=...)`` releases the partition first,
+Before the partition is released, :func:`partition_for_workload` picks
+PrivTree's fanout and the partition's share of epsilon for a declared
+**class** by a fixed public rule (:data:`PARTITION_RULE`), read from the
+class name and the options the user left unset, nothing else; an option the
+user sets always wins.  Short queries want finer leaves: a larger share
+lowers PrivTree's noise scale ``lambda = (2 beta - 1) / ((beta - 1)
+epsilon_p)`` and its per-depth bias ``delta = lambda ln beta``, so a node
+splits at a smaller count; the 4-ary tree splits twice per test, which
+reaches the same fine leaves with fewer noisy tests.  The rule was measured
+(docs/guide/workload.md, "The partition rule").  Declared query arrays keep
+the default partition: how short they are *in data terms* is not known
+without the data (their widths in the domain say nothing about how many
+values they hold), and the rule reads no data.
+
+``IntervalSynopsis.build(..., workload=...)`` then releases the partition,
 then calls :func:`choose_tree`, which computes, for every candidate tree
 over the released segments, the **exact** variance of the noise of every
 declared query's answer (the consistent tree's least-squares weights on
@@ -49,11 +63,13 @@ from . import trees
 from .errors import FormatError, ParameterError
 from .interval_options import tree_scales
 from .noise import discrete_laplace_variance
-from .params import MAX_SCALE
-from .workload import check_workload
+from .params import MAX_SCALE, check_share, exact_epsilon
+from .partitions.privtree import check_privtree_fanout
+from .workload import CLASSES, check_workload
 from ._threads import run_parts
 
-__all__ = ["TREE_FANOUTS", "LEVEL_RATIOS", "TreeCandidate", "TreeChoice", "tree_candidates",
+__all__ = ["TREE_FANOUTS", "LEVEL_RATIOS", "PARTITION_RULE", "TreeCandidate", "TreeChoice",
+           "PartitionChoice", "partition_rule", "partition_for_workload", "tree_candidates",
            "candidate_noise", "query_variances", "choose_tree", "check_tree_workload",
            "tree_for_workload"]
 
@@ -61,6 +77,150 @@ __all__ = ["TREE_FANOUTS", "LEVEL_RATIOS", "TreeCandidate", "TreeChoice", "tree_
 TREE_FANOUTS = (4, 8, 16, 32, 64)
 #: The leaves' budget relative to each upper level (1: the equal split; 7/4: the default).
 LEVEL_RATIOS = tuple(Fraction(r) for r in (1, Fraction(7, 4), 3, 6, 12, 24, 48, 64))
+#: The rule, per declared class: ``(partition_share, eps_4)``: the share it gives the partition
+#: (None: the default 1/4) and the least ``epsilon_p = epsilon * share`` from which it takes
+#: the 4-ary PrivTree (None: never).  Measured: docs/guide/workload.md, "The partition rule".
+PARTITION_RULE = {"short": (Fraction(7, 20), Fraction(0)),
+                  "mixed": (None, None),
+                  "long": (None, None)}
+#: The default partition's options (interval_options: PrivTree, fanout 2, share 1/4).
+_DEFAULT_PARTITION = (2, Fraction(1, 4))
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionChoice:
+    """The partition options the public rule took for a declared class (public).
+
+    Attributes
+    ----------
+    workload : str
+        The declared class the rule read.
+    privtree_fanout : int
+    partition_share : Fraction
+        The options the partition was released with.
+    default_privtree_fanout : int
+    default_partition_share : Fraction
+        The build's defaults without a workload.
+    explicit : tuple of str
+        The options the user set (they win over the rule), in
+        ``("privtree_fanout", "partition_share")`` order.
+    """
+
+    workload: str
+    privtree_fanout: int
+    partition_share: Fraction
+    default_privtree_fanout: int
+    default_partition_share: Fraction
+    explicit: tuple = ()
+
+    def describe(self):
+        """One line for ``pydp-synopsis info``.
+
+        Examples
+        --------
+        >>> PartitionChoice("short", 4, Fraction(1, 2), 2, Fraction(1, 4)).describe()
+        'partition (rule for short): privtree_fanout 4, partition_share 1/2 (default 2, 1/4)'
+        """
+        given = f"; set by you: {', '.join(self.explicit)}" if self.explicit else ""
+        return (f"partition (rule for {self.workload}): privtree_fanout {self.privtree_fanout}, "
+                f"partition_share {self.partition_share} (default "
+                f"{self.default_privtree_fanout}, {self.default_partition_share}){given}")
+
+    def to_meta(self):
+        """The record's ``workload.partition`` field (JSON types)."""
+        out = dataclasses.asdict(self)
+        for k in ("partition_share", "default_partition_share"):
+            out[k] = [out[k].numerator, out[k].denominator]
+        out["explicit"] = list(self.explicit)
+        return out
+
+    @classmethod
+    def from_meta(cls, meta):
+        """The field read back; a malformed one is a FormatError."""
+        try:
+            fields = dict(meta)
+            for k in ("partition_share", "default_partition_share"):
+                num, den = fields[k]
+                fields[k] = Fraction(int(num), int(den))
+                if not 0 < fields[k] < 1:
+                    raise ValueError(f"{k} must be in (0, 1)")
+            for k in ("privtree_fanout", "default_privtree_fanout"):
+                if fields[k] not in (2, 4) or isinstance(fields[k], bool):
+                    raise ValueError(f"{k} must be 2 or 4")
+            if fields["workload"] not in CLASSES:
+                raise ValueError("workload must be a class name")
+            explicit = tuple(fields["explicit"])
+            if not set(explicit) <= {"privtree_fanout", "partition_share"}:
+                raise ValueError("unknown explicit option")
+            fields["explicit"] = explicit
+            return cls(**fields)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            raise FormatError(f"interval synopsis record: invalid workload partition field: "
+                              f"{exc}") from None
+
+
+def partition_rule(name, epsilon, partition_share=None):
+    """``(privtree_fanout, partition_share)`` the rule picks for the class ``name`` at the
+    exact ``epsilon`` (a Fraction), the share given (None: the rule's).
+
+    Public inputs only.  ``"short"``: the 4-ary tree with 7/20 of epsilon;
+    ``"mixed"``, ``"long"`` (and anything that is not a class: declared
+    queries, None): the default partition.  (``epsilon`` is an input of the
+    rule's form, :data:`PARTITION_RULE`; the measured rule does not vary
+    with it.)
+
+    Examples
+    --------
+    >>> partition_rule("short", Fraction(1, 10))
+    (4, Fraction(7, 20))
+    >>> partition_rule("mixed", Fraction(1))
+    (2, Fraction(1, 4))
+    """
+    rule_share, eps_4 = PARTITION_RULE.get(name, (None, None)) if isinstance(name, str) \
+        else (None, None)
+    default_fanout, default_share = _DEFAULT_PARTITION
+    share = partition_share if partition_share is not None else (
+        default_share if rule_share is None else rule_share)
+    fanout = 4 if eps_4 is not None and epsilon * share >= eps_4 else default_fanout
+    return fanout, share
+
+
+def partition_for_workload(workload, epsilon, *, partition, estimator, threshold_factor,
+                           privtree_fanout, partition_share):
+    """``(privtree_fanout, partition_share, PartitionChoice or None)`` for the build.
+
+    A function of public arguments only (``workload=`` as given, the
+    partition options): called before anything is checked, read, charged or
+    drawn, it returns the options unchanged (``privtree_fanout`` None read as
+    2) and None unless ``workload`` is a class name and the partition is
+    PrivTree; then every option left unset (None) takes the rule's value
+    (:func:`partition_rule`), the others win.  Bad values are left to the
+    build's own checks, which run next.
+
+    Examples
+    --------
+    >>> partition_for_workload("short", 1.0, partition=None, estimator=None,
+    ...                        threshold_factor=None, privtree_fanout=None, partition_share=0.3)[:2]
+    (4, Fraction(3, 10))
+    """
+    fanout = 2 if privtree_fanout is None else privtree_fanout
+    if not (isinstance(workload, str) and workload in CLASSES):
+        return fanout, partition_share, None
+    dnrr_only = threshold_factor is not None or estimator in ("seal", "seal_uniform")
+    if not (partition == "privtree" or (partition is None and not dnrr_only)):
+        return fanout, partition_share, None
+    explicit = tuple(k for k, v in (("privtree_fanout", privtree_fanout),
+                                    ("partition_share", partition_share)) if v is not None)
+    try:     # checked values only (a bad one is refused by the build's own checks next)
+        given = None if partition_share is None else check_share(partition_share,
+                                                                 "partition_share")
+        rule_fanout, share = partition_rule(workload, exact_epsilon(epsilon), given)
+        fanout = (rule_fanout if privtree_fanout is None
+                  else check_privtree_fanout(privtree_fanout))
+        choice = PartitionChoice(workload, fanout, share, *_DEFAULT_PARTITION, explicit)
+    except (TypeError, ValueError, ParameterError):
+        return fanout, partition_share, None       # as given: the build refuses it next
+    return fanout, share, choice
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +253,9 @@ class TreeChoice:
         That tree's mean noise variance on the workload (``>= variance``).
     candidates : int
         Trees compared.
+    partition : PartitionChoice or None
+        The partition options the rule took (a declared class with PrivTree);
+        None for declared queries, DNRR, and files written before the rule.
     """
 
     workload: str
@@ -104,12 +267,17 @@ class TreeChoice:
     default_level_ratio: Fraction
     default_variance: float
     candidates: int
+    partition: object = None
 
     def to_meta(self):
-        """The record's ``workload`` field (JSON types)."""
-        out = dataclasses.asdict(self)
+        """The record's ``workload`` field (JSON types; ``partition`` absent when None)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for k in ("level_ratio", "default_level_ratio"):
             out[k] = [out[k].numerator, out[k].denominator]
+        if self.partition is None:
+            del out["partition"]
+        else:
+            out["partition"] = self.partition.to_meta()
         return out
 
     @classmethod
@@ -127,9 +295,13 @@ class TreeChoice:
                 fields[k] = float(fields[k])
             if not isinstance(fields["workload"], str):
                 raise TypeError("workload must be a name")
-            return cls(**fields)
+            part = fields.pop("partition", None)     # absent: written before the rule
+            choice = cls(**fields)
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             raise FormatError(f"interval synopsis record: invalid workload field: {exc}") from None
+        if part is None:
+            return choice
+        return dataclasses.replace(choice, partition=PartitionChoice.from_meta(part))
 
 
 def tree_candidates(default, delta=0):
@@ -250,12 +422,14 @@ def check_tree_workload(workload, domain, columns, tree):
 
 
 def tree_for_workload(workload, partition, fanout, ratio, eps_tree, estimator, consistency,
-                      delta):
+                      delta, partition_choice=None):
     """``(fanout, level_ratio, TreeChoice)`` for the build: the given tree and None without a
-    workload, else the :func:`choose_tree` choice (post-processing of ``partition``)."""
+    workload, else the :func:`choose_tree` choice (post-processing of ``partition``), which
+    records ``partition_choice`` (:func:`partition_for_workload`)."""
     if workload is None:
         return fanout, ratio, None
     choice = choose_tree(workload, partition, TreeCandidate(fanout, Fraction(ratio)),
                          eps_tree=eps_tree, estimator=estimator, consistency=consistency,
                          delta=delta)
+    choice = dataclasses.replace(choice, partition=partition_choice)
     return choice.fanout, choice.level_ratio, choice

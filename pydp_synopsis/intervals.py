@@ -58,7 +58,7 @@ from .interval_options import (DEFAULT_ESTIMATOR, DEFAULT_FANOUT, DEFAULT_LEVEL_
                                check_method, check_privtree_epsilon, check_privtree_options,
                                check_tree_options, tree_scales)
 from .interval_record import KIND, from_record, to_record
-from .interval_workload import check_tree_workload, tree_for_workload
+from .interval_workload import check_tree_workload, partition_for_workload, tree_for_workload
 
 __all__ = ["IntervalSynopsis"]
 
@@ -201,7 +201,7 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
               partition_share=None, threshold_factor=None, k=19, budget=None,
               counts=None, shards=None, delta=0, columns=None, scale=None,
               resolution=None, dropna=False, partition=None, level_ratio=None, clip=False,
-              workload=None, privtree_fanout=2, privtree_merge=None, sum_of=None,
+              workload=None, privtree_fanout=None, privtree_merge=None, sum_of=None,
               sum_bounds=None, sum_share=None, sum_scale=None, tree=None):
         """Release an epsilon-DP interval synopsis of ``values``.
 
@@ -301,9 +301,10 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             seal estimator is given.  DNRR-only options with
             ``partition="privtree"`` raise ParameterError.
         privtree_fanout, privtree_merge : {2, 4}; float, optional
-            PrivTree's fanout (default 2), and the share of its epsilon spent
-            on merging leaves of similar noisy density (default None: no
-            merge; :mod:`pydp_synopsis.partitions.merge`, docs/guide/partition.md).
+            PrivTree's fanout (default 2; a declared class: ``workload``), and
+            the share of its epsilon spent on merging leaves of similar noisy
+            density (default None: no merge; :mod:`pydp_synopsis.partitions.merge`,
+            docs/guide/partition.md).
         clip : bool
             Clip instead of refusing: a value below ``lo`` counts as ``lo``,
             one above ``hi`` as ``hi`` (exactly, on the integer grid, after the
@@ -320,7 +321,9 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             ``pydp-synopsis info``): the counts at the domain's ends then
             include the values clipped there.
         workload : {"short", "mixed", "long"} or (lo, hi), optional
-            Queries declared (public) to choose the tree by: :mod:`pydp_synopsis.interval_workload`.
+            Queries declared (public) to choose the tree by, and for a class
+            PrivTree's ``privtree_fanout`` and ``partition_share`` by a public
+            rule where they are not given: :mod:`pydp_synopsis.interval_workload`.
         sum_of, sum_bounds, sum_share, sum_scale : optional
             Range sums of a clipped column: :mod:`pydp_synopsis.range_sums`, docs/guide/sums.md.
 
@@ -366,6 +369,10 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
         """
         tree = renamed_keyword("IntervalSynopsis.build", "tree=", "structure=", tree, structure,
                                DEFAULT_TREE)
+        privtree_fanout, partition_share, pchoice = partition_for_workload(
+            workload, epsilon, partition=partition, estimator=estimator,
+            threshold_factor=threshold_factor, privtree_fanout=privtree_fanout,
+            partition_share=partition_share)
         method, estimator, partition_share, factor = check_method(
             partition, estimator, partition_share, threshold_factor)
         pt_fanout, pt_merge = check_privtree_options(method, privtree_fanout, privtree_merge)
@@ -407,7 +414,8 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
                                                      privtree_fanout=pt_fanout, privtree_merge=pt_merge)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
-                                    estimator=estimator, k=k, dlt=dlt, ratio=ratio, wl=wl)
+                                    estimator=estimator, k=k, dlt=dlt, ratio=ratio, wl=wl,
+                                    pchoice=pchoice)
             syn._columns, syn.clipped = described, clip
             return syn
         offsets = as_offsets(values, domain, "values", clip=clip)
@@ -428,17 +436,18 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             raise AssertionError("partition weights do not add up to the number of values")
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
                                 consistency=consistency, estimator=estimator, k=k,
-                                dlt=dlt, ratio=ratio, wl=wl)
+                                dlt=dlt, ratio=ratio, wl=wl, pchoice=pchoice)
         syn._columns, syn.clipped = described, clip
         release_sums(spec, syn, offsets, shifted, eps_s, rng)      # sum_of: range_sums.py
         return syn
 
     @classmethod
     def _release_tree(cls, part, counts, eps_t, rng, *, beta, tree, fanout, consistency,
-                      estimator, k, dlt, ratio=1, wl=None):
-        """The tree over the released partition's segment ``counts`` (DNRR 3.2), for ``wl``."""
+                      estimator, k, dlt, ratio=1, wl=None, pchoice=None):
+        """The tree over the released partition's segment ``counts`` (DNRR 3.2), for ``wl``
+        (``pchoice``: the partition rule's choice, recorded)."""
         fanout, ratio, choice = tree_for_workload(wl, part, fanout, ratio, eps_t, estimator,
-                                                  consistency, dlt)
+                                                  consistency, dlt, pchoice)
         if tree == "kary":
             counter = KaryTreeCounter(horizon=len(part), epsilon=eps_t, k=k, rng=rng, delta=dlt)
             released = np.ascontiguousarray(counter.update_many(counts), dtype=np.int64)

@@ -16,8 +16,8 @@ from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.interval_options import tree_scales
 from pydp_synopsis.interval_record import from_record
 from pydp_synopsis.interval_workload import (LEVEL_RATIOS, TREE_FANOUTS, TreeCandidate,
-                                             TreeChoice, choose_tree, query_variances,
-                                             tree_candidates)
+                                             TreeChoice, choose_tree, partition_rule,
+                                             query_variances, tree_candidates)
 from pydp_synopsis.rectangles.workload import (GRID_COARSE_SHARES, MULTITREE_FANOUTS,
                                                cover_nodes, multitree_variances)
 from pydp_synopsis.workload import (CLASSES, LATTICE_SIZE, Workload, check_workload,
@@ -48,7 +48,10 @@ def _total_var(syn, lo, hi):
 @pytest.mark.parametrize("workload", ["short", "mixed", "long", "declared"])
 def test_chosen_tree_is_never_worse_than_the_default_on_the_workload(data, workload):
     wl = _declared() if workload == "declared" else workload
-    base = ps.IntervalSynopsis.build(data, domain=DOMAIN, epsilon=0.5, rng=ps.Rng(seed=9))
+    # the partition the class's public rule picks (test_workload_partition.py), given explicitly
+    f, share = partition_rule(workload, Fraction(1, 2))
+    base = ps.IntervalSynopsis.build(data, domain=DOMAIN, epsilon=0.5, rng=ps.Rng(seed=9),
+                                     privtree_fanout=f, partition_share=share)
     syn = ps.IntervalSynopsis.build(data, domain=DOMAIN, epsilon=0.5, rng=ps.Rng(seed=9),
                                     workload=wl)
     # the same seed: the same released partition, then a tree chosen over it

@@ -243,7 +243,7 @@ def cmd_build(args):
                                          beta=args.beta, rng=rng, shards=args.shards,
                                          columns=units, partition=args.partition,
                                          clip=args.clip, workload=workload,
-                                         privtree_fanout=args.privtree_fanout or 2,
+                                         privtree_fanout=args.privtree_fanout,
                                          privtree_merge=args.privtree_merge)
             what = f"interval synopsis: {len(syn):,} segments"
         else:

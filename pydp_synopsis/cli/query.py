@@ -269,6 +269,8 @@ def cmd_info(args):
             print(f"workload:       {w.workload} ({w.queries:,} queries): fanout {w.fanout}, "
                   f"level ratio {w.level_ratio}; mean noise variance {w.variance:.4g} "
                   f"(default tree {w.default_variance:.4g})")
+            if w.partition is not None:       # the public rule's partition options
+                print(f"{'':16}{w.partition.describe()}")
         print_sums_info(obj)
     elif isinstance(obj, RectangleSynopsis):
         print(f"nodes:          {obj.num_nodes:,}")

@@ -230,7 +230,7 @@ def test_kernel_refuses_a_bad_fanout_before_drawing():
 
 @pytest.mark.parametrize("kwargs,word", [
     (dict(privtree_fanout=3), "privtree_fanout must be 2 or 4"),
-    (dict(privtree_fanout=None), "privtree_fanout must be 2 or 4"),
+    (dict(privtree_fanout="4"), "privtree_fanout must be 2 or 4"),   # None is the default now
     (dict(privtree_merge=0), "privtree_merge"),
     (dict(privtree_merge=1), "privtree_merge"),
     (dict(privtree_merge=True), "privtree_merge"),
