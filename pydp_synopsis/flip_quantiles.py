@@ -284,8 +284,8 @@ def private_quantiles(values, q, *, domain, epsilon, candidates=DEFAULT_CANDIDAT
     Each quantile is released by permute-and-flip over a public list of
     candidates with Smith's rank score; two quantiles by two releases at
     ``epsilon / 2``, three or more by the recursive split of Kaplan, Schnapp and
-    Stemmer (``ceil(log2(k + 1))`` levels at ``epsilon / levels`` each).  ``epsilon``-DP with respect to adding or
-    removing one row; see :mod:`pydp_synopsis.flip_quantiles` for the
+    Stemmer (``ceil(log2(k + 1))`` levels at ``epsilon / levels`` each).
+    ``epsilon``-DP with respect to adding or removing one row; see :mod:`pydp_synopsis.flip_quantiles` for the
     mechanism and its proof.  For many quantiles, or a CDF and histograms as
     well, one :class:`~pydp_synopsis.IntervalSynopsis` gives them all for one
     epsilon (``syn.quantile``): docs/guide/quantiles.md says which to use.
