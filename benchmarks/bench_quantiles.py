@@ -4,6 +4,7 @@ For each data set and epsilon in {0.1, 1}, three tasks at the same **total**
 epsilon:
 
 * ``median``  -- one quantile (OpenDP spends all of epsilon on it);
+* ``tails`` -- q = 0.1, 0.9 (OpenDP: epsilon / 2 each);
 * ``quartiles`` -- q = 0.25, 0.5, 0.75 (OpenDP: epsilon / 3 each, sequential
   composition);
 * ``deciles`` -- q = 0.1 .. 0.9 (OpenDP: epsilon / 9 each);
@@ -60,6 +61,7 @@ from workloads import data_file  # noqa: E402
 EPSILONS = (0.1, 1.0)
 TASKS = {
     "median": np.array([0.5]),
+    "tails": np.array([0.1, 0.9]),
     "quartiles": np.array([0.25, 0.5, 0.75]),
     "deciles": np.arange(1, 10) / 10,
     "percentiles": np.arange(1, 100) / 100,

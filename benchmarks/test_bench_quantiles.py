@@ -21,9 +21,9 @@ import bench_quantiles  # noqa: E402
 
 def test_quantile_table_on_a_small_subsample(capsys):
     rows = bench_quantiles.main(["--runs", "2", "--subsample", "3000", "--candidates", "512",
-                                 "--epsilons", "1", "--tasks", "median,quartiles"])
+                                 "--epsilons", "1", "--tasks", "median,tails,quartiles"])
     out = capsys.readouterr().out
-    assert len(rows) == 4 * 1 * 2                      # data sets x epsilons x tasks
+    assert len(rows) == 4 * 1 * 3                      # data sets x epsilons x tasks
     for name, eps, task, ours, peer, lo, hi, flip, flo, fhi in rows:
         assert math.isfinite(ours) and math.isfinite(peer) and 0 <= ours < 0.5 and peer < 0.5
         assert math.isfinite(flip) and 0 <= flip < 0.5
@@ -31,7 +31,8 @@ def test_quantile_table_on_a_small_subsample(capsys):
             assert lo <= ours / peer <= hi
         if peer > 0 and flip > 0:
             assert flo <= flip / peer <= fhi
-    assert out.count("| zip latitude | 3,000 | 1 |") == 2
+    assert out.count("| zip latitude | 3,000 | 1 |") == 3
+    assert "tails: ours <= OpenDP in" in out
     assert "quartiles: ours <= OpenDP in" in out and "private_quantiles <= OpenDP in" in out
 
 

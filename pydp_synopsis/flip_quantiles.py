@@ -31,7 +31,16 @@ float.  Permute-and-flip is ``epsilon``-DP [MS20]_ (Theorem 1) and never less
 accurate than the exponential mechanism in expectation (Theorem 2); it is
 report-noisy-max with exponential noise [DKSW21]_ (OpenDP's noisy max).
 
-**Several quantiles: the recursive split** [KSS22]_.  Sort the distinct
+**Two quantiles.**  Each is released on all rows as above at ``epsilon / 2``
+and the pair is sorted (post-processing).  The split below would leave one of
+them less than ``epsilon / 2`` (its counts cost budget and a two-quantile
+split narrows few candidates), so for ``k = 2`` independent releases are
+used: per quantile the law of ``k`` independent releases at ``epsilon / k``
+(what OpenDP's ``make_private_quantile`` gives each at ``epsilon / k``), and
+sorting only lowers the summed rank error (the rank error of an answer for a
+target is a Monge cost: pairing sorted answers with sorted targets is best).
+
+**Three or more quantiles: the recursive split** [KSS22]_.  Sort the distinct
 ``q_1 < ... < q_k``; release the middle one ``v = q_m`` on the whole data as
 above; split the rows into ``x < v`` (left) and ``x >= v`` (right) and the
 candidates into those ``<= v`` and those ``>= v``; recurse on each side with
@@ -43,9 +52,13 @@ recursion has ``depth = ceil(log2(k + 1))`` levels and each level spends
 *Which fraction of a part.*  [KSS22]_ rescale ``q_j`` to ``q_j / q_m`` on the
 left (``(q_j - q_m) / (1 - q_m)`` on the right), which assumes ``v``'s rank is
 exactly ``q_m n``; with ties at ``v`` (whole minutes, rounded distances) it can
-be far off.  Here every level but the last gives ``COUNT_SHARE`` (2/5) of its
-``epsilon / depth`` to one discrete Laplace count per new part (its rows, scale
-``1 / epsilon_count``), and the rest to its permute-and-flip releases.  A part
+be far off.  Here every level but the last gives a share ``s_k = min(2/5, 1 -
+depth / k)`` (:func:`count_share`: 1/3 for ``k = 3``, 1/4 for ``k = 4``, 2/5
+from ``k = 5``) of its ``epsilon / depth`` to one discrete Laplace count per
+new part (its rows, scale ``1 / epsilon_count``), and the rest to its
+permute-and-flip releases; the cap makes every release run at ``(1 - s_k)
+epsilon / depth >= epsilon / k`` or more, never less than ``k`` independent
+releases would give it.  The rule reads ``k`` alone (public).  A part
 then knows its noisy size ``N`` and the noisy rows below it ``B`` (the counts
 of the parts to its left), the root's two counts give the noisy total ``T``,
 and a part is asked for the fraction ``(q_j T - B) / N`` of its rows (clipped
@@ -56,7 +69,10 @@ Privacy
 *Theorem.* :func:`private_quantiles` is ``epsilon``-DP with respect to adding
 or removing one row (DESIGN.md's neighbours).
 
-*Proof.* Each release is permute-and-flip with scores of sensitivity
+*Proof.* For one or two quantiles: one or two permute-and-flip releases on
+all rows at ``epsilon / k`` each (each ``epsilon / k``-DP, [MS20]_ Theorem 1),
+composed sequentially; sorting is post-processing.  For ``k >= 3``: each
+release is permute-and-flip with scores of sensitivity
 ``Delta`` computed on one part of the data, at a rate at most ``epsilon_pf /
 (2 Delta)``, so it is ``epsilon_pf``-DP in that part [MS20]_ (Theorem 1); each
 count is a discrete Laplace count of one part, ``epsilon_count``-DP
@@ -105,7 +121,7 @@ from ._threads import sort_u64
 
 __all__ = ["DEFAULT_CANDIDATES", "MAX_CANDIDATES", "MAX_QUANTILES", "MAX_DENOMINATOR",
            "MIN_EPSILON", "COUNT_SHARE", "private_quantiles", "candidate_grid",
-           "quantile_fraction", "quantile_scores", "split_depth"]
+           "count_share", "quantile_fraction", "quantile_scores", "split_depth"]
 
 #: Candidates of a release by default (equal-width grid points of a wider domain).
 DEFAULT_CANDIDATES = 1 << 16
@@ -117,9 +133,24 @@ MAX_QUANTILES = 1 << 16
 MAX_DENOMINATOR = 10 ** 6
 #: Smallest epsilon (every rate and count scale it implies is then representable).
 MIN_EPSILON = Fraction(1, 10 ** 10)
-#: The share of a level's epsilon spent on its parts' noisy row counts (every level but
-#: the last).
+#: The most of a level's epsilon spent on its parts' noisy row counts (every level but
+#: the last; less for 3 or 4 quantiles: :func:`count_share`).
 COUNT_SHARE = Fraction(2, 5)
+
+
+def count_share(k):
+    """The share of a level's epsilon spent on noisy row counts, for ``k >= 3`` quantiles:
+    ``min(COUNT_SHARE, 1 - depth / k)``, so every release gets at least ``epsilon / k``.
+
+    A public rule (of ``k`` alone): with it no quantile's permute-and-flip runs at
+    less than the ``epsilon / k`` that ``k`` independent releases would give it.
+
+    >>> [str(count_share(k)) for k in (3, 4, 5, 9, 99)]
+    ['1/3', '1/4', '2/5', '2/5', '2/5']
+    """
+    if k < 3:
+        raise ValueError("count_share is for k >= 3 quantiles")
+    return min(COUNT_SHARE, 1 - Fraction(split_depth(k), k))
 
 
 def quantile_fraction(q):
@@ -196,12 +227,19 @@ def _release(srt, grid, qs, eps, rng):
     fraction of ``qs`` (distinct, increasing), by the recursive split."""
     below_all = np.searchsorted(srt, grid, side="left").astype(np.int64)
     upto_all = np.searchsorted(srt, grid, side="right").astype(np.int64)
-    depth = split_depth(len(qs))
-    eps_level = eps / depth
-    eps_count = eps_level * COUNT_SHARE
     chosen = np.empty(len(qs), dtype=np.int64)
     work = np.empty(grid.size, dtype=np.uint64)
     out = ffi.new("uint64_t *")
+    if len(qs) == 2:
+        # independent flips at epsilon / 2 on all rows, sorted (post-processing)
+        with rng.native() as p:
+            for i, q in enumerate(qs):
+                scores, sens = quantile_scores(below_all, srt.size - upto_all, q)
+                chosen[i] = _flip(p, scores, sens, eps / 2, work, out)
+        return np.sort(chosen)
+    depth = split_depth(len(qs))
+    eps_level = eps / depth
+    eps_count = eps_level * count_share(len(qs)) if depth > 1 else None   # k = 1: no counts
     # a task: (its global quantiles with their positions, candidate indices [ci, cj],
     # rows [s, e) of srt, the part's noisy size and noisy rows below it)
     total = None
@@ -244,10 +282,10 @@ def private_quantiles(values, q, *, domain, epsilon, candidates=DEFAULT_CANDIDAT
     """Private ``q``-quantiles of ``values``, the whole ``epsilon`` spent on them.
 
     Each quantile is released by permute-and-flip over a public list of
-    candidates with Smith's rank score; several quantiles by the recursive
-    split of Kaplan, Schnapp and Stemmer (``ceil(log2(k + 1))`` levels at
-    ``epsilon / levels`` each).  ``epsilon``-DP with respect to adding or
-    removing one row; see :mod:`pydp_synopsis.flip_quantiles` for the
+    candidates with Smith's rank score; two quantiles by two releases at
+    ``epsilon / 2``, three or more by the recursive split of Kaplan, Schnapp and
+    Stemmer (``ceil(log2(k + 1))`` levels at ``epsilon / levels`` each).
+    ``epsilon``-DP with respect to adding or removing one row; see :mod:`pydp_synopsis.flip_quantiles` for the
     mechanism and its proof.  For many quantiles, or a CDF and histograms as
     well, one :class:`~pydp_synopsis.IntervalSynopsis` gives them all for one
     epsilon (``syn.quantile``): docs/guide/quantiles.md says which to use.
@@ -298,8 +336,10 @@ def private_quantiles(values, q, *, domain, epsilon, candidates=DEFAULT_CANDIDAT
     -----
     O(n log n + m log n + k m'): one sort of the data, one search per
     candidate, the scores of each release's candidates (``m'``, a part of the
-    ``m`` candidates) in numpy and its selection in C.  With ``k > 1`` every
-    level but the last also spends 2/5 of its ``epsilon / depth`` on noisy row
+    ``m`` candidates) in numpy and its selection in C.  Two quantiles are two
+    independent releases at ``epsilon / 2``, sorted.  With ``k >= 3`` every
+    level but the last also spends a share of its ``epsilon / depth`` (2/5, less
+    for ``k = 3, 4`` so that no release gets under ``epsilon / k``) on noisy row
     counts of its parts, which place the next level's quantiles in them (ties
     at a released value cannot bias them).
 

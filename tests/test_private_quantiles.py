@@ -15,8 +15,9 @@ import pytest
 import pydp_synopsis as ps
 from pydp_synopsis._core import ffi, lib
 from pydp_synopsis.errors import DomainError, ParameterError
-from pydp_synopsis.flip_quantiles import (COUNT_SHARE, MAX_CANDIDATES, candidate_grid, private_quantiles,
-                                             quantile_fraction, quantile_scores, split_depth)
+from pydp_synopsis.flip_quantiles import (COUNT_SHARE, MAX_CANDIDATES, candidate_grid,
+                                          count_share, private_quantiles, quantile_fraction,
+                                          quantile_scores, split_depth)
 from privacy.quantiles import flip_law as closed_form
 from stattests import assert_gof
 
@@ -131,25 +132,73 @@ def test_kernel_refuses_bad_arguments():
         assert lib.pds_permute_and_flip(p, s, 2, 1, 1, 2, ffi.NULL, out) == lib.PDS_EINVAL
 
 
-def test_two_quantiles_follow_the_recursive_split():
-    """q = (0, 1/2): the median on all rows at epsilon / 2 less the counts' share, then the
-    0-quantile (whatever the noisy counts: 0 rows below) of the rows below it, over the
-    candidates up to it, at the whole epsilon / 2 (the last level counts nothing)."""
-    data, eps = [0, 1, 1, 2, 3, 4, 4, 4], 4.0
-    level = Fraction(eps) / 2
+def test_two_quantiles_are_independent_flips_sorted():
+    """k = 2: each quantile by its own permute-and-flip on all rows at epsilon / 2 (what
+    the split could not beat: its counts would leave a flip less), the pair sorted."""
+    data, eps = [0, 1, 1, 2, 3, 4, 4, 4], 3.0
+    lows = flip_law(smith_scores(data, range(5), Fraction(1, 5)), Fraction(eps) / 2 / 2 / 4)
+    highs = flip_law(smith_scores(data, range(5), Fraction(1, 2)), Fraction(eps) / 2 / 2)
     joint = {}
-    top = flip_law(smith_scores(data, range(5), Fraction(1, 2)), level * (1 - COUNT_SHARE) / 2)
-    for v, pv in enumerate(top):
-        left = [x for x in data if x < v]
-        sub = flip_law(smith_scores(left, range(v + 1), Fraction(0)), level / 2)
-        for u, pu in enumerate(sub):
-            joint[(u, v)] = pv * pu
+    for u, pu in enumerate(lows):
+        for w, pw in enumerate(highs):
+            key = (min(u, w), max(u, w))
+            joint[key] = joint.get(key, 0.0) + pu * pw
     keys = sorted(joint)
-    got = draws(3000, lambda r: tuple(int(a) for a in private_quantiles(
-        data, [0, 0.5], domain=(0, 4), epsilon=eps, rng=r)))
+    got = draws(2000, lambda r: tuple(int(a) for a in private_quantiles(
+        data, [0.5, 0.2], domain=(0, 4), epsilon=eps, rng=r)))
+    got = [g[::-1] for g in got]                      # answers in the order asked
     counts = [sum(g == k for g in got) for k in keys]
     assert sum(counts) == len(got)
     assert_gof(counts, [joint[k] for k in keys])
+
+
+def test_three_quantiles_follow_the_recursive_split():
+    """q = (0, 1/2, 1): depth 2, count share 1/3 (count_share(3)), so the median's flip
+    runs on all rows at (2/3)(epsilon / 2) = epsilon / 3 (not less than k = 3 independent
+    releases would give it); each side's noisy size (discrete Laplace, 1/scale = epsilon /
+    6) asks the left part for its 0-quantile and the right for its 1-quantile (exactly,
+    whatever the noise, unless the noisy size is not positive: then 1/2), each at the
+    last level's whole epsilon / 2 over the candidates on its side of the median."""
+    data, eps = [0, 1, 1, 2, 3, 4, 4, 4], 4.0
+    assert count_share(3) == Fraction(1, 3)
+    level = Fraction(eps) / 2
+    p = math.exp(-float(level / 3))
+
+    def not_positive(n):                               # P[n + Z <= 0] = p^n / (1 + p)
+        return p ** n / (1 + p)
+
+    joint = {}
+    top = flip_law(smith_scores(data, range(5), Fraction(1, 2)), level * Fraction(2, 3) / 2)
+    for v, pv in enumerate(top):
+        left = [x for x in data if x < v]
+        right = [x for x in data if x >= v]
+        pl, pr = not_positive(len(left)), not_positive(len(right))
+        lows = [(1 - pl) * a + pl * b for a, b in zip(
+            flip_law(smith_scores(left, range(v + 1), Fraction(0)), level / 2),
+            flip_law(smith_scores(left, range(v + 1), Fraction(1, 2)), level / 2))]
+        highs = [(1 - pr) * a + pr * b for a, b in zip(
+            flip_law(smith_scores(right, range(v, 5), Fraction(1)), level / 2),
+            flip_law(smith_scores(right, range(v, 5), Fraction(1, 2)), level / 2))]
+        for u, pu in enumerate(lows):
+            for j, pw in enumerate(highs):
+                joint[(u, v, v + j)] = pv * pu * pw
+    keys = sorted(joint)
+    got = draws(3000, lambda r: tuple(int(a) for a in private_quantiles(
+        data, [0, 0.5, 1], domain=(0, 4), epsilon=eps, rng=r)))
+    counts = [sum(g == k for g in got) for k in keys]
+    assert sum(counts) == len(got)
+    assert_gof(counts, [joint[k] for k in keys])
+
+
+def test_count_share_leaves_every_flip_its_independent_share():
+    """Every level's flip gets at least epsilon / k (the counts take the rest, at most
+    COUNT_SHARE of a level)."""
+    for k in range(3, 200):
+        d = split_depth(k)
+        assert 0 < count_share(k) <= COUNT_SHARE
+        assert (1 - count_share(k)) / d >= Fraction(1, k)
+    with pytest.raises(ValueError):
+        count_share(2)
 
 
 def test_noisy_counts_place_the_children_on_tied_data():

@@ -23,7 +23,8 @@ def add_quantiles_parser(sub, seed_help):
     p = sub.add_parser(
         "quantiles", help="a few private quantiles of one column, the whole epsilon spent on them",
         description="Release the quantiles --q of one column of --input by permute-and-flip "
-                    "over public candidates (several: the recursive split), epsilon-"
+                    "over public candidates (two: at epsilon / 2 each; three or more: the "
+                    "recursive split), epsilon-"
                     "differentially private with respect to adding or removing one row.  For "
                     "many quantiles, a CDF or histograms as well, build a synopsis and use "
                     "'query --quantile' (docs/guide/quantiles.md).  Prints CSV q,value.")

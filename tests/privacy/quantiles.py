@@ -9,9 +9,10 @@ Tight: the median of ``[15]`` against ``[15, 1]`` over the candidates 0 and 8.  
 ``[15, 1]`` candidate 0 has two rows above (score -2) and 8 one on each side (score 0), so
 0 is released only when it comes first and its coin ``exp(-epsilon (0 - (-2)) / 2)``
 falls: ``P[0] = exp(-epsilon) / 2`` against ``1 / 2`` -- a loss of exactly epsilon, on
-one event (more candidates make the event rarer, not the loss larger).  The mutants scale permute-and-flip's rate (csrc/mutation.c): 1.5 epsilon
-(``epsilon_1_5``), twice epsilon (``half_node_scale``: a wrong split, the whole epsilon per
-level of a two-level split) and the gaps' sensitivity 2 taken as 1
+one event (more candidates make the event rarer, not the loss larger).  The mutants scale
+permute-and-flip's rate (csrc/mutation.c): 1.5 epsilon (``epsilon_1_5``), twice epsilon
+(``half_node_scale``: a wrong split, the whole epsilon per level of a two-level split or
+per quantile of two) and the gaps' sensitivity 2 taken as 1
 (``sensitivity_off_by_one``); the audit and the exact law (:func:`flip_law`) must see each.
 """
 from fractions import Fraction
@@ -83,6 +84,8 @@ register(Mechanism(
         Pair("median: a row below the lower candidate", [15], [15, 1], {CI, TIGHT},
              params={"candidates": 2}),
         Pair("median over 8 candidates", [15], [15, 1], {CI}, samples=0.5),
+        Pair("two quantiles: independent releases at epsilon / 2, sorted", [15, 7],
+             [15, 7, 1], {CI}, params={"q": [0.1, 0.9]}, samples=0.5),
         Pair("quartiles by the recursive split", [15, 7, 9], [15, 7, 9, 1], {CI},
              params={"q": [0.25, 0.5, 0.75]}, samples=0.5),
         Pair("deciles of a few rows", [3, 3, 8, 12], [3, 3, 8, 12, 13],
