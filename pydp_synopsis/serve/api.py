@@ -107,6 +107,28 @@ def _feature(service, request, name):
     return pub
 
 
+def _axis(pub, given):
+    """The keyword arguments naming one axis: none for an interval synopsis (which
+    refuses an ``axis``), the axis of a rectangle synopsis (an index or a column
+    name, required)."""
+    if pub.kind != "rectangle":
+        if given is not None:
+            raise RequestError(400, "'axis' is for a rectangle synopsis; this one has one "
+                                    "column")
+        return {}
+    dims = pub.obj.dims
+    if given is None:
+        raise RequestError(400, f"a rectangle synopsis needs 'axis': an index 0..{dims - 1} "
+                                f"or a column name")
+    if isinstance(given, str) and given.lstrip("-").isdigit():
+        given = int(given)
+    if isinstance(given, bool) or not isinstance(given, (int, str)):
+        raise RequestError(400, f"'axis' must be an index 0..{dims - 1} or a column name")
+    if isinstance(given, int) and not 0 <= given < dims:
+        raise RequestError(400, f"'axis' must be an index 0..{dims - 1} or a column name")
+    return {"axis": given}
+
+
 def _numbers_list(obj, key, limits):
     values = obj.get(key)
     if not isinstance(values, list) or not values:
@@ -121,14 +143,16 @@ def _numbers_list(obj, key, limits):
 
 async def quantile(service, request):
     """``POST /api/synopses/{name}/quantile`` ``{"q": [...]}`` -> ``{"quantiles": [...]}``
-    (the synopsis's ``quantile``, in user units), where the synopsis has one."""
+    (the synopsis's ``quantile``, in user units), where the synopsis has one; a
+    rectangle synopsis's axis is named by ``"axis"`` (an index or a column name)."""
     pub = _feature(service, request, "quantile")
     obj = await _json_body(service, request)
     q = _numbers_list(obj, "q", service.limits)
     if str in set(map(type, q)):
         raise RequestError(400, "'q' must hold numbers in [0, 1]")
+    axis = _axis(pub, obj.get("axis"))
     try:
-        out = pub.obj.quantile(np.array(q, dtype=np.float64))
+        out = pub.obj.quantile(np.array(q, dtype=np.float64), **axis)
     except ANSWER_ERRORS as exc:
         raise as_request_error(exc) from None
     return 200, {"quantiles": jsonable(out)}
@@ -139,9 +163,10 @@ async def cdf(service, request):
     pub = _feature(service, request, "cdf")
     obj = await _json_body(service, request)
     x = _numbers_list(obj, "x", service.limits)
+    axis = _axis(pub, obj.get("axis"))
     try:
         out = pub.obj.cdf(np.array(x, dtype=object if not set(map(type, x)) == {int}
-                                   else np.int64))
+                                   else np.int64), **axis)
     except ANSWER_ERRORS as exc:
         raise as_request_error(exc) from None
     return 200, {"cdf": jsonable(out)}
@@ -152,8 +177,9 @@ async def histogram(service, request):
     ``{"counts", "edges"}`` (edges in the column's units)."""
     pub = _feature(service, request, "histogram")
     bins = check_bins_param(request.query_params.get("bins"), DEFAULT_BINS_1D, MAX_BINS_1D)
+    axis = _axis(pub, request.query_params.get("axis"))
     try:
-        out = pub.obj.histogram(bins)
+        out = pub.obj.histogram(bins, **axis)
     except ANSWER_ERRORS as exc:
         raise as_request_error(exc) from None
     counts, edges = out[0], out[1]            # numpy's (counts, edges)

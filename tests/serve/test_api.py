@@ -173,8 +173,33 @@ def test_quantiles_where_the_synopsis_has_them(client, examples):
         assert bad.status_code == 400 and list(bad.json()) == ["error"], bad.text
 
 
-def test_quantile_absent_is_a_404_or_served(client):
-    r = client.post("/api/synopses/where/quantile", json={"q": [0.5]})
+def test_a_rectangle_serves_one_axis_and_needs_it(client, examples):
+    where = examples["where"][1]
+    r = client.post("/api/synopses/where/quantile", json={"q": [0.25, 0.5], "axis": 1})
+    assert r.status_code == 200, r.text
+    expect = where.quantile(np.array([0.25, 0.5]), axis=1)
+    assert r.json()["quantiles"] == [float(v) for v in expect]
+    r = client.post("/api/synopses/where/cdf", json={"x": ["40.5"], "axis": 0})
+    assert r.json()["cdf"] == [float(where.cdf(np.array(["40.5"], dtype=object), axis=0)[0])]
+    r = client.get("/api/synopses/where/histogram?bins=4&axis=0")
+    counts, _ = where.histogram(4, axis=0)
+    assert r.status_code == 200 and r.json()["counts"] == counts.tolist()
+    for path, body in (("quantile", {"q": [0.5]}), ("quantile", {"q": [0.5], "axis": 2}),
+                       ("quantile", {"q": [0.5], "axis": [0]}), ("cdf", {"x": [1], "axis": -1}),
+                       ("quantile", {"q": [0.5], "axis": True})):
+        bad = client.post(f"/api/synopses/where/{path}", json=body)
+        assert bad.status_code == 400 and list(bad.json()) == ["error"], bad.text
+        assert "axis" in bad.json()["error"]
+    bad = client.get("/api/synopses/where/histogram?bins=4")
+    assert bad.status_code == 400 and "axis" in bad.json()["error"]
+    bad = client.post("/api/synopses/ages/quantile", json={"q": [0.5], "axis": 0})
+    assert bad.status_code == 400 and "axis" in bad.json()["error"]
+
+
+def test_quantile_of_a_counter_or_of_nothing_is_refused(client):
+    r = client.post("/api/synopses/counter/quantile", json={"q": [0.5]})
+    assert r.status_code == 400 and "counter" in r.json()["error"]
+    r = client.post("/api/synopses/nosuch/quantile", json={"q": [0.5]})
     assert r.status_code == 404 and list(r.json()) == ["error"]
 
 
