@@ -59,7 +59,8 @@ from ..readonly import check_statement_timeout, redact, strip_query
 from ..units import convert_chunk, missing_message, needs_conversion
 from ..aggregates import Cells
 from ..spill import private_directory
-from .base import CHUNK_ROWS, Prepared, RowPrepared, RowSource, column_offsets, prefetch, spilled_cells
+from .base import (CHUNK_ROWS, Prepared, RowPrepared, RowSource, column_offsets, prefetch, report,
+                   reported_merge, spilled_cells)
 from .engines import ENGINES, Null, quote_identifier
 from .plans import (check_plan, memory_budget, prefers_sort, run_entries, sample_query,
                     sorted_aggregate)
@@ -286,7 +287,8 @@ class SqlSource(RowSource):
                 self._filtered = True
             if self.scale is None and self.units is None and all(t is None or engine.is_integer(t)
                                           for t in described):
-                prepared = _PushdownPrepared(self, engine, tuple(domains), clip, described)
+                prepared = _PushdownPrepared(self, engine, tuple(domains), clip, described,
+                                             progress)
                 if prepared.pushdown:
                     return prepared
                 prepared.close(keep_engine=True)
@@ -344,9 +346,10 @@ class _SqlRowPrepared(Prepared):
 class _PushdownPrepared(Prepared):
     """Integer columns: every aggregate computed by the database."""
 
-    def __init__(self, source, engine, domains, clip=False, types=None):
+    def __init__(self, source, engine, domains, clip=False, types=None, progress=None):
         self._source, self._engine, self._domains = source, engine, domains
         self._clip, self._types = clip, types
+        self._progress = progress           # hears each pass (base.report); never prints
         self._cols = [quote_identifier(c) for c in source.columns]
         self._rel = source._relation
         self._tmp = None
@@ -362,6 +365,7 @@ class _PushdownPrepared(Prepared):
             parts += [f"count({col})", f"min({col})", f"max({col})"]
             if engine.name == "sqlite":
                 parts.append(f"sum(typeof({col}) NOT IN ('integer', 'null'))")
+        report(self._progress, "checking the columns")
         try:
             row = engine.one_row(f"SELECT {', '.join(parts)} FROM {self._rel}")
         except engine.errors as exc:
@@ -386,6 +390,7 @@ class _PushdownPrepared(Prepared):
             return [plan] * len(self._cols)
         engine, plans = self._engine, []
         for a, name in enumerate(self._source.columns):
+            report(self._progress, f"sampling column {name!r}")
             try:
                 rows, distinct = engine.one_row(sample_query(self._cols[a], self._rel))
             except engine.errors as exc:
@@ -441,23 +446,33 @@ class _PushdownPrepared(Prepared):
         sql = f"SELECT {self._cast(a)} FROM {self._rel}"
 
         def offsets():
+            read = 0
+            report(self._progress, f"reading column {name!r}", 0, self.rows)
             try:
                 for (values,) in engine.int_chunks(sql, 1, self._source.chunk_rows):
+                    read += len(values)
+                    report(self._progress, f"reading column {name!r}", read, self.rows)
                     yield column_offsets(values, domain, name, self._clip)
             except engine.errors as exc:
                 raise engine.failed(exc, f"reading column {name!r}") from None
 
         options = self._source._options
-        yield from sorted_aggregate(offsets(), run_entries(options["budget"]),
-                                    options.get("temp_directory"))
+        yield from reported_merge(sorted_aggregate(offsets(), run_entries(options["budget"]),
+                                                   options.get("temp_directory")),
+                                  self._progress, name)
 
     def _grouped_axis(self, a):
         engine, domain, name = self._engine, self._domains[a], self._source.columns[a]
         # grouped by the (clipped) value, by position: an alias could name a column of
         # the user's table (a column "n" was ordered by the count alias "n")
         sql = (f"SELECT {self._cast(a)}, count(*) FROM {self._rel} GROUP BY 1 ORDER BY 1")
+        report(self._progress, f"grouping column {name!r} in the database")
+        groups = 0
         try:
             for values, counts in engine.int_chunks(sql, 2, self._source.chunk_rows):
+                groups += len(values)
+                report(self._progress, f"grouping column {name!r}", groups,
+                       unit="distinct values")
                 yield (column_offsets(values, domain, name, self._clip),
                        np.ascontiguousarray(counts, dtype=np.int64))
         except engine.errors as exc:
@@ -466,8 +481,9 @@ class _PushdownPrepared(Prepared):
     def cells(self, ends):
         if self._engine.name == "postgresql":
             return self._pg_cells(ends)
-        if self._tmp is None:
-            self._tmp = private_directory("pydp-source-")      # 0700, files 0600
+        if self._tmp is None:       # 0700, files 0600; where DuckDB and the sort plan spill
+            self._tmp = private_directory("pydp-source-",
+                                          self._source._options.get("temp_directory"))
         width = len(self._cols)
         sql = f"SELECT {', '.join(self._cast(a) for a in range(width))} FROM {self._rel}"
         engine = self._engine
@@ -479,7 +495,7 @@ class _PushdownPrepared(Prepared):
                 raise engine.failed(exc, "reading the columns") from None
 
         return spilled_cells(self._tmp, chunks, ends, self._domains, self._source.columns,
-                             self.rows, self._clip)
+                             self.rows, self._clip, self._progress)
 
     def _pg_cells(self, ends):
         """GROUP BY cell in PostgreSQL: a row's segment on axis a is the number of
@@ -500,8 +516,12 @@ class _PushdownPrepared(Prepared):
         engine = self._engine
 
         def chunks():
+            cells = 0
+            report(self._progress, "counting cells in the database")
             try:
                 for cols in engine.int_chunks(sql, width + 1, self._source.chunk_rows):
+                    cells += len(cols[width])
+                    report(self._progress, "counting cells in the database", cells, unit="cells")
                     yield np.stack(cols[:width], axis=1), cols[width]
             except engine.errors as exc:
                 raise engine.failed(exc, "counting the cells") from None
