@@ -19,7 +19,11 @@ For integer columns nothing but aggregates leaves the database:
    with ``width_bucket(col, thresholds)`` (a binary search over the released
    segment starts) and groups by cell; DuckDB and SQLite, which have no
    such function, stream the columns once and the segments are found with
-   numpy and spilled to a temporary file for the structure's second pass.
+   numpy and spilled (4 bytes per row and axis, under ``temp_directory``) for
+   the structure's second pass: memory O(chunk) whatever the rows.
+
+Each pass is reported to a progress object that has a ``step`` method
+(:func:`~pydp_synopsis.sources.base.report`); nothing is printed here.
 
 Columns that are not integers (decimals with ``scale``, SQLite values of
 other storage classes) are streamed as rows and converted exactly in Python
@@ -147,8 +151,8 @@ class SqlSource(RowSource):
     threads : int, optional
         DuckDB's threads.
     temp_directory : str, optional
-        Where DuckDB and the ``"sort"`` plan spill (default: the system's
-        temporary directory); spill files are 0600 in a private 0700
+        Where DuckDB, the ``"sort"`` plan and the cell pass spill (default: the
+        system's temporary directory); spill files are 0600 in a private 0700
         directory, removed on success, failure and interruption.
     plan : {"auto", "group", "sort"}
         How each integer column's sorted aggregate is computed
