@@ -5,6 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
+import pydp_synopsis as ps
+
 from pydp_synopsis.rectangles import grid
 from pydp_synopsis.rectangles.grid import Layout, coarse_geometry
 
@@ -48,3 +50,20 @@ def test_coarse_blocks_cover_every_cell_once():
         sums = [int(cells[lo:hi].sum()) for lo, hi in zip(b[:-1], b[1:])]
         # a block ends at the first cell reaching its share: at most block + one cell
         assert all(s <= block + cells.max() for s in sums)
+
+
+def test_release_and_grid_cells_do_not_depend_on_the_block(monkeypatch):
+    gen = np.random.default_rng(3)
+    pts = np.column_stack([gen.integers(0, 10**9, 20_000), gen.integers(0, 10**9, 20_000)])
+    def build():
+        s = ps.RectangleSynopsis.build(pts, domain=[(0, 10**9)] * 2, epsilon=1, rng=ps.Rng(seed=4))
+        kind, meta, arrays, _ = s._to_record()
+        coarse, fine = s.grid_cells()
+        return (kind, meta, {k: v.tolist() for k, v in arrays.items()},
+                {f: fine[f].tolist() for f in fine.dtype.names},
+                np.asarray(s.error_bound(0.9)).tolist())
+
+    default = build()
+    monkeypatch.setattr(grid, "_LAYOUT_BLOCK", 5)
+    monkeypatch.setattr(grid, "_PARALLEL_CELLS", 0)
+    assert build() == default
