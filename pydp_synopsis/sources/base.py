@@ -41,7 +41,7 @@ from ..spill import create, private_directory, read_array, write_array
 
 __all__ = ["CHUNK_ROWS", "Source", "Prepared", "RowSource", "ArraySource", "RowPrepared",
            "column_offsets",
-           "spilled_cells", "prefetch", "report", "reported_merge"]
+           "spilled_cells", "replayed_cells", "prefetch", "report", "reported_merge"]
 
 #: Rows per chunk read from a source (about 8 MB per int64 column).
 CHUNK_ROWS = 1 << 20
@@ -240,25 +240,35 @@ def prefetch(iterator, depth=2):
     thread at its next item.
     """
     items, stop, done = queue.Queue(maxsize=depth), threading.Event(), object()
+    began = threading.Event()
+
+    def offer(entry):
+        """Put ``entry`` unless the consumer has gone (then never block)."""
+        while not stop.is_set():
+            try:
+                items.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def produce():
+        began.set()
+        if stop.is_set():             # the consumer left before this thread ran
+            return
         try:
             for item in iterator:
-                while not stop.is_set():
-                    try:
-                        items.put((True, item), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not offer((True, item)):
                     return
-            items.put((True, done))
+            offer((True, done))
         except BaseException as exc:   # handed to the consumer
-            items.put((False, exc))
+            offer((False, exc))
 
     thread = threading.Thread(target=produce, daemon=True)
-    thread.start()
     try:
+        # inside the try: a signal's exception raised while start() waits for the thread
+        # still stops and joins it (else it would read from a connection being closed)
+        thread.start()
         while True:
             ok, item = items.get()
             if not ok:
@@ -268,7 +278,16 @@ def prefetch(iterator, depth=2):
             yield item
     finally:
         stop.set()
+        _join(thread, began)
+
+
+def _join(thread, began):
+    """Join ``thread``, also when its start() was interrupted before it was known to run."""
+    try:
         thread.join()
+    except RuntimeError:      # start() interrupted: the thread may be starting, or never be
+        if began.wait(timeout=5.0):
+            thread.join()
 
 
 class _AxisWorkers:
@@ -408,6 +427,41 @@ def spilled_cells(directory, chunks, ends, domains, names, rows, clip=False, pro
         done.append(True)
 
     return Cells(lambda: _read_cells(path, c, progress, rows) if done else first_pass())
+
+
+def replayed_cells(directory, chunks, c, progress=None):
+    """Cells counted elsewhere (``chunks()`` yields ``(segments, weights)``: a database's
+    ``GROUP BY`` cell), read once: the first pass spills them to ``directory``
+    (``4 c + 8`` bytes per cell) and the structure's further passes read the spill, so the
+    database runs the query once.  ``progress`` hears the cells of each pass (:func:`report`).
+    """
+    stem = os.path.join(directory, f"weighted{len(os.listdir(directory))}")
+    paths = (stem + ".u32", stem + ".i64")
+    done = []
+
+    def first_pass():
+        with create(paths[0]) as segs, create(paths[1]) as weights:
+            for seg, w in chunks():
+                seg = np.ascontiguousarray(seg, dtype=np.uint32).reshape(-1, c)
+                w = np.ascontiguousarray(w, dtype=np.int64)
+                write_array(segs, seg, paths[0])
+                write_array(weights, w, paths[1])
+                yield seg, w
+        done.append(True)
+
+    def replay():
+        seen = 0
+        with open(paths[0], "rb") as segs, open(paths[1], "rb") as weights:
+            while True:
+                seg = read_array(segs, np.uint32, CHUNK_ROWS * c, paths[0])
+                w = read_array(weights, np.int64, CHUNK_ROWS, paths[1])
+                if w.size == 0:
+                    return
+                seen += w.size
+                report(progress, "counting cells (from the spill)", seen, unit="cells")
+                yield seg.reshape(-1, c), w
+
+    return Cells(lambda: replay() if done else first_pass())
 
 
 def _fill_segments(seg, a, index, col, domain, name, clip=False):

@@ -17,7 +17,8 @@ For integer columns nothing but aggregates leaves the database:
    into the private partition;
 3. for rectangles, the cell counts: PostgreSQL computes each row's segment
    with ``width_bucket(col, thresholds)`` (a binary search over the released
-   segment starts) and groups by cell; DuckDB and SQLite, which have no
+   segment starts) and groups by cell (once: the groups are spilled for the
+   structure's second pass); DuckDB and SQLite, which have no
    such function, stream the columns once and the segments are found with
    numpy and spilled (4 bytes per row and axis, under ``temp_directory``) for
    the structure's second pass: memory O(chunk) whatever the rows.
@@ -61,10 +62,9 @@ from ..errors import InputError
 from ..inputs import parse_scale, to_fixed_point
 from ..readonly import check_statement_timeout, redact, strip_query
 from ..units import convert_chunk, missing_message, needs_conversion
-from ..aggregates import Cells
 from ..spill import private_directory
-from .base import (CHUNK_ROWS, Prepared, RowPrepared, RowSource, column_offsets, prefetch, report,
-                   reported_merge, spilled_cells)
+from .base import (CHUNK_ROWS, Prepared, RowPrepared, RowSource, column_offsets, prefetch,
+                   replayed_cells, report, reported_merge, spilled_cells)
 from .engines import ENGINES, Null, quote_identifier
 from .plans import (check_plan, memory_budget, prefers_sort, run_entries, sample_query,
                     sorted_aggregate)
@@ -483,11 +483,11 @@ class _PushdownPrepared(Prepared):
             raise engine.failed(exc, f"aggregating column {name!r}") from None
 
     def cells(self, ends):
-        if self._engine.name == "postgresql":
-            return self._pg_cells(ends)
         if self._tmp is None:       # 0700, files 0600; where DuckDB and the sort plan spill
             self._tmp = private_directory("pydp-source-",
                                           self._source._options.get("temp_directory"))
+        if self._engine.name == "postgresql":
+            return self._pg_cells(ends)
         width = len(self._cols)
         sql = f"SELECT {', '.join(self._cast(a) for a in range(width))} FROM {self._rel}"
         engine = self._engine
@@ -530,7 +530,9 @@ class _PushdownPrepared(Prepared):
             except engine.errors as exc:
                 raise engine.failed(exc, "counting the cells") from None
 
-        return Cells(chunks)
+        # the structure reads the cells twice (the grid's two levels): the server's
+        # GROUP BY runs once, the second pass reads its result back from a spill
+        return replayed_cells(self._tmp, chunks, width, self._progress)
 
     def close(self, keep_engine=False):
         if self._tmp is not None:

@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import stat
 import subprocess
+import threading
 import time
 
 import numpy as np
@@ -20,6 +21,7 @@ import pytest
 
 import pydp_synopsis as ps
 from pydp_synopsis import sources
+from pydp_synopsis.sources.base import prefetch
 from clirun import PACKAGE_PARENT, command, read_pty
 from pg_cluster import Cluster, postgres_bin
 
@@ -171,7 +173,7 @@ def test_cell_spill_is_private_and_removed_when_the_build_fails(dbs, engine, tmp
 
 
 @pytest.mark.integration
-def test_postgresql_rectangles_same_release_whichever_plan(data, reference):
+def test_postgresql_rectangles_same_release_whichever_plan(data, reference, tmp_path):
     if postgres_bin() is None:
         pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not installed")
     psycopg = pytest.importorskip("psycopg")
@@ -185,11 +187,50 @@ def test_postgresql_rectangles_same_release_whichever_plan(data, reference):
         url = pg.reader("t")
         for plan in ("group", "sort"):
             rec = Recorder()
-            src = sources.SqlSource(url, ["x", "y"], table="t", plan=plan)
+            src = sources.SqlSource(url, ["x", "y"], table="t", plan=plan,
+                                    temp_directory=str(tmp_path))
             got = ps.RectangleSynopsis.build(_Reporting(src, rec), domain=DOMAIN, epsilon=1,
                                              rng=ps.Rng(seed=8))
             assert record(got) == reference
-            assert "counting cells in the database" in rec.phases()
+            assert os.listdir(tmp_path) == []
+            # the server counts the cells once; the grid's second level reads the spill
+            assert rec.phases()[-2:] == ["counting cells in the database",
+                                         "counting cells (from the spill)"]
+            starts = [s for s in rec.steps if s[0] == "counting cells in the database"
+                      and s[1] is None]
+            assert len(starts) == 1
+        modes = []
+
+        def look(phase, done):
+            if phase == "counting cells (from the spill)":
+                (top,) = os.listdir(tmp_path)
+                names = sorted(os.listdir(tmp_path / top))
+                modes.append((stat.S_IMODE(os.stat(tmp_path / top).st_mode),
+                              {stat.S_IMODE(os.stat(tmp_path / top / n).st_mode) for n in names}))
+                raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            ps.RectangleSynopsis.build(
+                _Reporting(sources.SqlSource(url, ["x", "y"], table="t",
+                                             temp_directory=str(tmp_path)), Recorder(look)),
+                domain=DOMAIN, epsilon=1, rng=ps.Rng(seed=8))
+        assert modes == [(0o700, {0o600})] and os.listdir(tmp_path) == []
+
+
+def test_prefetch_consumer_leaving_at_the_end_of_a_full_queue_does_not_hang():
+    # the producer has put its last item (the queue, of depth 1, is full) and is handing over
+    # the end of the stream when the consumer leaves: close() must return, not wait forever
+    finished = threading.Event()
+
+    def consume():
+        gen = prefetch(iter(range(2)), depth=1)
+        assert next(gen) == 0
+        time.sleep(0.3)                  # the producer fills the queue with 1, then ends
+        gen.close()
+        finished.set()
+
+    threading.Thread(target=consume, daemon=True).start()
+    assert finished.wait(10)
 
 
 # ------------------------------------------------------------------ the CLI
