@@ -16,6 +16,13 @@ so the value is that child's).  The floors are measured in the same run:
   rows, 10^7 and 10^8): the 1-column build with ``plan="auto"``, ``"sort"`` and
   ``"group"`` against fetching the column into numpy and building in memory; peak RSS
   against 1 GiB; every plan's answer to one query under one seed, equal to the floor's.
+* Rectangles over two such columns (``hash(i) % 1000000007`` and ``hash(i + 7) %
+  1000000007``, 10^7 rows by default, ``--highcard-rect``): ``RectangleSynopsis.build``
+  from the DuckDB table with ``plan="auto"``, ``"sort"`` and ``"group"`` and from the
+  table's Parquet export through DuckDB, against fetching both columns into numpy and
+  building in memory; the peak of RSS, and of its anonymous and file-backed parts
+  (``/proc/self/status`` sampled every 10 ms); target 1.5 GiB; every path's answer to one
+  box under one seed, equal to the floor's.
 * Weighted input: ``build(v, counts=c)`` against ``build(np.repeat(v, c))``.
 * Dask: the same Parquet files as a dask Series on a ``distributed.LocalCluster`` of 2
   worker processes (1 thread each), with 1 and 2 public shards: time against the
@@ -31,6 +38,8 @@ take ratios, not absolute times.  The script asserts nothing.
     PYTHONPATH=. python benchmarks/bench_scale.py --quick         # 10x smaller, ~1 min
     PYTHONPATH=. python benchmarks/bench_scale.py --pushdown 1e7,1e8,1e9 --skip parquet,csv
     PYTHONPATH=. python benchmarks/bench_scale.py --highcard 1e8 --skip weighted,parquet,pushdown,csv
+    PYTHONPATH=. python benchmarks/bench_scale.py --highcard-rect 1e8 \
+        --skip weighted,parquet,pushdown,highcard,csv
 """
 import argparse
 import json
@@ -40,6 +49,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.abspath(__file__)
@@ -87,6 +97,47 @@ def make_duckdb(path, rows, column="x", domain=X_DOMAIN):
     con.execute(f"CREATE TABLE t AS SELECT (hash(i) % {domain[1] + 1})::BIGINT AS {column} "
                 f"FROM range({rows}) t(i)")
     con.close()
+
+
+def make_rect_duckdb(path, rows, parquet=None):
+    """A DuckDB table ``t`` of two high-cardinality columns ``x``, ``y`` (and, with
+    ``parquet``, the same rows exported to that Parquet file)."""
+    import duckdb
+
+    con = duckdb.connect(path)
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"CREATE TABLE t AS SELECT (hash(i) % {H_DOMAIN[1] + 1})::BIGINT AS x, "
+                f"(hash(i + 7) % {H_DOMAIN[1] + 1})::BIGINT AS y FROM range({rows}) t(i)")
+    if parquet:
+        con.execute(f"COPY t TO '{parquet}' (FORMAT parquet)")
+    con.close()
+
+
+class PeakRss:
+    """The peak of this process's VmRSS, with its RssAnon and RssFile at that moment
+    (``/proc/self/status``, sampled every 10 ms in a thread; Linux)."""
+
+    def __init__(self):
+        self.peak = {"VmRSS": 0, "RssAnon": 0, "RssFile": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self):
+        while not self._stop.wait(0.01):
+            try:
+                with open("/proc/self/status") as fh:
+                    now = {k: int(v.split()[0]) * 1024 for k, v in
+                           (line.split(":", 1) for line in fh) if k in self.peak}
+            except OSError:
+                return
+            if now.get("VmRSS", 0) > self.peak["VmRSS"]:
+                self.peak.update(now)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        return self.peak
 
 
 # ------------------------------------------------------------------ tasks (in a child)
@@ -166,6 +217,28 @@ def task(name, args):
         syn = ps.IntervalSynopsis.build(values, domain=H_DOMAIN, epsilon=1, rng=ps.Rng(seed=1))
         out["segments"] = len(syn)
         out["answer"] = float(syn.count(0, H_DOMAIN[1] // 2))
+    elif name.startswith("rect_"):
+        sampler = PeakRss()
+        box = ([0, 0], [H_DOMAIN[1] // 2, H_DOMAIN[1] // 3])
+        if name == "rect_numpy":
+            import duckdb
+
+            con = duckdb.connect(args["path"], read_only=True)
+            cols = con.execute("SELECT x, y FROM t").fetchnumpy()
+            con.close()
+            points = np.column_stack([cols.pop("x"), cols.pop("y")])
+        elif name == "rect_parquet":
+            points = sources.files(args["parquet"], ["x", "y"], engine="duckdb",
+                                   plan=args["plan"])
+        else:
+            points = sources.SqlSource(f"duckdb:///{args['path']}", ["x", "y"], table="t",
+                                       plan=args["plan"])
+        syn = ps.RectangleSynopsis.build(points, domain=[H_DOMAIN] * 2, epsilon=1,
+                                         rng=ps.Rng(seed=1))
+        out["cells"] = syn.num_nodes
+        out["answer"] = float(syn.count(*box))
+        peak = sampler.stop()
+        out["anon"], out["file"] = peak["RssAnon"], peak["RssFile"]
     elif name in ("weighted", "repeated"):
         gen = np.random.default_rng(1)
         values = gen.integers(0, 2**40, args["distinct"])
@@ -213,6 +286,8 @@ def row(label, result, floor=None, target=None):
         return
     ratio = f"{result['seconds'] / floor:6.2f}x" if floor else "       "
     rss = f"{result['rss'] / GIB:6.2f} GiB"
+    if "anon" in result:
+        rss += f" (anon {result['anon'] / GIB:.2f}, file {result['file'] / GIB:.2f})"
     if "worker_rss" in result:
         rss += " (workers " + ", ".join(f"{w / GIB:.2f}" for w in result["worker_rss"]) + " GiB)"
     extra = target or ""
@@ -230,8 +305,12 @@ def main():
     p.add_argument("--pushdown", default="1e7,1e8,1e9", help="DuckDB table sizes")
     p.add_argument("--highcard", default="1e7,1e8",
                    help="DuckDB table sizes, about as many distinct values as rows")
+    p.add_argument("--highcard-rect", default="1e7",
+                   help="DuckDB table sizes of the 2-axis rectangles, both axes about as "
+                        "many distinct values as rows")
     p.add_argument("--skip", default="",
-                   help="comma list of: weighted,parquet,dask,pushdown,highcard,csv")
+                   help="comma list of: weighted,parquet,dask,pushdown,highcard,highcard_rect,"
+                        "csv")
     p.add_argument("--distinct", default="1e6", help="distinct values of the weighted input")
     p.add_argument("--quick", action="store_true", help="10x smaller everywhere")
     p.add_argument("--workdir", help="where to generate data (default: a temporary directory)")
@@ -313,6 +392,31 @@ def main():
                     row(f"plan={plan}", result, floor.get("seconds"),
                         ("target <= 1.5x, RSS <= 1 GiB; " if plan == "auto" else "") + same)
                 os.remove(path)
+        if "highcard_rect" not in skip:
+            print("\n## Rectangles, 2 high-cardinality axes: RectangleSynopsis.build (default "
+                  "--memory-limit); same seed, so every path prints the same answer")
+            for rows in parse_sizes(a.highcard_rect):
+                rows //= scale
+                path = os.path.join(work, f"r{rows}.duckdb")
+                parquet = os.path.join(work, f"r{rows}.parquet")
+                t = time.perf_counter()
+                make_rect_duckdb(path, rows, parquet)
+                print(f"  {rows:,} rows x 2 columns (table and Parquet made in "
+                      f"{time.perf_counter() - t:.0f} s)")
+                floor = run("rect_numpy", path=path)
+                row("fetch both columns into numpy + build [floor]", floor)
+                for label, name, plan in (("DuckDB plan=auto", "rect_duckdb", "auto"),
+                                          ("DuckDB plan=sort", "rect_duckdb", "sort"),
+                                          ("DuckDB plan=group", "rect_duckdb", "group"),
+                                          ("Parquet via DuckDB plan=auto", "rect_parquet",
+                                           "auto")):
+                    result = run(name, path=path, parquet=parquet, plan=plan)
+                    same = ("" if "error" in result or "error" in floor else
+                            "same release" if result["answer"] == floor["answer"] else
+                            "RELEASE DIFFERS")
+                    row(label, result, floor.get("seconds"), "target RSS <= 1.5 GiB; " + same)
+                os.remove(path)
+                os.remove(parquet)
         if "csv" not in skip:
             rows = parse_sizes(a.csv_rows)[0] // scale
             path = os.path.join(work, "data.csv")

@@ -27,7 +27,7 @@ def test_every_scale_measurement_runs_on_tiny_inputs(tmp_path):
         [sys.executable, os.path.join(HERE, "bench_scale.py"), "--parquet-rows", "40000",
          "--csv-rows", "20000", "--pushdown", "20000,40000", "--distinct", "2000",
          "--highcard", "150000",
-         "--skip", "dask", "--workdir", str(tmp_path)],
+         "--skip", "dask,highcard_rect", "--workdir", str(tmp_path)],
         capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
@@ -37,3 +37,20 @@ def test_every_scale_measurement_runs_on_tiny_inputs(tmp_path):
                      "target <= 3x", "build(v, counts=c)", "plan=sort", "seal_share=0 [floor of the seal"):
         assert fragment in out, out
     assert os.listdir(tmp_path) == []                      # the generated data is removed
+
+
+def test_high_cardinality_rectangles_run_on_tiny_inputs(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__))))
+    proc = subprocess.run(
+        [sys.executable, os.path.join(HERE, "bench_scale.py"), "--highcard-rect", "30000",
+         "--skip", "weighted,parquet,dask,pushdown,highcard,csv", "--workdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "error" not in out and "RELEASE DIFFERS" not in out, out
+    # the floor and four paths, each with its peak RSS split into anonymous and file pages
+    assert out.count("same release") == 4 and out.count("(anon ") == 5, out
+    for fragment in ("[floor]", "plan=sort", "plan=group", "Parquet via DuckDB",
+                     "target RSS <= 1.5 GiB"):
+        assert fragment in out, out
+    assert os.listdir(tmp_path) == []

@@ -64,13 +64,17 @@ def is_terminal(stream):
 
 
 class BuildProgress:
-    """A progress line for ``build``: the phase, the rows read, the seconds elapsed.
+    """A progress line for ``build``: each pass, what it has done, the seconds elapsed.
 
+    The sources report their passes through :meth:`step` (the validation
+    query, each column's read -- rows so far out of the rows the validation
+    query counted --, the runs merged, the cell passes:
+    :func:`pydp_synopsis.sources.base.report`); this class alone writes.
     Only on a terminal, and only once the work has run ~2 s (the environment
     variable ``PYDP_SYNOPSIS_PROGRESS_DELAY`` sets the delay, for tests); a
-    background thread keeps it ticking while a database works.  The row count
-    is shown to the operator on their terminal only, never written to stdout
-    or to a file.
+    background thread keeps it ticking while a database works.  The counts
+    are data: they are shown to the operator on their terminal only, never
+    written to stdout or to a file.
     """
 
     def __init__(self, stream=None):
@@ -78,7 +82,8 @@ class BuildProgress:
         self.enabled = is_terminal(self.stream)
         self.delay = float(os.environ.get("PYDP_SYNOPSIS_PROGRESS_DELAY", "2"))
         self.start = time.monotonic()
-        self.phase, self.rows, self.shown = "reading", None, False
+        self.phase, self.rows, self.total, self.unit = "reading", None, None, "rows"
+        self.shown, self._width = False, 0
         self._stop = None
         self._lock = threading.Lock()
         if self.enabled:
@@ -95,17 +100,32 @@ class BuildProgress:
         if not self.enabled or now - self.start < self.delay:
             return
         with self._lock:
-            rows = f": {self.rows:,} rows" if self.rows is not None else ""
-            self.stream.write(f"\rpydp-synopsis build: {self.phase}{rows} "
-                              f"({now - self.start:.0f} s)  ")
+            done = ""
+            if self.rows is not None:
+                of = f" / {self.total:,}" if self.total else ""
+                done = f": {self.rows:,}{of} {self.unit}"
+            text = f"\rpydp-synopsis build: {self.phase}{done} ({now - self.start:.0f} s)"
+            # a shorter line than the last one: blanks over the rest of it
+            pad = max(0, self._width - len(text))
+            self._width = len(text)
+            self.stream.write(text + " " * pad)
             self.stream.flush()
             self.shown = True
 
     def read(self, rows):
         self.rows = rows
 
+    __call__ = read
+
+    def step(self, phase, done=None, total=None, unit="rows"):
+        """A source's pass report (:func:`pydp_synopsis.sources.base.report`)."""
+        changed = phase != self.phase
+        self.phase, self.rows, self.total, self.unit = phase, done, total, unit
+        if changed:
+            self.show()
+
     def enter(self, phase):
-        self.phase, self.rows = phase, None
+        self.phase, self.rows, self.total = phase, None, None
         self.show()
 
     def close(self):
@@ -126,6 +146,7 @@ class Observed(Source):
 
     def prepare(self, domains, progress=None, clip=False):
         self._progress.enter("reading")
-        prepared = self._source.prepare(domains, progress=self._progress.read, clip=clip)
+        # the progress object itself: a source that reports its passes calls its step()
+        prepared = self._source.prepare(domains, progress=self._progress, clip=clip)
         self._progress.enter("partitioning and counting")
         return prepared

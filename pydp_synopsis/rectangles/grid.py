@@ -208,8 +208,20 @@ def _seal_shares(seal_counts, total, dims):
     return tuple(min(max(float(s) / total, 0.0), _MAX_SEAL_SHARE) for s in seal_counts)
 
 
-#: Layouts of at least this many fine cells compute their axes in threads.
+#: Layouts of at least this many fine cells compute their blocks in threads.
 _PARALLEL_CELLS = 1 << 18
+#: Fine cells per block of a layout's computation (whole coarse cells; bounds its temporaries).
+_LAYOUT_BLOCK = 1 << 18
+
+
+def _coarse_blocks(fine_cells, block):
+    """Bounds ``0 = b_0 < ... < b_k = len(fine_cells)`` of runs of coarse cells holding
+    about ``block`` fine cells each (a run of one cell may hold more)."""
+    total = np.cumsum(fine_cells)
+    if total.size == 0:
+        return [0, 0]
+    cuts = np.searchsorted(total, np.arange(block, int(total[-1]), block), side="left") + 1
+    return sorted(set([0, *cuts.tolist(), int(fine_cells.size)]))
 
 
 class Layout:
@@ -224,7 +236,7 @@ class Layout:
     """
 
     __slots__ = ("merge", "shape", "width", "fine_shape", "fine_cells", "base", "owner",
-                 "start", "end")
+                 "_start", "_end")
 
     def __init__(self, merge, shape, width, fine_shape):
         self.merge, self.shape, self.width = tuple(merge), tuple(shape), width
@@ -232,29 +244,58 @@ class Layout:
         self.fine_cells = self.fine_shape.prod(axis=1)
         self.base = np.concatenate([[0], np.cumsum(self.fine_cells)[:-1]]).astype(np.int64)
         self.owner = np.repeat(np.arange(self.fine_cells.size), self.fine_cells)
-        c, n_fine = len(self.shape), int(self.fine_cells.sum())
-        local = np.arange(n_fine, dtype=np.int64) - self.base[self.owner]
-        cell = np.unravel_index(self.owner, self.shape)
-        self.start = np.empty((n_fine, c), dtype=np.int64)
-        self.end = np.empty((n_fine, c), dtype=np.int64)
-        # fine index j on axis a: (local // prod of the later axes' q) % q_a, so the
-        # axes are independent and run in threads when large (numpy releases the GIL)
+        # start and end (32 bytes per fine cell in 2-D, ~10^7 cells over 10^8 rows) are
+        # read only by cells() and the error terms: computed when first read
+        self._start = self._end = None
+
+    @property
+    def start(self):
+        """(fine cells, c) int64: the first partition segment of every fine cell."""
+        if self._start is None:
+            self._bounds()
+        return self._start
+
+    @property
+    def end(self):
+        """(fine cells, c) int64: one past the last partition segment of every fine cell."""
+        if self._end is None:
+            self._bounds()
+        return self._end
+
+    def _bounds(self):
+        c, n_fine = len(self.shape), self.owner.size
+        start = np.empty((n_fine, c), dtype=np.int64)
+        end = np.empty((n_fine, c), dtype=np.int64)
+        # fine index j on axis a: (local // prod of the later axes' q) % q_a
         later = np.ones((self.fine_shape.shape[0], c), dtype=np.int64)
         for a in range(c - 2, -1, -1):
             later[:, a] = later[:, a + 1] * self.fine_shape[:, a + 1]
-
-        def axis(a):
-            q = self.fine_shape[self.owner, a]
-            j = local // later[self.owner, a] % q
-            w = width[self.owner, a]
-            self.start[:, a] = cell[a] * self.merge[a] + (j * w + q - 1) // q
-            self.end[:, a] = cell[a] * self.merge[a] + ((j + 1) * w + q - 1) // q
-
-        if n_fine >= _PARALLEL_CELLS:
-            run_parts(axis, [(a,) for a in range(c)])
+        # in blocks of whole coarse cells of about _LAYOUT_BLOCK fine cells: the
+        # temporaries are O(block), not O(fine cells)
+        blocks = _coarse_blocks(self.fine_cells, _LAYOUT_BLOCK)
+        parts = [(lo, hi, later, start, end) for lo, hi in zip(blocks[:-1], blocks[1:])]
+        if n_fine >= _PARALLEL_CELLS and len(parts) > 1:
+            run_parts(self._fill, parts)
         else:
-            for a in range(c):
-                axis(a)
+            for part in parts:
+                self._fill(*part)
+        self._start, self._end = start, end
+
+    def _fill(self, lo, hi, later, start, end):
+        """``start`` and ``end`` of the fine cells of coarse cells ``lo .. hi - 1``."""
+        if hi <= lo:
+            return
+        f0, f1 = int(self.base[lo]), int(self.base[hi - 1] + self.fine_cells[hi - 1])
+        owner = self.owner[f0:f1]
+        local = np.arange(f0, f1, dtype=np.int64) - self.base[owner]
+        cell = np.unravel_index(owner, self.shape)
+        for a in range(len(self.shape)):
+            q = self.fine_shape[owner, a]
+            j = local // later[owner, a] % q
+            w = self.width[owner, a]
+            first = cell[a] * self.merge[a]
+            start[f0:f1, a] = first + (j * w + q - 1) // q
+            end[f0:f1, a] = first + ((j + 1) * w + q - 1) // q
 
     def fine_index(self, seg, coarse):
         """Fine cell (flat index) of every point in coarse cells ``coarse``."""
@@ -321,7 +362,10 @@ class AdaptiveGrid:
         rho = var1 / var2 if var2 > 0 else float(self.scales[0] / self.scales[1]) ** 2
         self._lam = n_sub / (rho + n_sub)
         s_sum = np.bincount(owner, weights=u.astype(np.float64), minlength=v.size)
-        self.estimates = u + ((self._lam * (v - s_sum)) / n_sub)[owner]    # v' - S = lam (v - S)
+        # v' - S = lam (v - S), spread over the fine cells; u added in place (one array
+        # of fine-cell size fewer at the peak of a large build)
+        self.estimates = ((self._lam * (v - s_sum)) / n_sub)[owner]
+        self.estimates += u
         self._fine_prefix = np.ascontiguousarray(self.estimates, dtype=np.float64).copy()
         kernels.grid_fine_prefix(layout.fine_shape, layout.base, self._fine_prefix)
         coarse = np.bincount(owner, weights=self.estimates, minlength=v.size).reshape(layout.shape)

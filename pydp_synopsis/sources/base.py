@@ -41,7 +41,7 @@ from ..spill import create, private_directory, read_array, write_array
 
 __all__ = ["CHUNK_ROWS", "Source", "Prepared", "RowSource", "ArraySource", "RowPrepared",
            "column_offsets",
-           "spilled_cells", "prefetch"]
+           "spilled_cells", "replayed_cells", "prefetch", "report", "reported_merge"]
 
 #: Rows per chunk read from a source (about 8 MB per int64 column).
 CHUNK_ROWS = 1 << 20
@@ -96,7 +96,9 @@ class Source:
         domains : sequence of (int, int)
             Checked inclusive bounds, one pair per column.
         progress : callable, optional
-            Called with the number of rows read so far.
+            Called with the number of rows read so far.  An object with a
+            ``step(phase, done, total, unit)`` method also hears every pass
+            (:func:`report`).
         clip : bool
             Clip every value to its column's domain (a value beyond int64
             when converted included) instead of refusing one outside it: a
@@ -195,6 +197,34 @@ class RowSource(Source):
         return RowPrepared(self, domains, progress, clip)
 
 
+def report(progress, phase, done=None, total=None, unit="rows"):
+    """Tell ``progress`` where a pass stands, if it listens.
+
+    ``progress.step(phase, done, total, unit)`` is called when ``progress`` has
+    such a method (the CLI's progress line, :mod:`pydp_synopsis.cli.progress`):
+    ``phase`` names the pass (``"reading column 'x'"``, ``"counting cells"``),
+    ``done`` how many ``unit`` (rows, distinct values, cells) it has processed
+    so far (None at its start), ``total`` how many it will when known.  Those numbers are
+    data: they are for the data owner's own terminal only, never for a log or
+    a released output (docs/security-messages.md).  A plain callable hears
+    only the rows read by :meth:`Source.prepare`; None hears nothing.  No
+    library code prints.
+    """
+    step = getattr(progress, "step", None)
+    if step is not None:
+        step(phase, done, total, unit)
+
+
+def reported_merge(chunks, progress, name):
+    """The sorted ``(offsets, counts)`` chunks of column ``name``, each reported to
+    ``progress`` as the distinct values merged so far (:func:`report`)."""
+    merged = 0
+    for chunk in chunks:
+        merged += len(chunk[0])
+        report(progress, f"merging the runs of column {name!r}", merged, unit="distinct values")
+        yield chunk
+
+
 def column_offsets(col, domain, name, clip=False):
     """Offsets of one column chunk; the message names the column, never a value."""
     return as_offsets(np.asarray(col).ravel(), domain, f"column {name!r}", clip=clip)
@@ -210,25 +240,35 @@ def prefetch(iterator, depth=2):
     thread at its next item.
     """
     items, stop, done = queue.Queue(maxsize=depth), threading.Event(), object()
+    began = threading.Event()
+
+    def offer(entry):
+        """Put ``entry`` unless the consumer has gone (then never block)."""
+        while not stop.is_set():
+            try:
+                items.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def produce():
+        began.set()
+        if stop.is_set():             # the consumer left before this thread ran
+            return
         try:
             for item in iterator:
-                while not stop.is_set():
-                    try:
-                        items.put((True, item), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not offer((True, item)):
                     return
-            items.put((True, done))
+            offer((True, done))
         except BaseException as exc:   # handed to the consumer
-            items.put((False, exc))
+            offer((False, exc))
 
     thread = threading.Thread(target=produce, daemon=True)
-    thread.start()
     try:
+        # inside the try: a signal's exception raised while start() waits for the thread
+        # still stops and joins it (else it would read from a connection being closed)
+        thread.start()
         while True:
             ok, item = items.get()
             if not ok:
@@ -238,7 +278,16 @@ def prefetch(iterator, depth=2):
             yield item
     finally:
         stop.set()
+        _join(thread, began)
+
+
+def _join(thread, began):
+    """Join ``thread``, also when its start() was interrupted before it was known to run."""
+    try:
         thread.join()
+    except RuntimeError:      # start() interrupted: the thread may be starting, or never be
+        if began.wait(timeout=5.0):
+            thread.join()
 
 
 class _AxisWorkers:
@@ -261,6 +310,7 @@ class RowPrepared(Prepared):
 
     def __init__(self, source, domains, progress, clip=False):
         self._source, self._domains, self._clip = source, tuple(domains), clip
+        self._progress = progress
         self._tmp, self._aggs, workers = None, [], None
         # one spill file per axis, written by that axis's worker
         self._offsets = None
@@ -290,6 +340,7 @@ class RowPrepared(Prepared):
                     rows += len(cols[0]) if cols else 0
                     if progress is not None:
                         progress(rows)
+                        report(progress, "reading rows", rows)
             self.rows = rows
         except BaseException:
             if workers is not None:      # no task may write once the directory is removed
@@ -302,7 +353,8 @@ class RowPrepared(Prepared):
                 workers.close()
 
     def axis(self, a):
-        return prefetch(self._aggs[a].chunks())
+        return prefetch(reported_merge(self._aggs[a].chunks(), self._progress,
+                                       self._source.columns[a]))
 
     def cells(self, ends):
         if self._offsets is not None:       # checked offsets, read back: no second parse
@@ -322,9 +374,9 @@ class RowPrepared(Prepared):
                         fh.close()
 
             return spilled_cells(self._tmp, chunks, ends, None, self._source.columns,
-                                 self.rows)
+                                 self.rows, progress=self._progress)
         return spilled_cells(self._tmp, self._source.chunks, ends, self._domains,
-                             self._source.columns, self.rows, self._clip)
+                             self._source.columns, self.rows, self._clip, self._progress)
 
     def close(self):
         for agg in self._aggs:
@@ -334,7 +386,7 @@ class RowPrepared(Prepared):
             self._tmp = None
 
 
-def spilled_cells(directory, chunks, ends, domains, names, rows, clip=False):
+def spilled_cells(directory, chunks, ends, domains, names, rows, clip=False, progress=None):
     """Cells of rows streamed by ``chunks()`` (lists of c integer columns; with
     ``domains`` None, columns of checked uint64 offsets).
 
@@ -343,6 +395,11 @@ def spilled_cells(directory, chunks, ends, domains, names, rows, clip=False):
     passes read the spill instead of the source; a first pass that sees a
     number of rows other than ``rows`` raises InputError (the source changed).
     ``clip``: values are clipped to ``domains`` (as :meth:`Source.prepare`).
+    ``progress`` hears the rows of each pass (:func:`report`).
+
+    Memory is O(chunk) whatever the rows: a chunk's segments go to the spill
+    as they are made (``4 c`` bytes per row on disk), and the passes over the
+    spill read :data:`CHUNK_ROWS` rows at a time.
     """
     path = os.path.join(directory, f"cells{len(os.listdir(directory))}.u32")
     c = len(ends)
@@ -359,6 +416,7 @@ def spilled_cells(directory, chunks, ends, domains, names, rows, clip=False):
                                 domains or [None] * c, names, [clip] * c)
                     write_array(out, seg, path)
                     seen += seg.shape[0]
+                    report(progress, "counting cells", seen, rows)
                     yield seg, None
         finally:
             workers.close()
@@ -368,7 +426,42 @@ def spilled_cells(directory, chunks, ends, domains, names, rows, clip=False):
                              "rows the second time): nothing was written")
         done.append(True)
 
-    return Cells(lambda: _read_cells(path, c) if done else first_pass())
+    return Cells(lambda: _read_cells(path, c, progress, rows) if done else first_pass())
+
+
+def replayed_cells(directory, chunks, c, progress=None):
+    """Cells counted elsewhere (``chunks()`` yields ``(segments, weights)``: a database's
+    ``GROUP BY`` cell), read once: the first pass spills them to ``directory``
+    (``4 c + 8`` bytes per cell) and the structure's further passes read the spill, so the
+    database runs the query once.  ``progress`` hears the cells of each pass (:func:`report`).
+    """
+    stem = os.path.join(directory, f"weighted{len(os.listdir(directory))}")
+    paths = (stem + ".u32", stem + ".i64")
+    done = []
+
+    def first_pass():
+        with create(paths[0]) as segs, create(paths[1]) as weights:
+            for seg, w in chunks():
+                seg = np.ascontiguousarray(seg, dtype=np.uint32).reshape(-1, c)
+                w = np.ascontiguousarray(w, dtype=np.int64)
+                write_array(segs, seg, paths[0])
+                write_array(weights, w, paths[1])
+                yield seg, w
+        done.append(True)
+
+    def replay():
+        seen = 0
+        with open(paths[0], "rb") as segs, open(paths[1], "rb") as weights:
+            while True:
+                seg = read_array(segs, np.uint32, CHUNK_ROWS * c, paths[0])
+                w = read_array(weights, np.int64, CHUNK_ROWS, paths[1])
+                if w.size == 0:
+                    return
+                seen += w.size
+                report(progress, "counting cells (from the spill)", seen, unit="cells")
+                yield seg.reshape(-1, c), w
+
+    return Cells(lambda: replay() if done else first_pass())
 
 
 def _fill_segments(seg, a, index, col, domain, name, clip=False):
@@ -376,13 +469,16 @@ def _fill_segments(seg, a, index, col, domain, name, clip=False):
     seg[:, a] = index.of(col if domain is None else column_offsets(col, domain, name, clip))
 
 
-def _read_cells(path, c):
+def _read_cells(path, c, progress=None, rows=None):
     """The spilled cells, CHUNK_ROWS rows at a time (read, not memory-mapped)."""
+    seen = 0
     with open(path, "rb") as fh:
         while True:
             seg = read_array(fh, np.uint32, CHUNK_ROWS * c, path)
             if seg.size == 0:
                 return
+            seen += seg.size // c
+            report(progress, "counting cells (from the spill)", seen, rows)
             yield seg.reshape(-1, c), None
 
 

@@ -17,9 +17,14 @@ For integer columns nothing but aggregates leaves the database:
    into the private partition;
 3. for rectangles, the cell counts: PostgreSQL computes each row's segment
    with ``width_bucket(col, thresholds)`` (a binary search over the released
-   segment starts) and groups by cell; DuckDB and SQLite, which have no
+   segment starts) and groups by cell (once: the groups are spilled for the
+   structure's second pass); DuckDB and SQLite, which have no
    such function, stream the columns once and the segments are found with
-   numpy and spilled to a temporary file for the structure's second pass.
+   numpy and spilled (4 bytes per row and axis, under ``temp_directory``) for
+   the structure's second pass: memory O(chunk) whatever the rows.
+
+Each pass is reported to a progress object that has a ``step`` method
+(:func:`~pydp_synopsis.sources.base.report`); nothing is printed here.
 
 Columns that are not integers (decimals with ``scale``, SQLite values of
 other storage classes) are streamed as rows and converted exactly in Python
@@ -59,9 +64,9 @@ from ..errors import InputError
 from ..inputs import parse_scale, to_fixed_point
 from ..readonly import check_statement_timeout, redact, strip_query
 from ..units import convert_chunk, missing_message, needs_conversion
-from ..aggregates import Cells
 from ..spill import private_directory
-from .base import CHUNK_ROWS, Prepared, RowPrepared, RowSource, column_offsets, prefetch, spilled_cells
+from .base import (CHUNK_ROWS, Prepared, RowPrepared, RowSource, column_offsets, prefetch,
+                   replayed_cells, report, reported_merge, spilled_cells)
 from .engines import ENGINES, Null, quote_identifier
 from .grouped import GroupedPrepared, groups_categories
 from .plans import (check_plan, memory_budget, prefers_sort, run_entries, sample_query,
@@ -149,8 +154,8 @@ class SqlSource(RowSource):
     threads : int, optional
         DuckDB's threads.
     temp_directory : str, optional
-        Where DuckDB and the ``"sort"`` plan spill (default: the system's
-        temporary directory); spill files are 0600 in a private 0700
+        Where DuckDB, the ``"sort"`` plan and the cell pass spill (default: the
+        system's temporary directory); spill files are 0600 in a private 0700
         directory, removed on success, failure and interruption.
     plan : {"auto", "group", "sort"}
         How each integer column's sorted aggregate is computed
@@ -292,7 +297,8 @@ class SqlSource(RowSource):
                 self._filtered = True
             if self.scale is None and self.units is None and all(t is None or engine.is_integer(t)
                                           for t in described):
-                prepared = _PushdownPrepared(self, engine, tuple(domains), clip, described)
+                prepared = _PushdownPrepared(self, engine, tuple(domains), clip, described,
+                                             progress)
                 if prepared.pushdown:
                     return prepared
                 prepared.close(keep_engine=True)
@@ -352,9 +358,10 @@ class _SqlRowPrepared(Prepared):
 class _PushdownPrepared(Prepared):
     """Integer columns: every aggregate computed by the database."""
 
-    def __init__(self, source, engine, domains, clip=False, types=None):
+    def __init__(self, source, engine, domains, clip=False, types=None, progress=None):
         self._source, self._engine, self._domains = source, engine, domains
         self._clip, self._types = clip, types
+        self._progress = progress           # hears each pass (base.report); never prints
         self._cols = [quote_identifier(c) for c in source.columns]
         self._rel = source._relation
         self._tmp = None
@@ -370,6 +377,7 @@ class _PushdownPrepared(Prepared):
             parts += [f"count({col})", f"min({col})", f"max({col})"]
             if engine.name == "sqlite":
                 parts.append(f"sum(typeof({col}) NOT IN ('integer', 'null'))")
+        report(self._progress, "checking the columns")
         try:
             row = engine.one_row(f"SELECT {', '.join(parts)} FROM {self._rel}")
         except engine.errors as exc:
@@ -394,6 +402,7 @@ class _PushdownPrepared(Prepared):
             return [plan] * len(self._cols)
         engine, plans = self._engine, []
         for a, name in enumerate(self._source.columns):
+            report(self._progress, f"sampling column {name!r}")
             try:
                 rows, distinct = engine.one_row(sample_query(self._cols[a], self._rel))
             except engine.errors as exc:
@@ -449,33 +458,44 @@ class _PushdownPrepared(Prepared):
         sql = f"SELECT {self._cast(a)} FROM {self._rel}"
 
         def offsets():
+            read = 0
+            report(self._progress, f"reading column {name!r}", 0, self.rows)
             try:
                 for (values,) in engine.int_chunks(sql, 1, self._source.chunk_rows):
+                    read += len(values)
+                    report(self._progress, f"reading column {name!r}", read, self.rows)
                     yield column_offsets(values, domain, name, self._clip)
             except engine.errors as exc:
                 raise engine.failed(exc, f"reading column {name!r}") from None
 
         options = self._source._options
-        yield from sorted_aggregate(offsets(), run_entries(options["budget"]),
-                                    options.get("temp_directory"))
+        yield from reported_merge(sorted_aggregate(offsets(), run_entries(options["budget"]),
+                                                   options.get("temp_directory")),
+                                  self._progress, name)
 
     def _grouped_axis(self, a):
         engine, domain, name = self._engine, self._domains[a], self._source.columns[a]
         # grouped by the (clipped) value, by position: an alias could name a column of
         # the user's table (a column "n" was ordered by the count alias "n")
         sql = (f"SELECT {self._cast(a)}, count(*) FROM {self._rel} GROUP BY 1 ORDER BY 1")
+        report(self._progress, f"grouping column {name!r} in the database")
+        groups = 0
         try:
             for values, counts in engine.int_chunks(sql, 2, self._source.chunk_rows):
+                groups += len(values)
+                report(self._progress, f"grouping column {name!r}", groups,
+                       unit="distinct values")
                 yield (column_offsets(values, domain, name, self._clip),
                        np.ascontiguousarray(counts, dtype=np.int64))
         except engine.errors as exc:
             raise engine.failed(exc, f"aggregating column {name!r}") from None
 
     def cells(self, ends):
+        if self._tmp is None:       # 0700, files 0600; where DuckDB and the sort plan spill
+            self._tmp = private_directory("pydp-source-",
+                                          self._source._options.get("temp_directory"))
         if self._engine.name == "postgresql":
             return self._pg_cells(ends)
-        if self._tmp is None:
-            self._tmp = private_directory("pydp-source-")      # 0700, files 0600
         width = len(self._cols)
         sql = f"SELECT {', '.join(self._cast(a) for a in range(width))} FROM {self._rel}"
         engine = self._engine
@@ -487,7 +507,7 @@ class _PushdownPrepared(Prepared):
                 raise engine.failed(exc, "reading the columns") from None
 
         return spilled_cells(self._tmp, chunks, ends, self._domains, self._source.columns,
-                             self.rows, self._clip)
+                             self.rows, self._clip, self._progress)
 
     def _pg_cells(self, ends):
         """GROUP BY cell in PostgreSQL: a row's segment on axis a is the number of
@@ -508,13 +528,19 @@ class _PushdownPrepared(Prepared):
         engine = self._engine
 
         def chunks():
+            cells = 0
+            report(self._progress, "counting cells in the database")
             try:
                 for cols in engine.int_chunks(sql, width + 1, self._source.chunk_rows):
+                    cells += len(cols[width])
+                    report(self._progress, "counting cells in the database", cells, unit="cells")
                     yield np.stack(cols[:width], axis=1), cols[width]
             except engine.errors as exc:
                 raise engine.failed(exc, "counting the cells") from None
 
-        return Cells(chunks)
+        # the structure reads the cells twice (the grid's two levels): the server's
+        # GROUP BY runs once, the second pass reads its result back from a spill
+        return replayed_cells(self._tmp, chunks, width, self._progress)
 
     def close(self, keep_engine=False):
         if self._tmp is not None:
