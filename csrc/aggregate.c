@@ -381,3 +381,66 @@ pds_status pds_cells_unrefine(uint32_t c, const uint64_t *off, const uint64_t *r
     }
     return PDS_OK;
 }
+
+/* ------------------------------------- distinct keys and running totals
+ *
+ * PrivTree reads a stream of sorted (key, count) chunks as its distinct keys
+ * with running totals (csrc/privtree.c).  pds_runs_cum turns one chunk into
+ * them in one pass; a key's run may continue into the next chunk, so its
+ * last key stays pending in *st until a larger key (or the final call)
+ * closes it.  Keys whose counts total 0 are dropped.
+ */
+pds_status pds_runs_cum(const uint64_t *keys, const int64_t *counts, uint64_t n,
+                        int32_t final, pds_cum_state *st, uint64_t *out_keys,
+                        int64_t *out_cum, uint64_t capacity, uint64_t *n_out)
+{
+    if (!st || !n_out || (n && (!keys || !counts)) || (final != 0 && final != 1)
+        || capacity < n + 1 || n > (uint64_t)PDS_MAX_COUNT || !out_keys || !out_cum
+        || (st->has != 0 && st->has != 1) || st->pending < 0 || st->total < 0
+        || st->total > (int64_t)PDS_MAX_COUNT || st->pending > (int64_t)PDS_MAX_COUNT)
+        return PDS_EINVAL;
+    *n_out = 0;
+    /* checked before anything moves: keys nondecreasing (after the pending
+     * one), counts >= 0, the running total at most 2^62 */
+    uint64_t sum = (uint64_t)st->total + (uint64_t)st->pending;
+    for (uint64_t x = 0; x < n; x++) {
+        if (counts[x] < 0 || (x ? keys[x] < keys[x - 1] : st->has && keys[0] < st->key))
+            return PDS_EINVAL;
+        sum += (uint64_t)counts[x];
+        if (sum > (uint64_t)PDS_MAX_COUNT) return PDS_ERANGE;
+    }
+    uint64_t m = 0, key = st->key;
+    int64_t pending = st->pending, total = st->total;
+    int has = st->has;
+    for (uint64_t x = 0; x < n; x++) {
+        if (has && keys[x] == key) {
+            pending += counts[x];
+            continue;
+        }
+        if (has && pending > 0) {
+            total += pending;
+            out_keys[m] = key;
+            out_cum[m] = total;
+            m++;
+        }
+        key = keys[x];
+        pending = counts[x];
+        has = 1;
+    }
+    if (final) {
+        if (has && pending > 0) {
+            total += pending;
+            out_keys[m] = key;
+            out_cum[m] = total;
+            m++;
+        }
+        has = 0;
+        pending = 0;
+    }
+    st->key = key;
+    st->pending = pending;
+    st->total = total;
+    st->has = has;
+    *n_out = m;
+    return PDS_OK;
+}
