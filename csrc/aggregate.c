@@ -444,3 +444,28 @@ pds_status pds_runs_cum(const uint64_t *keys, const int64_t *counts, uint64_t n,
     *n_out = m;
     return PDS_OK;
 }
+
+/* Sorted keys (nondecreasing: else PDS_EINVAL, nothing written) as their
+ * distinct values with how often each occurs, in one pass.  out_keys may be
+ * keys itself (each write lands at or before the read).  capacity >= n. */
+pds_status pds_reduce_sorted(const uint64_t *keys, uint64_t n, uint64_t *out_keys,
+                             int64_t *out_counts, uint64_t capacity, uint64_t *n_out)
+{
+    if (!n_out || (n && (!keys || !out_keys || !out_counts)) || capacity < n
+        || n > (uint64_t)PDS_MAX_COUNT)
+        return PDS_EINVAL;
+    *n_out = 0;
+    for (uint64_t x = 1; x < n; x++)
+        if (keys[x] < keys[x - 1]) return PDS_EINVAL;
+    uint64_t m = 0, x = 0;
+    while (x < n) {
+        uint64_t key = keys[x], y = x + 1;
+        while (y < n && keys[y] == key) y++;
+        out_keys[m] = key;
+        out_counts[m] = (int64_t)(y - x);
+        m++;
+        x = y;
+    }
+    *n_out = m;
+    return PDS_OK;
+}

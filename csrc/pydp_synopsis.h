@@ -834,6 +834,11 @@ pds_status pds_merge_runs(uint32_t k, const uint64_t *const *keys,
                           const int64_t *const *counts, const uint64_t *lens,
                           uint64_t *out_keys, int64_t *out_counts,
                           uint64_t capacity, uint64_t *n_out);
+/* Sorted keys[0..n) (nondecreasing, else PDS_EINVAL) as their distinct values
+ * out_keys[0..*n_out) with how often each occurs, out_counts; out_keys may be
+ * keys itself; capacity >= n.  O(n), one pass. */
+pds_status pds_reduce_sorted(const uint64_t *keys, uint64_t n, uint64_t *out_keys,
+                             int64_t *out_counts, uint64_t capacity, uint64_t *n_out);
 /* The state of pds_runs_cum between chunks (zero it to start). */
 typedef struct pds_cum_state {
     uint64_t key;          /* the pending key (its run may go on) */

@@ -137,6 +137,16 @@ def _reduce_sorted(keys, counts):
     """Distinct ``keys`` (sorted) with their counts summed; zero totals dropped."""
     if keys.size == 0:
         return _EMPTY_KEYS, _EMPTY_COUNTS
+    if counts is None and keys.dtype == np.uint64:     # one C pass (pds_reduce_sorted)
+        keys = np.ascontiguousarray(keys)
+        out_k, out_c = np.empty(keys.size, dtype=np.uint64), np.empty(keys.size, dtype=np.int64)
+        n_out = ffi.new("uint64_t *")
+        check(lib.pds_reduce_sorted(_u64(keys), keys.size, _u64(out_k), _i64(out_c), keys.size,
+                                    n_out), "counting sorted keys")
+        m = int(n_out[0])
+        if 2 * m < keys.size:          # few distinct values: do not keep the whole buffers
+            return out_k[:m].copy(), out_c[:m].copy()
+        return out_k[:m], out_c[:m]
     new = np.empty(keys.size, dtype=bool)
     new[0] = True
     np.not_equal(keys[1:], keys[:-1], out=new[1:])
