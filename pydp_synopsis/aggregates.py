@@ -58,6 +58,7 @@ MAX_TOTAL_COUNT = LIMITS.max_count
 
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
 _EMPTY_COUNTS = np.empty(0, dtype=np.int64)
+_PEEK = 1 << 12            # keys read at a time past a block to count its last key's repeats
 
 
 def check_counts(counts, shape, name="counts", what="value"):
@@ -386,6 +387,12 @@ class SortedAggregator:
         keys = np.concatenate(self._raw) if len(self._raw) > 1 else self._raw[0].copy()
         self._raw, self._raw_size = [], 0
         keys.sort()
+        if keys.size > self._limit // 2 and \
+                2 * (1 + np.count_nonzero(keys[1:] != keys[:-1])) > keys.size:
+            # mostly distinct: the sorted keys themselves are the run (8 bytes an entry,
+            # not 16), their repeats counted as the run is read back (_UnitRunReader)
+            self._spill((keys, None))
+            return
         self.add_sorted(*_reduce_sorted(keys, None))
 
     def add_sorted(self, keys, counts):
@@ -410,6 +417,9 @@ class SortedAggregator:
             self._tmp = private_directory("pydp-aggregate-", self._directory)
         base = os.path.join(self._tmp, f"run{len(self._runs)}")
         write_file(base + ".keys", part[0].astype(np.uint64, copy=False))
+        if part[1] is None:        # sorted keys with repeats, each once
+            self._runs.append((base + ".keys", None, part[0].size))
+            return
         write_file(base + ".counts", part[1].astype(np.int64, copy=False))
         self._runs.append((base + ".keys", base + ".counts", part[0].size))
 
@@ -433,7 +443,7 @@ class SortedAggregator:
             return
         # the readers' blocks share the memory of one run: k runs, blocks of limit / k
         block = min(self._block, max(1 << 12, self._limit // (len(self._runs) + 1)))
-        readers = [_RunReader(*run, block) for run in self._runs]
+        readers = [(_RunReader if run[1] else _UnitRunReader)(*run, block) for run in self._runs]
         if merged[0].size:
             readers.append(_ArrayReader(merged, block))
         while True:
@@ -484,6 +494,33 @@ class _RunReader:
         if not self.keys.size:
             self._refill()
         return out
+
+
+class _UnitRunReader(_RunReader):
+    """Blocks of a run of sorted keys with repeats (each key once per entry), counted
+    (:func:`_reduce_sorted`) as they are read: a block never ends inside a stretch of
+    equal keys -- the repeats of its last key are read on
+    in pieces of ``_PEEK`` and only counted -- so no key is split between two blocks
+    and the merge's chunks stay strictly increasing across chunks."""
+
+    def _refill(self):
+        n = min(self._block, self._entries - self._next)
+        if n <= 0:
+            self.keys, self.counts = _EMPTY_KEYS, _EMPTY_COUNTS
+            return
+        path = self._paths[0]
+        self.keys, self.counts = _reduce_sorted(read_array(path, np.uint64, n, path,
+                                                           8 * self._next), None)
+        self._next += n
+        self.counts = np.array(self.counts)      # writable (a block of distinct keys: ones)
+        while self._next < self._entries:
+            more = read_array(path, np.uint64, min(_PEEK, self._entries - self._next), path,
+                              8 * self._next)
+            same = int(np.searchsorted(more, self.keys[-1], side="right"))
+            self.counts[-1] += same
+            self._next += same
+            if same < more.size:
+                break
 
 
 class _ArrayReader(_RunReader):

@@ -238,3 +238,47 @@ def test_a_failing_walk_leaves_no_spill_behind(monkeypatch, tmp_path):
     with pytest.raises(SpillError):
         privtree.privtree_of_chunks(iter(chunks), (0, 999), Fraction(1), 0.05, ps.Rng(seed=1))
     assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------------- the runs and their merge
+@pytest.mark.parametrize("peek", [1, 3, 4096])
+def test_unit_runs_count_repeats_across_their_blocks(tmp_path, monkeypatch, peek):
+    # mostly distinct chunks are spilled as their sorted keys (8 bytes an entry); a stretch
+    # of one key longer than a block is counted whole, never split between two chunks
+    from pydp_synopsis import aggregates
+    monkeypatch.setattr(aggregates, "_PEEK", peek)
+    gen = np.random.default_rng(peek)
+    v = np.concatenate([gen.integers(0, 2**64 - 1, 3000, dtype=np.uint64, endpoint=True),
+                        np.full(400, 2**63, dtype=np.uint64), np.full(30, TOP, dtype=np.uint64)])
+    gen.shuffle(v)
+    with SortedAggregator(memory_entries=1200, block_entries=7, directory=tmp_path) as agg:
+        for piece in np.array_split(v, 13):
+            agg.add(piece)
+        chunks = list(agg.chunks())
+        assert agg.spilled_runs >= 2
+        assert any(name.endswith(".keys") for name in os.listdir(next(tmp_path.iterdir())))
+    keys = np.concatenate([k for k, _ in chunks])
+    counts = np.concatenate([c for _, c in chunks])
+    u, c = np.unique(v, return_counts=True)
+    assert np.array_equal(keys, u) and np.array_equal(counts, c)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_pairwise_merge_equals_the_heap_and_numpy():
+    from pydp_synopsis.aggregates import merge
+    gen = np.random.default_rng(2)
+    for k in (1, 2, 3, 5, 17, 64, 65):
+        for repeats in (False, True) if k > 1 else (False,):   # repeats: the heap's path
+            parts = []
+            for _ in range(k):
+                keys = np.sort(gen.integers(0, 300, int(gen.integers(0, 80))).astype(np.uint64))
+                if not repeats:
+                    keys = np.unique(keys)
+                parts.append((keys, gen.integers(0, 5, keys.size)))
+            got = merge(parts)
+            allk = np.concatenate([p[0] for p in parts])
+            allc = np.concatenate([p[1] for p in parts])
+            u, inv = np.unique(allk, return_inverse=True)
+            assert np.array_equal(got[0], u)
+            assert np.array_equal(got[1], np.bincount(inv, weights=allc, minlength=u.size)
+                                  .astype(np.int64))
