@@ -35,8 +35,8 @@ take ratios, not absolute times.  The script asserts nothing.
     PYTHONPATH=. python benchmarks/bench_scale.py --quick         # 10x smaller, ~1 min
     PYTHONPATH=. python benchmarks/bench_scale.py --pushdown 1e7,1e8,1e9 --skip parquet,csv
     PYTHONPATH=. python benchmarks/bench_scale.py --highcard 1e8 --skip weighted,parquet,pushdown,csv
-    PYTHONPATH=. python benchmarks/bench_scale.py --highcard 1e8 --highcard-sources duckdb \
-        --memory-limit 1GB --skip weighted,parquet,pushdown,csv
+    PYTHONPATH=. python benchmarks/bench_scale.py --highcard 1e8 --highcard-plans sort \
+        --memory-limit 1GB --skip weighted,parquet,pushdown,csv,dask
 """
 import argparse
 import json
@@ -336,7 +336,7 @@ def pg_cluster():
         raise
 
 
-def highcard(work, sizes, scale, where, memory_limit):
+def highcard(work, sizes, scale, where, memory_limit, plans=("auto", "sort", "group")):
     """The high-cardinality table: per size and source, the floor (fetch the column into
     numpy, build in memory) and every plan, with the whole process tree's peak RSS."""
     print("\n## About as many distinct values as rows, 1-column build "
@@ -377,7 +377,7 @@ def highcard(work, sizes, scale, where, memory_limit):
             try:
                 floor = run("highcard_numpy", **args)
                 row(f"{source}: fetch the column into numpy + build [floor]", floor)
-                for plan in ("auto", "sort", "group"):
+                for plan in plans:
                     result = run(f"highcard_{plan}", **args, **limit)
                     same = ("" if "error" in result or "error" in floor else
                             "same release" if result["answer"] == floor["answer"] else
@@ -406,6 +406,8 @@ def main():
     p.add_argument("--highcard-sources", default="duckdb,parquet,postgresql",
                    help="comma list of the high-cardinality sources: duckdb,parquet,postgresql "
                         "(postgresql only where its binaries are installed)")
+    p.add_argument("--highcard-plans", default="auto,sort,group",
+                   help="comma list of the plans measured on the high-cardinality sources")
     p.add_argument("--memory-limit", default=None,
                    help="memory_limit of the high-cardinality builds (default: the package's)")
     p.add_argument("--skip", default="",
@@ -474,7 +476,7 @@ def main():
                 os.remove(path)
         if "highcard" not in skip:
             highcard(work, parse_sizes(a.highcard), scale, a.highcard_sources.split(","),
-                     a.memory_limit)
+                     a.memory_limit, a.highcard_plans.split(","))
         if "csv" not in skip:
             rows = parse_sizes(a.csv_rows)[0] // scale
             path = os.path.join(work, "data.csv")
