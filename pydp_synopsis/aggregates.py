@@ -41,6 +41,7 @@ References
 """
 import os
 import shutil
+import threading
 
 import numpy as np
 
@@ -361,6 +362,7 @@ class SortedAggregator:
         self._raw, self._raw_size = [], 0
         self._pending, self._pending_size = [], 0
         self._runs = []            # (path of keys, path of counts, entries)
+        self._job = None           # (thread, result box): the run being sorted meanwhile
         self.total = 0             # the number of items added (sum of counts)
 
     def add(self, keys, counts=None):
@@ -371,6 +373,7 @@ class SortedAggregator:
         """
         keys = np.asarray(keys, dtype=np.uint64)
         if counts is not None:
+            self._wait()
             part = aggregate(keys, counts)
             self.total += int(part[1].sum(dtype=np.int64))
             self.add_sorted(*part)
@@ -381,19 +384,52 @@ class SortedAggregator:
         if self._raw_size >= self._limit:
             self._flush_raw()
 
-    def _flush_raw(self):
+    def _flush_raw(self, background=True):
+        """Sort the buffered keys as one run: a full run in a background thread (numpy's
+        sort and the writes release the GIL, so the next rows are read meanwhile; one run
+        at a time), the last one here."""
         if not self._raw:
+            self._wait()
             return
         keys = np.concatenate(self._raw) if len(self._raw) > 1 else self._raw[0].copy()
         self._raw, self._raw_size = [], 0
-        keys.sort()
-        if keys.size > self._limit // 2 and \
-                2 * (1 + np.count_nonzero(keys[1:] != keys[:-1])) > keys.size:
-            # mostly distinct: the sorted keys themselves are the run (8 bytes an entry,
-            # not 16), their repeats counted as the run is read back (_UnitRunReader)
-            self._spill((keys, None))
+        self._wait()
+        box = {}
+        if background and keys.size > self._limit // 2:
+            thread = threading.Thread(target=self._sort_run, args=(keys, box), daemon=True)
+            thread.start()
+            self._job = (thread, box)
             return
-        self.add_sorted(*_reduce_sorted(keys, None))
+        self._sort_run(keys, box)
+        self._finish(box)
+
+    def _sort_run(self, keys, box):
+        """Sort ``keys``; spill them as they are when mostly distinct, else count them
+        (the part, in ``box``, is added by :meth:`_finish` in the caller's thread)."""
+        try:
+            keys.sort()
+            if keys.size > self._limit // 2 and \
+                    2 * (1 + np.count_nonzero(keys[1:] != keys[:-1])) > keys.size:
+                # mostly distinct: the sorted keys themselves are the run (8 bytes an
+                # entry, not 16), their repeats counted as it is read (_UnitRunReader)
+                self._spill((keys, None))
+            else:
+                box["part"] = _reduce_sorted(keys, None)
+        except BaseException as exc:          # handed to the caller's thread
+            box["error"] = exc
+
+    def _finish(self, box):
+        if "error" in box:
+            raise box["error"]
+        if "part" in box:
+            self.add_sorted(*box["part"])
+
+    def _wait(self):
+        """Wait for the run being sorted in the background (its error raised here)."""
+        job, self._job = self._job, None
+        if job is not None:
+            job[0].join()
+            self._finish(job[1])
 
     def add_sorted(self, keys, counts):
         """Add an aggregate that is already sorted and distinct (as :func:`aggregate` returns)."""
@@ -435,7 +471,7 @@ class SortedAggregator:
         :meth:`add` calls).  O(n log k) for n entries in k runs; memory
         O(k * block_entries).
         """
-        self._flush_raw()
+        self._flush_raw(background=False)
         merged = merge(self._pending)
         if not self._runs:
             for start in range(0, merged[0].size, self._block):
@@ -456,7 +492,10 @@ class SortedAggregator:
             yield merge([r.take_through(bound) for r in live])
 
     def close(self):
-        """Remove the spilled runs."""
+        """Remove the spilled runs (after the run being sorted, if any, is written)."""
+        job, self._job = self._job, None
+        if job is not None:
+            job[0].join()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
