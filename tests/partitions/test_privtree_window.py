@@ -282,3 +282,25 @@ def test_the_pairwise_merge_equals_the_heap_and_numpy():
             assert np.array_equal(got[0], u)
             assert np.array_equal(got[1], np.bincount(inv, weights=allc, minlength=u.size)
                                   .astype(np.int64))
+
+
+def test_a_run_failing_in_the_background_raises_in_the_caller(tmp_path):
+    # the full run is sorted and spilled in a background thread: its failure (here: no
+    # directory to spill to) is raised by the next call, and nothing is left behind
+    missing = str(tmp_path / "gone" / "deeper")
+    agg = SortedAggregator(memory_entries=100, block_entries=10, directory=missing)
+    agg.add(np.arange(150, dtype=np.uint64))            # a full run: sorted meanwhile
+    with pytest.raises(SpillError, match="could not create a temporary directory"):
+        agg.add(np.arange(150, 300, dtype=np.uint64))
+        list(agg.chunks())
+    agg.close()
+    assert list(tmp_path.iterdir()) == []
+    with SortedAggregator(memory_entries=100, block_entries=10, directory=str(tmp_path)) as agg:
+        for start in range(0, 1000, 150):
+            agg.add(np.arange(start, start + 150, dtype=np.uint64)[::-1])
+        agg.add(np.arange(5, dtype=np.uint64), np.array([1, 0, 2, 0, 1]))   # waits first
+        got = list(agg.chunks())
+    keys = np.concatenate([k for k, _ in got])
+    counts = np.concatenate([c for _, c in got])
+    assert np.array_equal(keys, np.arange(1050, dtype=np.uint64))
+    assert counts.sum() == 1050 + 4 and list(tmp_path.iterdir()) == []
