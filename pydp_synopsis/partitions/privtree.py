@@ -494,9 +494,16 @@ class _Runs:
                 write_array(files[0], k, os.path.join(self._dir, "k"))
                 write_array(files[1], cum, os.path.join(self._dir, "c"))
 
+        spare = [None]          # once spilled, one pair of output buffers serves every chunk
+
         def step(pos, cnt, final):
-            out_k = np.empty(pos.size + 1, dtype=np.uint64)
-            out_c = np.empty(pos.size + 1, dtype=np.int64)
+            if files is not None and spare[0] is not None and spare[0][0].size > pos.size:
+                out_k, out_c = spare[0]
+            else:
+                out_k = np.empty(pos.size + 1, dtype=np.uint64)
+                out_c = np.empty(pos.size + 1, dtype=np.int64)
+                if files is not None:
+                    spare[0] = (out_k, out_c)
             check(lib.pds_runs_cum(ffi.from_buffer("uint64_t[]", pos),
                                    ffi.from_buffer("int64_t[]", cnt), pos.size, final, state,
                                    ffi.from_buffer("uint64_t[]", out_k),
