@@ -59,6 +59,7 @@ MAX_TOTAL_COUNT = LIMITS.max_count
 
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
 _EMPTY_COUNTS = np.empty(0, dtype=np.int64)
+_MERGE_ENTRIES = 1 << 19    # entries of the blocks one step of the final merge takes
 _PEEK = 1 << 12            # keys read at a time past a block to count its last key's repeats
 
 
@@ -477,8 +478,12 @@ class SortedAggregator:
             for start in range(0, merged[0].size, self._block):
                 yield merged[0][start:start + self._block], merged[1][start:start + self._block]
             return
-        # the readers' blocks share the memory of one run: k runs, blocks of limit / k
-        block = min(self._block, max(1 << 12, self._limit // (len(self._runs) + 1)))
+        # the readers' blocks share the memory of one run: k runs, blocks of limit / k; and
+        # one merge takes at most _MERGE_ENTRIES (its buffers are then reused from the
+        # heap, not fresh pages faulted in for every block)
+        k = len(self._runs) + 1
+        block = min(self._block, max(1 << 12, self._limit // k),
+                    max(1 << 12, _MERGE_ENTRIES // k))
         readers = [(_RunReader if run[1] else _UnitRunReader)(*run, block) for run in self._runs]
         if merged[0].size:
             readers.append(_ArrayReader(merged, block))
