@@ -34,6 +34,12 @@
  * their pages behind the current node are dropped as the walk moves right
  * (madvise MADV_DONTNEED: a clean file page is re-read from the file if ever
  * touched again), so the resident memory stays O(window) whatever nk is.
+ * The streamed build no longer maps them: pds_privtree_build_fd reads the two
+ * files with pread through a window of entries that only moves right (the
+ * walk's accesses are left to right but for the binary searches and the
+ * right ends of wide nodes, which read single entries past the window), so
+ * no file page is ever resident in the process: 16 bytes per window entry,
+ * whatever nk is, and the same walk, draws and leaves as over the arrays.
  */
 #define _DEFAULT_SOURCE 1      /* madvise */
 #define _FILE_OFFSET_BITS 64
