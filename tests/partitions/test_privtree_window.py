@@ -304,3 +304,48 @@ def test_a_run_failing_in_the_background_raises_in_the_caller(tmp_path):
     counts = np.concatenate([c for _, c in got])
     assert np.array_equal(keys, np.arange(1050, dtype=np.uint64))
     assert counts.sum() == 1050 + 4 and list(tmp_path.iterdir()) == []
+
+
+_RESIDENT = r"""
+import os, sys
+import numpy as np
+import pydp_synopsis as ps
+from pydp_synopsis.partitions import privtree
+from pydp_synopsis.spill import create, write_array
+
+d, n = sys.argv[1], 1 << 23                  # 8M distinct keys: 128 MiB of files
+kp, cp = os.path.join(d, "k"), os.path.join(d, "c")
+with create(kp) as fk, create(cp) as fc:
+    for start in range(0, n, 1 << 20):
+        i = np.arange(start, start + (1 << 20), dtype=np.uint64)
+        write_array(fk, 3 * i, kp)
+        write_array(fc, (i + 1).astype(np.int64), cp)
+del i
+
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) << 10
+
+with open("/proc/self/clear_refs", "w") as fh:   # the high-water mark starts afresh
+    fh.write("5")
+before = hwm()
+ends, counts = privtree.privtree_kernel_files(kp, cp, n, 0, 3 * n, ps.Rng(seed=1), scale=3,
+                                              bias=3, window=1 << 16)
+print(hwm() - before, int(counts.sum()) == n, ends.size)
+"""
+
+
+@pytest.mark.slow
+def test_the_windowed_walk_keeps_its_files_out_of_memory(tmp_path):
+    # 128 MiB of keys and totals walked through a 1 MiB window: the process's peak grows by
+    # the window and the leaves only (a memory map of the files would add their 128 MiB)
+    import subprocess
+    import sys
+    if not os.path.exists("/proc/self/clear_refs"):
+        pytest.skip("needs Linux's /proc/self/clear_refs")
+    out = subprocess.run([sys.executable, "-c", _RESIDENT, str(tmp_path)], capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split()
+    grown, whole, leaves = int(out[0]), out[1], int(out[2])
+    assert whole == "True" and leaves > 1000
+    assert grown < 24 * leaves + (8 << 20), (grown, leaves)
