@@ -211,15 +211,15 @@ def pg_column(url):
     import numpy as np
     import psycopg
 
-    parts = []
+    buf = bytearray()
     with psycopg.connect(url) as con, con.cursor() as cur:
         with cur.copy("COPY (SELECT v::int8 FROM t) TO STDOUT (FORMAT BINARY)") as copy:
-            buf = b"".join(bytes(b) for b in copy)
+            for block in copy:          # one message per row: appended, never listed
+                buf += block
     # 19-byte header, rows of (int16 1, int32 8, int64 value), trailer int16 -1
     rows = np.frombuffer(buf, dtype=[("n", ">i2"), ("l", ">i4"), ("v", ">i8")],
                          offset=19, count=(len(buf) - 21) // 14)
-    parts.append(rows["v"].astype(np.int64))
-    return parts[0]
+    return rows["v"].astype(np.int64)
 
 
 def _tree_rss(roots):
