@@ -321,8 +321,11 @@ class SortedAggregator:
     """The sorted ``(key, count)`` aggregate of a stream of chunks, in bounded memory.
 
     Unweighted chunks are buffered as they come (:meth:`add`) and sorted
-    together once ``memory_entries`` keys are held (one ``np.sort``, the
-    duplicates then added up); weighted chunks are aggregated at once.  A
+    together once ``memory_entries`` keys are held (one ``np.sort`` in a
+    background thread while the next keys are buffered, so at most two runs
+    are in memory; the duplicates then added up, or, when the keys are
+    mostly distinct, the sorted keys themselves spilled and counted as they
+    are read back); weighted chunks are aggregated at once.  A
     sorted part of more than half of ``memory_entries`` entries is written
     to a temporary directory as a run; smaller ones are merged in memory.
     :meth:`chunks` merges the runs back block by block
@@ -341,7 +344,7 @@ class SortedAggregator:
 
     Notes
     -----
-    Memory O(memory_entries + runs * block_entries) whatever the number of
+    Memory O(2 memory_entries + runs * block_entries) whatever the number of
     rows; disk O(distinct keys per run, summed).  Every step is a numpy sort
     or a C merge of a block, never a Python loop per item.
 
