@@ -354,7 +354,7 @@ class SortedAggregator:
     >>> for chunk in ([5, 1, 5], [9, 1], [2, 5, 7, 7]):
     ...     agg.add(np.array(chunk, dtype=np.uint64))
     >>> [(k.tolist(), c.tolist()) for k, c in agg.chunks()]
-    [([1, 2, 5], [2, 1, 3]), ([7], [2]), ([9], [1])]
+    [([1], [2]), ([2, 5], [1, 3]), ([7], [2]), ([9], [1])]
     >>> agg.close()
     """
 
