@@ -13,9 +13,13 @@ so the value is that child's).  The floors are measured in the same run:
 * CSV, 10^7 rows x 2 integer columns: ``pandas.read_csv`` of the same two columns, against
   the 2-column build (target <= 3x); peak RSS against 1 GiB.
 * A DuckDB table of values ``hash(i) % 1000000007`` (about as many distinct values as
-  rows, 10^7 and 10^8): the 1-column build with ``plan="auto"``, ``"sort"`` and
-  ``"group"`` against fetching the column into numpy and building in memory; peak RSS
-  against 1 GiB; every plan's answer to one query under one seed, equal to the floor's.
+  rows, 10^7 and 10^8), the same rows as a Parquet file (DuckDB ``COPY``), and a
+  PostgreSQL table of as many values (``generate_series``, in a throwaway cluster, where
+  PostgreSQL is installed): the 1-column build with ``plan="auto"``, ``"sort"`` and
+  ``"group"`` against fetching the column into numpy and building in memory from the same
+  source; the peak RSS of the whole process tree (the task, its children and the
+  PostgreSQL server, anonymous and file-backed, sampled every 20 ms) against 1 GiB; every
+  plan's answer to one query under one seed, equal to the floor's.
 * Rectangles over two such columns (``hash(i) % 1000000007`` and ``hash(i + 7) %
   1000000007``, 10^7 rows by default, ``--highcard-rect``): ``RectangleSynopsis.build``
   from the DuckDB table with ``plan="auto"``, ``"sort"`` and ``"group"`` and from the
@@ -38,6 +42,8 @@ take ratios, not absolute times.  The script asserts nothing.
     PYTHONPATH=. python benchmarks/bench_scale.py --quick         # 10x smaller, ~1 min
     PYTHONPATH=. python benchmarks/bench_scale.py --pushdown 1e7,1e8,1e9 --skip parquet,csv
     PYTHONPATH=. python benchmarks/bench_scale.py --highcard 1e8 --skip weighted,parquet,pushdown,csv
+    PYTHONPATH=. python benchmarks/bench_scale.py --highcard 1e8 --highcard-plans sort \
+        --memory-limit 1GB --skip weighted,parquet,pushdown,csv,dask
     PYTHONPATH=. python benchmarks/bench_scale.py --highcard-rect 1e8 \
         --skip weighted,parquet,pushdown,highcard,csv
 """
@@ -202,18 +208,33 @@ def task(name, args):
         syn = ps.IntervalSynopsis.build(src, domain=X_DOMAIN, epsilon=1)
         out["segments"] = len(syn)
     elif name in ("highcard_auto", "highcard_group", "highcard_sort"):
-        src = sources.SqlSource(f"duckdb:///{args['path']}", ["v"], table="t",
-                                plan=name.split("_")[1])
+        plan, where = name.split("_")[1], args.get("source", "duckdb")
+        limit = {"memory_limit": args["memory_limit"]} if args.get("memory_limit") else {}
+        if where == "parquet":
+            src = sources.files(args["path"], ["v"], engine="duckdb", plan=plan, **limit)
+        elif where == "postgresql":
+            src = sources.SqlSource(args["url"], ["v"], table="t", plan=plan, **limit)
+        else:
+            src = sources.SqlSource(f"duckdb:///{args['path']}", ["v"], table="t", plan=plan,
+                                    **limit)
         start = time.perf_counter()
         syn = ps.IntervalSynopsis.build(src, domain=H_DOMAIN, epsilon=1, rng=ps.Rng(seed=1))
         out["segments"] = len(syn)
         out["answer"] = float(syn.count(0, H_DOMAIN[1] // 2))
     elif name == "highcard_numpy":
-        import duckdb
+        where = args.get("source", "duckdb")
+        if where == "parquet":
+            import pyarrow.parquet as pq
 
-        con = duckdb.connect(args["path"], read_only=True)
-        values = con.execute("SELECT v FROM t").fetchnumpy()["v"]
-        con.close()
+            values = pq.read_table(args["path"], columns=["v"]).column("v").to_numpy()
+        elif where == "postgresql":
+            values = pg_column(args["url"])
+        else:
+            import duckdb
+
+            con = duckdb.connect(args["path"], read_only=True)
+            values = con.execute("SELECT v FROM t").fetchnumpy()["v"]
+            con.close()
         syn = ps.IntervalSynopsis.build(values, domain=H_DOMAIN, epsilon=1, rng=ps.Rng(seed=1))
         out["segments"] = len(syn)
         out["answer"] = float(syn.count(0, H_DOMAIN[1] // 2))
@@ -258,15 +279,85 @@ def task(name, args):
     return out
 
 
+def pg_column(url):
+    """Column v of table t as int64 numpy, by binary COPY (no Python object per value)."""
+    import numpy as np
+    import psycopg
+
+    buf = bytearray()
+    with psycopg.connect(url) as con, con.cursor() as cur:
+        with cur.copy("COPY (SELECT v::int8 FROM t) TO STDOUT (FORMAT BINARY)") as copy:
+            for block in copy:          # one message per row: appended, never listed
+                buf += block
+    # 19-byte header, rows of (int16 1, int32 8, int64 value), trailer int16 -1
+    rows = np.frombuffer(buf, dtype=[("n", ">i2"), ("l", ">i4"), ("v", ">i8")],
+                         offset=19, count=(len(buf) - 21) // 14)
+    return rows["v"].astype(np.int64)
+
+
+def _tree_rss(roots):
+    """``(anon, file)`` bytes resident in the processes ``roots`` and all their
+    descendants (shared pages counted once per process: an upper bound)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    anon = file = 0
+    todo, seen = list(roots), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo.extend(children.get(pid, ()))
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                for line in fh:
+                    if line.startswith("RssAnon:"):
+                        anon += int(line.split()[1]) * 1024
+                    elif line.startswith(("RssFile:", "RssShmem:")):
+                        file += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return anon, file
+
+
 def measure(name, args):
-    """Run ``task`` in a grandchild; its peak RSS from RUSAGE_CHILDREN (our one child)."""
-    proc = subprocess.run([sys.executable, HERE, "--task", name, json.dumps(args)],
-                          capture_output=True, text=True)
+    """Run ``task`` in a grandchild; its peak RSS from RUSAGE_CHILDREN (our one child), and
+    the peak of the whole process tree (the task, its children and ``args["server_pid"]``'s
+    tree, e.g. a PostgreSQL server) sampled every 20 ms, anonymous and file-backed."""
+    import threading
+
+    proc = subprocess.Popen([sys.executable, HERE, "--task", name, json.dumps(args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    roots = [proc.pid] + ([args["server_pid"]] if args.get("server_pid") else [])
+    peak = {"tree": 0, "anon": 0, "file": 0}
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            anon, file = _tree_rss(roots)
+            if anon + file > peak["tree"]:
+                peak.update(tree=anon + file, anon=anon, file=file)
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    done.set()
+    sampler.join()
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     if proc.returncode != 0:
-        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+        return {"error": stderr.strip().splitlines()[-1] if stderr else "failed"}
+    result = json.loads(stdout.strip().splitlines()[-1])
     result["rss"] = rss
+    result["tree_rss"], result["tree_anon"], result["tree_file"] = \
+        peak["tree"], peak["anon"], peak["file"]
     return result
 
 
@@ -290,8 +381,90 @@ def row(label, result, floor=None, target=None):
         rss += f" (anon {result['anon'] / GIB:.2f}, file {result['file'] / GIB:.2f})"
     if "worker_rss" in result:
         rss += " (workers " + ", ".join(f"{w / GIB:.2f}" for w in result["worker_rss"]) + " GiB)"
+    if "tree_rss" in result and result.get("tree_rss"):
+        rss += (f" (tree {result['tree_rss'] / GIB:.2f} GiB: anon {result['tree_anon'] / 2**20:.0f}"
+                f" + file {result['tree_file'] / 2**20:.0f} MiB)")
     extra = target or ""
     print(f"  {label:<44} {result['seconds']:8.1f} s {ratio} {rss}  {extra}")
+
+
+def pg_cluster():
+    """A started throwaway PostgreSQL cluster (tests/pg_cluster.py), or None without one."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests"))
+    try:
+        from pg_cluster import Cluster, postgres_bin
+    except ImportError:
+        return None
+    finally:
+        sys.path.pop(0)
+    if postgres_bin() is None:
+        return None
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return None
+    cluster = Cluster(port=54339)
+    try:
+        return cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
+
+
+def highcard(work, sizes, scale, where, memory_limit, plans=("auto", "sort", "group")):
+    """The high-cardinality table: per size and source, the floor (fetch the column into
+    numpy, build in memory) and every plan, with the whole process tree's peak RSS."""
+    print("\n## About as many distinct values as rows, 1-column build "
+          f"(memory_limit {memory_limit or 'default'}); same seed, so every plan prints the "
+          "same answer; RSS: the task's own peak, and the process tree's (with the "
+          "PostgreSQL server) sampled every 20 ms")
+    limit = {"memory_limit": memory_limit} if memory_limit else {}
+    for rows in sizes:
+        rows //= scale
+        path = os.path.join(work, f"h{rows}.duckdb")
+        t = time.perf_counter()
+        make_duckdb(path, rows, column="v", domain=H_DOMAIN)
+        print(f"  {rows:,} rows (table made in {time.perf_counter() - t:.0f} s)")
+        for source in where:
+            cluster, args = None, {"path": path, "source": source}
+            if source == "parquet":
+                import duckdb
+
+                args["path"] = os.path.join(work, f"h{rows}.parquet")
+                con = duckdb.connect(path, read_only=True)
+                con.execute(f"COPY t TO '{args['path']}' (FORMAT PARQUET)")
+                con.close()
+            elif source == "postgresql":
+                cluster = pg_cluster()
+                if cluster is None:
+                    print("  postgresql: not installed, skipped")
+                    continue
+                import psycopg
+
+                with psycopg.connect(cluster.url, autocommit=True) as con:
+                    con.execute("CREATE TABLE t (v int8)")
+                    con.execute("INSERT INTO t SELECT (hashint8(i)::int8 & 2147483647) "
+                                f"% 1000000007 FROM generate_series(1, {rows}) i")
+                    con.execute("ANALYZE t")
+                args = {"url": cluster.reader("t"), "source": source,
+                        "server_pid": int(open(os.path.join(cluster.data,
+                                                            "postmaster.pid")).readline())}
+            try:
+                floor = run("highcard_numpy", **args)
+                row(f"{source}: fetch the column into numpy + build [floor]", floor)
+                for plan in plans:
+                    result = run(f"highcard_{plan}", **args, **limit)
+                    same = ("" if "error" in result or "error" in floor else
+                            "same release" if result["answer"] == floor["answer"] else
+                            "RELEASE DIFFERS")
+                    row(f"{source}: plan={plan}", result, floor.get("seconds"),
+                        ("target <= 1.5x, RSS <= 1 GiB; " if plan == "sort" else "") + same)
+            finally:
+                if cluster is not None:
+                    cluster.stop()
+                if source == "parquet":
+                    os.remove(args["path"])
+        os.remove(path)
 
 
 def parse_sizes(text):
@@ -308,6 +481,13 @@ def main():
     p.add_argument("--highcard-rect", default="1e7",
                    help="DuckDB table sizes of the 2-axis rectangles, both axes about as "
                         "many distinct values as rows")
+    p.add_argument("--highcard-sources", default="duckdb,parquet,postgresql",
+                   help="comma list of the high-cardinality sources: duckdb,parquet,postgresql "
+                        "(postgresql only where its binaries are installed)")
+    p.add_argument("--highcard-plans", default="auto,sort,group",
+                   help="comma list of the plans measured on the high-cardinality sources")
+    p.add_argument("--memory-limit", default=None,
+                   help="memory_limit of the high-cardinality builds (default: the package's)")
     p.add_argument("--skip", default="",
                    help="comma list of: weighted,parquet,dask,pushdown,highcard,highcard_rect,"
                         "csv")
@@ -374,24 +554,8 @@ def main():
                     None, "target RSS <= 1 GiB, flat in n")
                 os.remove(path)
         if "highcard" not in skip:
-            print("\n## DuckDB table, about as many distinct values as rows: 1-column build "
-                  "(default --memory-limit); same seed, so every plan prints the same answer")
-            for rows in parse_sizes(a.highcard):
-                rows //= scale
-                path = os.path.join(work, f"h{rows}.duckdb")
-                t = time.perf_counter()
-                make_duckdb(path, rows, column="v", domain=H_DOMAIN)
-                print(f"  {rows:,} rows (table made in {time.perf_counter() - t:.0f} s)")
-                floor = run("highcard_numpy", path=path)
-                row("fetch the column into numpy + build [floor]", floor)
-                for plan in ("auto", "sort", "group"):
-                    result = run(f"highcard_{plan}", path=path)
-                    same = ("" if "error" in result or "error" in floor else
-                            "same release" if result["answer"] == floor["answer"] else
-                            "RELEASE DIFFERS")
-                    row(f"plan={plan}", result, floor.get("seconds"),
-                        ("target <= 1.5x, RSS <= 1 GiB; " if plan == "auto" else "") + same)
-                os.remove(path)
+            highcard(work, parse_sizes(a.highcard), scale, a.highcard_sources.split(","),
+                     a.memory_limit, a.highcard_plans.split(","))
         if "highcard_rect" not in skip:
             print("\n## Rectangles, 2 high-cardinality axes: RectangleSynopsis.build (default "
                   "--memory-limit); same seed, so every path prints the same answer")

@@ -49,6 +49,84 @@ static void sift_down(head *h, uint32_t n, uint32_t i)
     h[i] = x;
 }
 
+/* Merge two strictly increasing runs into out, the counts of a key in both
+ * summed: branch-free selection, so random interleavings cost no
+ * mispredictions.  Returns the entries written (at most na + nb). */
+static uint64_t merge_two(const uint64_t *ak, const uint64_t *ac, uint64_t na,
+                          const uint64_t *bk, const uint64_t *bc, uint64_t nb,
+                          uint64_t *ok, uint64_t *oc)
+{
+    uint64_t i = 0, j = 0, m = 0;
+    while (i < na && j < nb) {
+        uint64_t ka = ak[i], kb = bk[j];
+        uint64_t ta = ka <= kb, tb = kb <= ka;
+        ok[m] = ta ? ka : kb;
+        oc[m] = (ta ? ac[i] : 0) + (tb ? bc[j] : 0);
+        i += ta;
+        j += tb;
+        m++;
+    }
+    for (; i < na; i++, m++) {
+        ok[m] = ak[i];
+        oc[m] = ac[i];
+    }
+    for (; j < nb; j++, m++) {
+        ok[m] = bk[j];
+        oc[m] = bc[j];
+    }
+    return m;
+}
+
+/* k >= 2 strictly increasing runs merged pairwise, level by level (ceil(log2 k) passes,
+ * each a merge_two), between out and one scratch buffer of `total` entries:
+ * the levels alternate so that the last one lands in out.  0 or PDS_ENOMEM. */
+static int merge_levels(uint32_t k, const uint64_t *const *keys, const int64_t *const *counts,
+                        const uint64_t *lens, uint64_t total, uint64_t *out_keys,
+                        int64_t *out_counts, uint64_t *n_out)
+{
+    uint32_t passes = 0;
+    for (uint32_t r = k; r > 1; r = (r + 1) / 2) passes++;
+    uint64_t *sk = malloc(total * sizeof *sk), *sc = malloc(total * sizeof *sc);
+    const uint64_t **rk = malloc(k * sizeof *rk), **rc = malloc(k * sizeof *rc);
+    uint64_t *rn = malloc(k * sizeof *rn);
+    if (!sk || !sc || !rk || !rc || !rn) {
+        free(sk); free(sc); free(rk); free(rc); free(rn);
+        return PDS_ENOMEM;
+    }
+    for (uint32_t r = 0; r < k; r++) {
+        rk[r] = keys[r];
+        rc[r] = (const uint64_t *)counts[r];
+        rn[r] = lens[r];
+    }
+    /* the destination of the first pass: out when the number of passes is odd */
+    int to_out = passes % 2 == 1;
+    uint32_t runs = k;
+    while (runs > 1) {
+        uint64_t *dk = to_out ? out_keys : sk, *dc = to_out ? (uint64_t *)out_counts : sc;
+        uint64_t at = 0;
+        uint32_t next = 0;
+        for (uint32_t r = 0; r < runs; r += 2) {
+            uint64_t m;
+            if (r + 1 < runs) {
+                m = merge_two(rk[r], rc[r], rn[r], rk[r + 1], rc[r + 1], rn[r + 1],
+                              dk + at, dc + at);
+            } else {
+                m = merge_two(rk[r], rc[r], rn[r], NULL, NULL, 0, dk + at, dc + at);
+            }
+            rk[next] = dk + at;
+            rc[next] = dc + at;
+            rn[next] = m;
+            next++;
+            at += m;
+        }
+        runs = next;
+        to_out = !to_out;
+    }
+    *n_out = rn[0];
+    free(sk); free(sc); free(rk); free(rc); free(rn);
+    return PDS_OK;
+}
+
 pds_status pds_merge_runs(uint32_t k, const uint64_t *const *keys,
                           const int64_t *const *counts, const uint64_t *lens,
                           uint64_t *out_keys, int64_t *out_counts,
@@ -58,16 +136,27 @@ pds_status pds_merge_runs(uint32_t k, const uint64_t *const *keys,
         return PDS_EINVAL;
     *n_out = 0;
     uint64_t total = 0;
+    int strict = 1;                     /* no run repeats a key */
     for (uint32_t r = 0; r < k; r++) {
         if (lens[r] > 0 && (keys[r] == NULL || counts[r] == NULL))
             return PDS_EINVAL;
-        for (uint64_t i = 1; i < lens[r]; i++)
+        for (uint64_t i = 1; i < lens[r]; i++) {
             if (keys[r][i] < keys[r][i - 1])
                 return PDS_EINVAL;      /* every run must be sorted */
+            strict &= keys[r][i] != keys[r][i - 1];
+        }
+        if (lens[r] > capacity || total > capacity - lens[r])
+            return PDS_EINVAL;          /* (no wrap: the total is at most capacity) */
         total += lens[r];
     }
     if (total > capacity || (total > 0 && (out_keys == NULL || out_counts == NULL)))
         return PDS_EINVAL;
+    /* a few runs: merged pairwise, branch-free (several times faster than the heap on
+     * interleaved keys); the scratch is checked against the caller's capacity first */
+    if (strict && k >= 2 && k <= 64 && total > 0 && total <= ((uint64_t)1 << 40)) {
+        int st = merge_levels(k, keys, counts, lens, total, out_keys, out_counts, n_out);
+        if (st == PDS_OK) return PDS_OK;       /* else (no scratch memory): the heap */
+    }
     head *h = malloc((k ? k : 1) * sizeof *h);
     uint64_t *pos = calloc(k ? k : 1, sizeof *pos);
     if (h == NULL || pos == NULL) {
@@ -379,5 +468,93 @@ pds_status pds_cells_unrefine(uint32_t c, const uint64_t *off, const uint64_t *r
         if (acc != NULL)
             acc[a] = (int64_t)((uint64_t)acc[a] + hits);
     }
+    return PDS_OK;
+}
+
+/* ------------------------------------- distinct keys and running totals
+ *
+ * PrivTree reads a stream of sorted (key, count) chunks as its distinct keys
+ * with running totals (csrc/privtree.c).  pds_runs_cum turns one chunk into
+ * them in one pass; a key's run may continue into the next chunk, so its
+ * last key stays pending in *st until a larger key (or the final call)
+ * closes it.  Keys whose counts total 0 are dropped.
+ */
+pds_status pds_runs_cum(const uint64_t *keys, const int64_t *counts, uint64_t n,
+                        int32_t final, pds_cum_state *st, uint64_t *out_keys,
+                        int64_t *out_cum, uint64_t capacity, uint64_t *n_out)
+{
+    if (!st || !n_out || (n && (!keys || !counts)) || (final != 0 && final != 1)
+        || capacity < n + 1 || n > (uint64_t)PDS_MAX_COUNT || !out_keys || !out_cum
+        || (st->has != 0 && st->has != 1) || st->pending < 0 || st->total < 0
+        || st->total > (int64_t)PDS_MAX_COUNT || st->pending > (int64_t)PDS_MAX_COUNT)
+        return PDS_EINVAL;
+    *n_out = 0;
+    /* checked before anything moves: keys nondecreasing (after the pending
+     * one), counts >= 0, the running total at most 2^62 */
+    uint64_t sum = (uint64_t)st->total + (uint64_t)st->pending;
+    for (uint64_t x = 0; x < n; x++) {
+        if (counts[x] < 0 || (x ? keys[x] < keys[x - 1] : st->has && keys[0] < st->key))
+            return PDS_EINVAL;
+        sum += (uint64_t)counts[x];
+        if (sum > (uint64_t)PDS_MAX_COUNT) return PDS_ERANGE;
+    }
+    uint64_t m = 0, key = st->key;
+    int64_t pending = st->pending, total = st->total;
+    int has = st->has;
+    for (uint64_t x = 0; x < n; x++) {
+        if (has && keys[x] == key) {
+            pending += counts[x];
+            continue;
+        }
+        if (has && pending > 0) {
+            total += pending;
+            out_keys[m] = key;
+            out_cum[m] = total;
+            m++;
+        }
+        key = keys[x];
+        pending = counts[x];
+        has = 1;
+    }
+    if (final) {
+        if (has && pending > 0) {
+            total += pending;
+            out_keys[m] = key;
+            out_cum[m] = total;
+            m++;
+        }
+        has = 0;
+        pending = 0;
+    }
+    st->key = key;
+    st->pending = pending;
+    st->total = total;
+    st->has = has;
+    *n_out = m;
+    return PDS_OK;
+}
+
+/* Sorted keys (nondecreasing: else PDS_EINVAL, nothing written) as their
+ * distinct values with how often each occurs, in one pass.  out_keys may be
+ * keys itself (each write lands at or before the read).  capacity >= n. */
+pds_status pds_reduce_sorted(const uint64_t *keys, uint64_t n, uint64_t *out_keys,
+                             int64_t *out_counts, uint64_t capacity, uint64_t *n_out)
+{
+    if (!n_out || (n && (!keys || !out_keys || !out_counts)) || capacity < n
+        || n > (uint64_t)PDS_MAX_COUNT)
+        return PDS_EINVAL;
+    *n_out = 0;
+    for (uint64_t x = 1; x < n; x++)
+        if (keys[x] < keys[x - 1]) return PDS_EINVAL;
+    uint64_t m = 0, x = 0;
+    while (x < n) {
+        uint64_t key = keys[x], y = x + 1;
+        while (y < n && keys[y] == key) y++;
+        out_keys[m] = key;
+        out_counts[m] = (int64_t)(y - x);
+        m++;
+        x = y;
+    }
+    *n_out = m;
     return PDS_OK;
 }

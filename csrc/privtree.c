@@ -34,13 +34,26 @@
  * their pages behind the current node are dropped as the walk moves right
  * (madvise MADV_DONTNEED: a clean file page is re-read from the file if ever
  * touched again), so the resident memory stays O(window) whatever nk is.
+ * The streamed build no longer maps them: pds_privtree_build_fd reads the two
+ * files with pread through a window of entries that only moves right (the
+ * walk's accesses are left to right but for the binary searches and the
+ * right ends of wide nodes, which read single entries past the window), so
+ * no file page is ever resident in the process: 16 bytes per window entry,
+ * whatever nk is, and the same walk, draws and leaves as over the arrays.
  */
 #define _DEFAULT_SOURCE 1      /* madvise */
+#define _FILE_OFFSET_BITS 64
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include "internal.h"
+
+/* The largest window of pds_privtree_build_fd, in entries (2 GiB of buffers). */
+#define PDS_PRIVTREE_MAX_WINDOW ((uint64_t)1 << 27)
 
 typedef struct {
     uint64_t a, b;      /* the node's inclusive offsets */
@@ -48,13 +61,110 @@ typedef struct {
     uint32_t d;         /* its depth */
 } ptnode;
 
-static uint64_t upper_bound(const uint64_t *keys, uint64_t i, uint64_t j, uint64_t x)
+/* Where the walk reads the keys and totals: arrays in memory (the window is
+ * all of them: w0 = 0, wn = nk), or two files read through a window of at
+ * most `cap` entries, keys[w0..w0 + wn) in kb and cb, that only moves right
+ * (an entry outside it is read alone, with pread). */
+typedef struct {
+    const uint64_t *k;  /* keys[w0 + x] = k[x], x < wn */
+    const int64_t *c;   /* cum[w0 + x] = c[x] (NULL: the sorted column) */
+    uint64_t w0, wn, nk;
+    int fdk, fdc;       /* the files (-1: memory) */
+    uint64_t cap;
+    uint64_t *kb;
+    int64_t *cb;
+    int err;            /* errno of a failed read (0: none) */
+    int release;        /* memory mode: drop mapped pages behind the walk */
+} ptsrc;
+
+/* Read exactly `bytes` at `off` (0, or the errno; EIO for a short file). */
+static int read_at(int fd, void *buf, size_t bytes, uint64_t off)
 {
+    char *p = buf;
+    while (bytes > 0) {
+        if (off > (uint64_t)INT64_MAX) return EIO;
+        ssize_t r = pread(fd, p, bytes, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return errno ? errno : EIO;
+        }
+        if (r == 0) return EIO;
+        p += r;
+        bytes -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+static uint64_t key_far(ptsrc *s, uint64_t x)
+{
+    uint64_t v = 0;
+    if (s->fdk < 0 || x >= s->nk) { if (!s->err) s->err = EIO; return 0; }
+    int e = read_at(s->fdk, &v, sizeof v, x * sizeof v);
+    if (e && !s->err) s->err = e;
+    return v;
+}
+
+static int64_t cum_far(ptsrc *s, uint64_t x)
+{
+    int64_t v = 0;
+    if (s->fdc < 0 || x >= s->nk) { if (!s->err) s->err = EIO; return 0; }
+    int e = read_at(s->fdc, &v, sizeof v, x * sizeof v);
+    if (e && !s->err) s->err = e;
+    return v;
+}
+
+static inline uint64_t key_at(ptsrc *s, uint64_t x)
+{
+    uint64_t r = x - s->w0;            /* wraps above wn when x < w0 */
+    return r < s->wn ? s->k[r] : key_far(s, x);
+}
+
+static inline int64_t cum_at(ptsrc *s, uint64_t x)
+{
+    uint64_t r = x - s->w0;
+    return r < s->wn ? s->c[r] : cum_far(s, x);
+}
+
+/* The first index in [i, j) whose key is > x (j if none).  A search whose
+ * answer lies in the window reads only the window. */
+static uint64_t upper_bound(ptsrc *s, uint64_t i, uint64_t j, uint64_t x)
+{
+    uint64_t wend = s->w0 + s->wn;
+    if (i >= s->w0 && i < wend && j > wend) {
+        if (s->k[s->wn - 1] > x) j = wend;    /* the answer is inside the window */
+        else i = wend;
+    }
     while (i < j) {
         uint64_t h = i + (j - i) / 2;
-        if (keys[h] <= x) i = h + 1; else j = h;
+        if (key_at(s, h) <= x) i = h + 1; else j = h;
     }
     return i;
+}
+
+/* Move a file window to start at `from` (only ever rightwards): the entries
+ * still inside are kept, the rest read. */
+static void slide(ptsrc *s, uint64_t from)
+{
+    uint64_t end = s->w0 + s->wn, keep = from < end ? end - from : 0;
+    uint64_t want = s->nk - from < s->cap ? s->nk - from : s->cap;
+    if (keep) {
+        memmove(s->kb, s->kb + (from - s->w0), (size_t)keep * sizeof *s->kb);
+        memmove(s->cb, s->cb + (from - s->w0), (size_t)keep * sizeof *s->cb);
+    }
+    s->w0 = from;
+    s->wn = keep;
+    if (want > keep) {
+        int e = read_at(s->fdk, s->kb + keep, (size_t)(want - keep) * sizeof *s->kb,
+                        (from + keep) * sizeof *s->kb);
+        if (!e) e = read_at(s->fdc, s->cb + keep, (size_t)(want - keep) * sizeof *s->cb,
+                            (from + keep) * sizeof *s->cb);
+        if (e) {
+            if (!s->err) s->err = e;
+            return;
+        }
+        s->wn = want;
+    }
 }
 
 static int grow(pds_privtree *out)
@@ -104,39 +214,33 @@ pds_status pds_privtree_build(pds_rng *rng, const uint64_t *keys, const int64_t 
                                 max_leaves, release, 2, out);
 }
 
-pds_status pds_privtree_build_k(pds_rng *rng, const uint64_t *keys, const int64_t *cum,
-                                uint64_t nk, uint64_t first, uint64_t last, uint32_t depth0,
-                                uint64_t t, uint64_t s, int64_t delta, int64_t theta,
-                                uint64_t max_leaves, int32_t release, uint32_t fanout,
-                                pds_privtree *out)
+static void clear(pds_privtree *out)
 {
-    if (!out) return PDS_EINVAL;
     out->ends = NULL;
     out->depths = NULL;
     out->counts = NULL;
     out->m = out->capacity = out->tested = 0;
-    if (!rng || (nk && !keys) || (release && !cum) || first > last || t < 1 || s < 1
+}
+
+static int bad_params(pds_rng *rng, uint64_t first, uint64_t last, uint32_t depth0,
+                      uint64_t t, uint64_t s, int64_t delta, int64_t theta,
+                      uint64_t max_leaves, uint32_t fanout)
+{
+    return !rng || first > last || t < 1 || s < 1
         || t >= PDS_PARAM_LIMIT || s >= PDS_PARAM_LIMIT || delta < 0
         || delta > (int64_t)PDS_PARAM_LIMIT || theta < -(int64_t)PDS_PARAM_LIMIT
         || theta > (int64_t)PDS_PARAM_LIMIT || max_leaves < 1 || depth0 > 64
-        || (release != 0 && release != 1) || (fanout != 2 && fanout != 4))
-        return PDS_EINVAL;
-    /* keys inside [first, last], strictly increasing (nondecreasing without
-     * cum); totals nondecreasing, >= 0, at most 2^62 */
+        || (fanout != 2 && fanout != 4);
+}
+
+/* The walk itself (arguments checked). */
+static pds_status walk(pds_rng *rng, ptsrc *src, uint64_t first, uint64_t last,
+                       uint32_t depth0, uint64_t t, uint64_t s, int64_t delta, int64_t theta,
+                       uint64_t max_leaves, uint32_t fanout, pds_privtree *out)
+{
     const uint64_t window = (uint64_t)1 << 20;
-    if (!cum && nk > (uint64_t)PDS_MAX_COUNT) return PDS_EINVAL;
-    if (nk && (keys[0] < first || keys[nk - 1] > last)) return PDS_EINVAL;
-    for (uint64_t k = 1; k < nk; k++)
-        if (keys[k] < keys[k - 1] || (cum && keys[k] == keys[k - 1]))
-            return PDS_EINVAL;
-    for (uint64_t k = 0; cum && k < nk; k++) {
-        if (cum[k] < (k ? cum[k - 1] : 0) || cum[k] > (int64_t)PDS_MAX_COUNT)
-            return PDS_EINVAL;
-        if (release && k % window == window - 1) {   /* the check reads every page once */
-            drop_pages(keys + k + 1 - window, (size_t)window * sizeof *keys);
-            drop_pages(cum + k + 1 - window, (size_t)window * sizeof *cum);
-        }
-    }
+    const uint64_t nk = src->nk;
+    const int64_t *cum = src->c;
     int st = pds_rng_check_fork(rng);
     if (st != PDS_OK) return st;
     PDS_MUTATE_PARTITION_SCALE(&t, &s);
@@ -149,14 +253,22 @@ pds_status pds_privtree_build_k(pds_rng *rng, const uint64_t *keys, const int64_
     stack[top++] = (ptnode){first, last, 0, nk, depth0};
     while (top > 0) {
         ptnode v = stack[--top];
-        if (release && v.i > dropped + window + 1) {
+        if (src->release && v.i > dropped + window + 1) {
             uint64_t upto = v.i - 1;      /* cum[v.i - 1] is still read */
-            drop_pages(keys + dropped, (size_t)(upto - dropped) * sizeof *keys);
+            drop_pages(src->k + dropped, (size_t)(upto - dropped) * sizeof *src->k);
             drop_pages(cum + dropped, (size_t)(upto - dropped) * sizeof *cum);
             dropped = upto;
         }
+        if (src->fdk >= 0) {              /* the window follows the walk */
+            uint64_t from = v.i ? v.i - 1 : 0;
+            if (from >= src->w0 + src->cap / 2 && src->w0 + src->wn < nk) slide(src, from);
+        }
         int64_t c = !cum ? (int64_t)(v.j - v.i)
-                    : v.j > v.i ? cum[v.j - 1] - (v.i ? cum[v.i - 1] : 0) : 0;
+                    : v.j > v.i ? cum_at(src, v.j - 1) - (v.i ? cum_at(src, v.i - 1) : 0) : 0;
+        if (src->err) {
+            pds_privtree_free(out);
+            return PDS_ESTATE;
+        }
         if (v.a != v.b) {
             __int128 bc = (__int128)c - (__int128)v.d * delta;
             __int128 floor_ = (__int128)theta - delta;
@@ -165,7 +277,7 @@ pds_status pds_privtree_build_k(pds_rng *rng, const uint64_t *keys, const int64_
             out->tested++;
             if (bc + z > theta) {
                 uint64_t m = v.a + (v.b - v.a) / 2;
-                uint64_t k = upper_bound(keys, v.i, v.j, m);
+                uint64_t k = upper_bound(src, v.i, v.j, m);
                 ptnode halves[2] = {{v.a, m, v.i, k, v.d + 1}, {m + 1, v.b, k, v.j, v.d + 1}};
                 for (int h = 1; h >= 0; h--) {        /* right first: the left pops first */
                     ptnode u = halves[h];
@@ -174,7 +286,7 @@ pds_status pds_privtree_build_k(pds_rng *rng, const uint64_t *keys, const int64_
                         continue;
                     }
                     uint64_t mu = u.a + (u.b - u.a) / 2;
-                    uint64_t ku = upper_bound(keys, u.i, u.j, mu);
+                    uint64_t ku = upper_bound(src, u.i, u.j, mu);
                     stack[top++] = (ptnode){mu + 1, u.b, ku, u.j, u.d};
                     stack[top++] = (ptnode){u.a, mu, u.i, ku, u.d};
                 }
@@ -196,7 +308,109 @@ pds_status pds_privtree_build_k(pds_rng *rng, const uint64_t *keys, const int64_
         out->counts[out->m] = c;
         out->m++;
     }
+    if (src->err) {
+        pds_privtree_free(out);
+        return PDS_ESTATE;
+    }
     return PDS_OK;
+}
+
+pds_status pds_privtree_build_k(pds_rng *rng, const uint64_t *keys, const int64_t *cum,
+                                uint64_t nk, uint64_t first, uint64_t last, uint32_t depth0,
+                                uint64_t t, uint64_t s, int64_t delta, int64_t theta,
+                                uint64_t max_leaves, int32_t release, uint32_t fanout,
+                                pds_privtree *out)
+{
+    if (!out) return PDS_EINVAL;
+    clear(out);
+    if (bad_params(rng, first, last, depth0, t, s, delta, theta, max_leaves, fanout)
+        || (nk && !keys) || (release && !cum) || (release != 0 && release != 1))
+        return PDS_EINVAL;
+    /* keys inside [first, last], strictly increasing (nondecreasing without
+     * cum); totals nondecreasing, >= 0, at most 2^62 */
+    const uint64_t window = (uint64_t)1 << 20;
+    if (!cum && nk > (uint64_t)PDS_MAX_COUNT) return PDS_EINVAL;
+    if (nk && (keys[0] < first || keys[nk - 1] > last)) return PDS_EINVAL;
+    for (uint64_t k = 1; k < nk; k++)
+        if (keys[k] < keys[k - 1] || (cum && keys[k] == keys[k - 1]))
+            return PDS_EINVAL;
+    for (uint64_t k = 0; cum && k < nk; k++) {
+        if (cum[k] < (k ? cum[k - 1] : 0) || cum[k] > (int64_t)PDS_MAX_COUNT)
+            return PDS_EINVAL;
+        if (release && k % window == window - 1) {   /* the check reads every page once */
+            drop_pages(keys + k + 1 - window, (size_t)window * sizeof *keys);
+            drop_pages(cum + k + 1 - window, (size_t)window * sizeof *cum);
+        }
+    }
+    ptsrc src = {keys, cum, 0, nk, nk, -1, -1, nk, NULL, NULL, 0, release};
+    return walk(rng, &src, first, last, depth0, t, s, delta, theta, max_leaves, fanout, out);
+}
+
+pds_status pds_privtree_build_fd(pds_rng *rng, int32_t fd_keys, int32_t fd_cum, uint64_t nk,
+                                 uint64_t window, uint64_t first, uint64_t last,
+                                 uint32_t depth0, uint64_t t, uint64_t s, int64_t delta,
+                                 int64_t theta, uint64_t max_leaves, uint32_t fanout,
+                                 int32_t *read_errno, pds_privtree *out)
+{
+    if (!out) return PDS_EINVAL;
+    clear(out);
+    if (!read_errno) return PDS_EINVAL;
+    *read_errno = 0;
+    if (bad_params(rng, first, last, depth0, t, s, delta, theta, max_leaves, fanout)
+        || fd_keys < 0 || fd_cum < 0 || window < 2 || window > PDS_PRIVTREE_MAX_WINDOW
+        || nk > ((uint64_t)INT64_MAX >> 3))
+        return PDS_EINVAL;
+    struct stat sk, sc;
+    if (fstat(fd_keys, &sk) != 0 || fstat(fd_cum, &sc) != 0) {
+        *read_errno = errno ? errno : EIO;
+        return PDS_ESTATE;
+    }
+    if (!S_ISREG(sk.st_mode) || !S_ISREG(sc.st_mode) || (uint64_t)sk.st_size != 8 * nk
+        || (uint64_t)sc.st_size != 8 * nk)
+        return PDS_EINVAL;                      /* sizes checked before allocating */
+    uint64_t cap = nk < window ? (nk ? nk : 1) : window;
+    ptsrc src = {NULL, NULL, 0, 0, nk, fd_keys, fd_cum, cap, NULL, NULL, 0, 0};
+    src.kb = malloc((size_t)cap * sizeof *src.kb);
+    src.cb = malloc((size_t)cap * sizeof *src.cb);
+    pds_status st = PDS_OK;
+    if (!src.kb || !src.cb) {
+        st = PDS_ENOMEM;
+        goto done;
+    }
+    src.k = src.kb;
+    src.c = src.cb;
+    /* one forward pass checks the files as the arrays are checked (nothing drawn
+     * before it ends) */
+    uint64_t prev = 0;
+    int64_t prevc = 0;
+    for (uint64_t at = 0; at < nk; at += cap) {
+        slide(&src, at);
+        if (src.err) break;
+        for (uint64_t x = 0; x < src.wn; x++) {
+            uint64_t key = src.kb[x];
+            int64_t c = src.cb[x];
+            if (key < first || key > last || (at + x && key <= prev) || c < prevc
+                || c > (int64_t)PDS_MAX_COUNT) {
+                st = PDS_EINVAL;
+                goto done;
+            }
+            prev = key;
+            prevc = c;
+        }
+    }
+    if (src.err) {
+        *read_errno = src.err;
+        st = PDS_ESTATE;
+        goto done;
+    }
+    src.w0 = src.wn = 0;
+    if (nk) slide(&src, 0);
+    st = walk(rng, &src, first, last, depth0, t, s, delta, theta, max_leaves, fanout, out);
+    if (src.err) *read_errno = src.err;
+done:
+    free(src.kb);
+    free(src.cb);
+    return st;
 }
 
 pds_status pds_privtree_depths(const uint64_t *ends, uint64_t m, uint64_t first,

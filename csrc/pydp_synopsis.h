@@ -800,6 +800,20 @@ pds_status pds_privtree_build_k(pds_rng *rng, const uint64_t *keys, const int64_
                                 uint64_t t, uint64_t s, int64_t delta, int64_t theta,
                                 uint64_t max_leaves, int32_t release, uint32_t fanout,
                                 pds_privtree *out);
+/* The same walk over distinct keys and running totals held in two files
+ * (open descriptors of regular files of exactly 8 nk bytes each: native
+ * uint64 keys, int64 totals; else PDS_EINVAL before anything is allocated),
+ * read with pread through a window of at most `window` entries of each
+ * (2 <= window <= 2^27): resident memory 16 window bytes whatever nk.  One
+ * forward pass checks them as pds_privtree_build_k checks its arrays
+ * (PDS_EINVAL, nothing drawn); the walk then moves the window rightwards
+ * only, reading an entry outside it alone.  A failed read: PDS_ESTATE with
+ * *read_errno set (EIO for a file that ended early), *out left empty. */
+pds_status pds_privtree_build_fd(pds_rng *rng, int32_t fd_keys, int32_t fd_cum, uint64_t nk,
+                                 uint64_t window, uint64_t first, uint64_t last,
+                                 uint32_t depth0, uint64_t t, uint64_t s, int64_t delta,
+                                 int64_t theta, uint64_t max_leaves, uint32_t fanout,
+                                 int32_t *read_errno, pds_privtree *out);
 void pds_privtree_free(pds_privtree *tree);
 /* Check that ends[0..m) are the leaves, in order, of a binary halving tree
  * over [first, last] (each node [a, b] split at a + (b - a) / 2) and write
@@ -835,6 +849,28 @@ pds_status pds_merge_runs(uint32_t k, const uint64_t *const *keys,
                           const int64_t *const *counts, const uint64_t *lens,
                           uint64_t *out_keys, int64_t *out_counts,
                           uint64_t capacity, uint64_t *n_out);
+/* Sorted keys[0..n) (nondecreasing, else PDS_EINVAL) as their distinct values
+ * out_keys[0..*n_out) with how often each occurs, out_counts; out_keys may be
+ * keys itself; capacity >= n.  O(n), one pass. */
+pds_status pds_reduce_sorted(const uint64_t *keys, uint64_t n, uint64_t *out_keys,
+                             int64_t *out_counts, uint64_t capacity, uint64_t *n_out);
+/* The state of pds_runs_cum between chunks (zero it to start). */
+typedef struct pds_cum_state {
+    uint64_t key;          /* the pending key (its run may go on) */
+    int64_t pending;       /* its count so far */
+    int64_t total;         /* the running total of the keys written */
+    int32_t has;           /* 1 if a key is pending */
+} pds_cum_state;
+/* One chunk keys[0..n) with counts[0..n) (keys nondecreasing, none below the
+ * pending key; counts >= 0; the running total at most 2^62: else PDS_EINVAL /
+ * PDS_ERANGE, nothing written or moved) as distinct keys with their running
+ * totals: out_keys/out_cum get every key whose run ended (a larger key
+ * followed) and whose total is > 0, with the total through it; the last key
+ * stays pending in *st, written by a call with final = 1 (n may be 0).
+ * capacity >= n + 1.  *n_out = entries written.  O(n). */
+pds_status pds_runs_cum(const uint64_t *keys, const int64_t *counts, uint64_t n,
+                        int32_t final, pds_cum_state *st, uint64_t *out_keys,
+                        int64_t *out_cum, uint64_t capacity, uint64_t *n_out);
 /* Outputs [first, last) of the merge of the sorted arrays a (na entries)
  * and b (nb entries) into out[first .. last): disjoint output slices can be
  * written by different threads (merge path; each call finds where its slice

@@ -41,6 +41,7 @@ References
 """
 import os
 import shutil
+import threading
 
 import numpy as np
 
@@ -58,6 +59,8 @@ MAX_TOTAL_COUNT = LIMITS.max_count
 
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
 _EMPTY_COUNTS = np.empty(0, dtype=np.int64)
+_MERGE_ENTRIES = 1 << 19    # entries of the blocks one step of the final merge takes
+_PEEK = 1 << 12            # keys read at a time past a block to count its last key's repeats
 
 
 def check_counts(counts, shape, name="counts", what="value"):
@@ -137,6 +140,16 @@ def _reduce_sorted(keys, counts):
     """Distinct ``keys`` (sorted) with their counts summed; zero totals dropped."""
     if keys.size == 0:
         return _EMPTY_KEYS, _EMPTY_COUNTS
+    if counts is None and keys.dtype == np.uint64:     # one C pass (pds_reduce_sorted)
+        keys = np.ascontiguousarray(keys)
+        out_k, out_c = np.empty(keys.size, dtype=np.uint64), np.empty(keys.size, dtype=np.int64)
+        n_out = ffi.new("uint64_t *")
+        check(lib.pds_reduce_sorted(_u64(keys), keys.size, _u64(out_k), _i64(out_c), keys.size,
+                                    n_out), "counting sorted keys")
+        m = int(n_out[0])
+        if 2 * m < keys.size:          # few distinct values: do not keep the whole buffers
+            return out_k[:m].copy(), out_c[:m].copy()
+        return out_k[:m], out_c[:m]
     new = np.empty(keys.size, dtype=bool)
     new[0] = True
     np.not_equal(keys[1:], keys[:-1], out=new[1:])
@@ -308,8 +321,11 @@ class SortedAggregator:
     """The sorted ``(key, count)`` aggregate of a stream of chunks, in bounded memory.
 
     Unweighted chunks are buffered as they come (:meth:`add`) and sorted
-    together once ``memory_entries`` keys are held (one ``np.sort``, the
-    duplicates then added up); weighted chunks are aggregated at once.  A
+    together once ``memory_entries`` keys are held (one ``np.sort`` in a
+    background thread while the next keys are buffered, so at most two runs
+    are in memory; the duplicates then added up, or, when the keys are
+    mostly distinct, the sorted keys themselves spilled and counted as they
+    are read back); weighted chunks are aggregated at once.  A
     sorted part of more than half of ``memory_entries`` entries is written
     to a temporary directory as a run; smaller ones are merged in memory.
     :meth:`chunks` merges the runs back block by block
@@ -328,7 +344,7 @@ class SortedAggregator:
 
     Notes
     -----
-    Memory O(memory_entries + runs * block_entries) whatever the number of
+    Memory O(2 memory_entries + runs * block_entries) whatever the number of
     rows; disk O(distinct keys per run, summed).  Every step is a numpy sort
     or a C merge of a block, never a Python loop per item.
 
@@ -338,7 +354,7 @@ class SortedAggregator:
     >>> for chunk in ([5, 1, 5], [9, 1], [2, 5, 7, 7]):
     ...     agg.add(np.array(chunk, dtype=np.uint64))
     >>> [(k.tolist(), c.tolist()) for k, c in agg.chunks()]
-    [([1, 2, 5], [2, 1, 3]), ([7], [2]), ([9], [1])]
+    [([1], [2]), ([2, 5], [1, 3]), ([7], [2]), ([9], [1])]
     >>> agg.close()
     """
 
@@ -350,6 +366,7 @@ class SortedAggregator:
         self._raw, self._raw_size = [], 0
         self._pending, self._pending_size = [], 0
         self._runs = []            # (path of keys, path of counts, entries)
+        self._job = None           # (thread, result box): the run being sorted meanwhile
         self.total = 0             # the number of items added (sum of counts)
 
     def add(self, keys, counts=None):
@@ -360,6 +377,7 @@ class SortedAggregator:
         """
         keys = np.asarray(keys, dtype=np.uint64)
         if counts is not None:
+            self._wait()
             part = aggregate(keys, counts)
             self.total += int(part[1].sum(dtype=np.int64))
             self.add_sorted(*part)
@@ -370,13 +388,52 @@ class SortedAggregator:
         if self._raw_size >= self._limit:
             self._flush_raw()
 
-    def _flush_raw(self):
+    def _flush_raw(self, background=True):
+        """Sort the buffered keys as one run: a full run in a background thread (numpy's
+        sort and the writes release the GIL, so the next rows are read meanwhile; one run
+        at a time), the last one here."""
         if not self._raw:
+            self._wait()
             return
         keys = np.concatenate(self._raw) if len(self._raw) > 1 else self._raw[0].copy()
         self._raw, self._raw_size = [], 0
-        keys.sort()
-        self.add_sorted(*_reduce_sorted(keys, None))
+        self._wait()
+        box = {}
+        if background and keys.size > self._limit // 2:
+            thread = threading.Thread(target=self._sort_run, args=(keys, box), daemon=True)
+            thread.start()
+            self._job = (thread, box)
+            return
+        self._sort_run(keys, box)
+        self._finish(box)
+
+    def _sort_run(self, keys, box):
+        """Sort ``keys``; spill them as they are when mostly distinct, else count them
+        (the part, in ``box``, is added by :meth:`_finish` in the caller's thread)."""
+        try:
+            keys.sort()
+            if keys.size > self._limit // 2 and \
+                    2 * (1 + np.count_nonzero(keys[1:] != keys[:-1])) > keys.size:
+                # mostly distinct: the sorted keys themselves are the run (8 bytes an
+                # entry, not 16), their repeats counted as it is read (_UnitRunReader)
+                self._spill((keys, None))
+            else:
+                box["part"] = _reduce_sorted(keys, None)
+        except BaseException as exc:          # handed to the caller's thread
+            box["error"] = exc
+
+    def _finish(self, box):
+        if "error" in box:
+            raise box["error"]
+        if "part" in box:
+            self.add_sorted(*box["part"])
+
+    def _wait(self):
+        """Wait for the run being sorted in the background (its error raised here)."""
+        job, self._job = self._job, None
+        if job is not None:
+            job[0].join()
+            self._finish(job[1])
 
     def add_sorted(self, keys, counts):
         """Add an aggregate that is already sorted and distinct (as :func:`aggregate` returns)."""
@@ -400,6 +457,9 @@ class SortedAggregator:
             self._tmp = private_directory("pydp-aggregate-", self._directory)
         base = os.path.join(self._tmp, f"run{len(self._runs)}")
         write_file(base + ".keys", part[0].astype(np.uint64, copy=False))
+        if part[1] is None:        # sorted keys with repeats, each once
+            self._runs.append((base + ".keys", None, part[0].size))
+            return
         write_file(base + ".counts", part[1].astype(np.int64, copy=False))
         self._runs.append((base + ".keys", base + ".counts", part[0].size))
 
@@ -415,15 +475,19 @@ class SortedAggregator:
         :meth:`add` calls).  O(n log k) for n entries in k runs; memory
         O(k * block_entries).
         """
-        self._flush_raw()
+        self._flush_raw(background=False)
         merged = merge(self._pending)
         if not self._runs:
             for start in range(0, merged[0].size, self._block):
                 yield merged[0][start:start + self._block], merged[1][start:start + self._block]
             return
-        # the readers' blocks share the memory of one run: k runs, blocks of limit / k
-        block = min(self._block, max(1 << 12, self._limit // (len(self._runs) + 1)))
-        readers = [_RunReader(*run, block) for run in self._runs]
+        # the readers' blocks share the memory of one run: k runs, blocks of limit / k; and
+        # one merge takes at most _MERGE_ENTRIES (its buffers are then reused from the
+        # heap, not fresh pages faulted in for every block)
+        k = len(self._runs) + 1
+        block = min(self._block, max(1 << 12, self._limit // k),
+                    max(1 << 12, _MERGE_ENTRIES // k))
+        readers = [(_RunReader if run[1] else _UnitRunReader)(*run, block) for run in self._runs]
         if merged[0].size:
             readers.append(_ArrayReader(merged, block))
         while True:
@@ -436,7 +500,10 @@ class SortedAggregator:
             yield merge([r.take_through(bound) for r in live])
 
     def close(self):
-        """Remove the spilled runs."""
+        """Remove the spilled runs (after the run being sorted, if any, is written)."""
+        job, self._job = self._job, None
+        if job is not None:
+            job[0].join()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -474,6 +541,33 @@ class _RunReader:
         if not self.keys.size:
             self._refill()
         return out
+
+
+class _UnitRunReader(_RunReader):
+    """Blocks of a run of sorted keys with repeats (each key once per entry), counted
+    (:func:`_reduce_sorted`) as they are read: a block never ends inside a stretch of
+    equal keys -- the repeats of its last key are read on
+    in pieces of ``_PEEK`` and only counted -- so no key is split between two blocks
+    and the merge's chunks stay strictly increasing across chunks."""
+
+    def _refill(self):
+        n = min(self._block, self._entries - self._next)
+        if n <= 0:
+            self.keys, self.counts = _EMPTY_KEYS, _EMPTY_COUNTS
+            return
+        path = self._paths[0]
+        self.keys, self.counts = _reduce_sorted(read_array(path, np.uint64, n, path,
+                                                           8 * self._next), None)
+        self._next += n
+        self.counts = np.array(self.counts)      # writable (a block of distinct keys: ones)
+        while self._next < self._entries:
+            more = read_array(path, np.uint64, min(_PEEK, self._entries - self._next), path,
+                              8 * self._next)
+            same = int(np.searchsorted(more, self.keys[-1], side="right"))
+            self.counts[-1] += same
+            self._next += same
+            if same < more.size:
+                break
 
 
 class _ArrayReader(_RunReader):

@@ -94,13 +94,13 @@ import numpy as np
 from .. import persist
 from .._core import LIMITS, check, ffi, lib
 from ..errors import DomainError, FormatError, ParameterError
-from ..spill import create, private_directory, write_array
+from ..spill import SpillError, create, private_directory, write_array
 from .dnrr import Partition, checked_ends
 from .sharded import check_shards, shard_domains
 
 __all__ = ["TREE_PARTITION_KIND", "TreePartition", "PRIVTREE", "PRIVTREE_FANOUTS",
            "check_privtree_fanout", "privtree_parameters", "root_depth", "privtree_of_sorted",
-           "privtree_of_chunks", "privtree_kernel"]
+           "privtree_of_chunks", "privtree_kernel", "privtree_kernel_files"]
 
 #: The persist record of a PrivTree partition (``ps.save(partition)``) and its version.
 TREE_PARTITION_KIND = "privtree-partition"
@@ -117,6 +117,12 @@ _MAX_DELTA = 1 << 53
 _MAX_LEAVES = 1 << 32
 #: Above this many distinct values a streamed build spills them to disk.
 _SPILL_ENTRIES = 1 << 22
+#: Entries of the spilled keys and totals the walk holds at once (16 bytes each).
+_WINDOW_ENTRIES = 1 << 20
+_MAX_WINDOW_ENTRIES = 1 << 27      # PDS_PRIVTREE_MAX_WINDOW
+_READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_NO_KEYS = np.empty(0, dtype=np.uint64)
+_NO_COUNTS = np.empty(0, dtype=np.int64)
 
 
 def check_privtree_fanout(fanout):
@@ -451,24 +457,29 @@ def _slices(chunks, size=1 << 20):
 
 
 class _Runs:
-    """Sorted ``(key, count)`` chunks gathered as distinct keys and running totals:
-    in memory, or in two spilled files read through ``numpy.memmap`` once they pass
-    ``_SPILL_ENTRIES`` entries (memory then O(chunk); the kernel drops the mapped
-    pages behind its walk)."""
+    """Sorted ``(key, count)`` chunks gathered as distinct keys and running totals
+    (one C pass per chunk, ``pds_runs_cum``): in memory, or in two spilled files
+    once they pass ``_SPILL_ENTRIES`` entries (memory then O(chunk)).  The walk
+    reads spilled runs through a bounded window (:func:`privtree_kernel_files`),
+    never a memory map, so its resident memory does not grow with them."""
 
-    def __init__(self, chunks):
+    def __init__(self, chunks, directory=None):
         self._dir = None
-        keys, cums, n, total = [], [], 0, 0
+        self.keys = self.cum = None
+        self.entries = 0
+        keys, cums = [], []
         files = None
+        state = ffi.new("pds_cum_state *")
+        n_out = ffi.new("uint64_t *")
 
         def put(k, cum):
             """Keep a piece of keys and totals: in memory, or in the spill files once
             ``_SPILL_ENTRIES`` are passed (then the kept pieces move there first)."""
-            nonlocal n, files, keys, cums
-            n += k.size
-            if files is None and n > _SPILL_ENTRIES:
+            nonlocal files, keys, cums
+            self.entries += k.size
+            if files is None and self.entries > _SPILL_ENTRIES:
                 # secret (the distinct values): 0600 files in a private 0700 directory
-                self._dir = private_directory("pydp-privtree-")
+                self._dir = private_directory("pydp-privtree-", directory)
                 files = [create(os.path.join(self._dir, name)) for name in ("k", "c")]
                 keys, cums = keys + [k], cums + [cum]
                 for a, b in zip(keys, cums):
@@ -476,38 +487,41 @@ class _Runs:
                     write_array(files[1], b, os.path.join(self._dir, "c"))
                 keys, cums = [], []
             elif files is None:
-                keys.append(k)
-                cums.append(cum)
+                keys.append(k.copy() if k.base is not None and 2 * k.size < k.base.size else k)
+                cums.append(cum.copy() if cum.base is not None and 2 * cum.size < cum.base.size
+                            else cum)
             else:
                 write_array(files[0], k, os.path.join(self._dir, "k"))
                 write_array(files[1], cum, os.path.join(self._dir, "c"))
+
+        spare = [None]          # once spilled, one pair of output buffers serves every chunk
+
+        def step(pos, cnt, final):
+            if files is not None and spare[0] is not None and spare[0][0].size > pos.size:
+                out_k, out_c = spare[0]
+            else:
+                out_k = np.empty(pos.size + 1, dtype=np.uint64)
+                out_c = np.empty(pos.size + 1, dtype=np.int64)
+                if files is not None:
+                    spare[0] = (out_k, out_c)
+            check(lib.pds_runs_cum(ffi.from_buffer("uint64_t[]", pos),
+                                   ffi.from_buffer("int64_t[]", cnt), pos.size, final, state,
+                                   ffi.from_buffer("uint64_t[]", out_k),
+                                   ffi.from_buffer("int64_t[]", out_c), out_k.size, n_out),
+                  "gathering the sorted runs")
+            m = int(n_out[0])
+            if m:
+                put(out_k[:m], out_c[:m])
         try:
-            carry_k, carry_c = None, 0
             for pos, cnt in _slices(chunks):
-                if carry_k is not None:
-                    pos = np.concatenate(([carry_k], pos))
-                    cnt = np.concatenate(([carry_c], cnt))
-                k, c = _runs_of_sorted(pos, cnt)
-                if k.size == 0:
-                    carry_k = None
-                    continue
-                c = np.diff(c, prepend=0)
-                carry_k, carry_c = k[-1], int(c[-1])     # the next chunk may continue it
-                k, c = k[:-1], c[:-1]
-                cum = total + np.cumsum(c)
-                total = int(cum[-1]) if cum.size else total
-                put(k, cum)
-            if carry_k is not None:
-                put(np.array([carry_k], dtype=np.uint64),
-                    np.array([total + carry_c], dtype=np.int64))
+                step(np.ascontiguousarray(pos), np.ascontiguousarray(cnt), 0)
+            step(_NO_KEYS, _NO_COUNTS, 1)
             if files is None:
-                self.keys = np.concatenate(keys) if keys else np.empty(0, dtype=np.uint64)
-                self.cum = np.concatenate(cums) if cums else np.empty(0, dtype=np.int64)
+                self.keys = np.concatenate(keys) if keys else _NO_KEYS
+                self.cum = np.concatenate(cums) if cums else _NO_COUNTS
             else:
                 for fh in files:
                     fh.close()
-                self.keys = np.memmap(os.path.join(self._dir, "k"), dtype=np.uint64, mode="r")
-                self.cum = np.memmap(os.path.join(self._dir, "c"), dtype=np.int64, mode="r")
         except BaseException:
             for fh in files or ():
                 fh.close()
@@ -516,14 +530,70 @@ class _Runs:
 
     @property
     def spilled(self):
-        """Whether the runs are in files (read-only memory maps)."""
+        """Whether the runs are in files."""
         return self._dir is not None
+
+    def grow(self, first, last, epsilon, rng, depth0, fanout, window=None):
+        """:func:`_grow` over the runs: the arrays, or the files through a window."""
+        if not self.spilled:
+            return _grow(self.keys, self.cum, first, last, epsilon, rng, depth0, fanout=fanout)
+        lam, delta = privtree_parameters(epsilon, fanout)
+        return privtree_kernel_files(os.path.join(self._dir, "k"), os.path.join(self._dir, "c"),
+                                     self.entries, first, last, rng, scale=lam, bias=delta,
+                                     depth0=depth0, fanout=fanout, window=window)
 
     def close(self):
         if self._dir is not None:
             self.keys = self.cum = None
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+
+def privtree_kernel_files(keys_path, cum_path, entries, first, last, rng, *, scale, bias,
+                          theta=_THETA, depth0=0, fanout=2, window=None):
+    """:func:`privtree_kernel` over distinct keys and running totals in two spill files
+    (native uint64 and int64, ``entries`` each), read through a window of ``window``
+    entries (default ``_WINDOW_ENTRIES``; 16 bytes each, the walk's whole resident
+    memory for them).  Under a seed the same leaves as the kernel over the arrays.
+
+    Raises
+    ------
+    ParameterError
+        ``window`` outside ``[2, 2**27]``.
+    SpillError
+        A file could not be opened or read (the operating system's reason only).
+    """
+    window = _WINDOW_ENTRIES if window is None else window
+    if isinstance(window, bool) or not isinstance(window, int) \
+            or not 2 <= window <= _MAX_WINDOW_ENTRIES:
+        raise ParameterError(f"window must be an int in [2, {_MAX_WINDOW_ENTRIES}] entries, "
+                             f"got {window!r}")
+    lam = Fraction(scale)
+    fds = []
+    out = ffi.new("pds_privtree *")
+    err = ffi.new("int32_t *")
+    try:
+        for path in (keys_path, cum_path):
+            try:
+                fds.append(os.open(path, _READ))
+            except OSError as exc:
+                raise SpillError(f"could not open the temporary file {path}: "
+                                 f"{os.strerror(exc.errno or 5)}") from None
+        with rng.native() as state:
+            st = lib.pds_privtree_build_fd(state, fds[0], fds[1], entries, window, first, last,
+                                           depth0, lam.numerator, lam.denominator, bias, theta,
+                                           _MAX_LEAVES, fanout, err, out)
+        if st == lib.PDS_ESTATE and err[0]:
+            raise SpillError(f"could not read the temporary files in "
+                             f"{os.path.dirname(keys_path)}: {os.strerror(err[0])}")
+        check(st, "privtree partition")
+        ends = np.frombuffer(ffi.buffer(out.ends, 8 * out.m), dtype=np.uint64).copy()
+        counts = np.frombuffer(ffi.buffer(out.counts, 8 * out.m), dtype=np.int64).copy()
+    finally:
+        lib.pds_privtree_free(out)
+        for fd in fds:
+            os.close(fd)
+    return ends, counts
 
 
 def privtree_of_chunks(chunks, domain, epsilon, beta, rng, size=None, fanout=2):
@@ -533,16 +603,16 @@ def privtree_of_chunks(chunks, domain, epsilon, beta, rng, size=None, fanout=2):
     (same chunks; under a seed exactly :func:`privtree_of_sorted` of their
     concatenation).  Memory O(chunk + m) plus, past ``2**22`` distinct
     values, two temporary files of 16 bytes per distinct value, read through
-    memory maps.  ``size``: the whole domain's size when ``domain`` is one of
-    its shards (the tree then starts at :func:`root_depth`).  ``fanout``: 2 or 4.
+    a window of ``_WINDOW_ENTRIES`` entries (16 MiB).  ``size``: the whole
+    domain's size when ``domain`` is one of its shards (the tree then starts
+    at :func:`root_depth`).  ``fanout``: 2 or 4.
     """
     fanout = check_privtree_fanout(fanout)
     lo, hi = domain
     depth0 = 0 if size is None else root_depth(size, hi - lo + 1, fanout)
     runs = _Runs(chunks)
     try:
-        ends, weights = _grow(runs.keys, runs.cum, 0, hi - lo, epsilon, rng, depth0,
-                              release=runs.spilled, fanout=fanout)
+        ends, weights = runs.grow(0, hi - lo, epsilon, rng, depth0, fanout)
     finally:
         runs.close()
     return TreePartition._checked(ends, lo, hi, epsilon, beta, fanout=fanout), weights

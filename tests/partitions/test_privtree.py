@@ -374,8 +374,8 @@ def test_dnrr_options_select_dnrr():
 
 
 @pytest.mark.slow
-def test_spilled_runs_drop_their_pages_behind_the_walk_and_agree(monkeypatch):
-    # 3 * 2^20 distinct keys: the kernel releases the mapped pages behind it (window 2^20)
+def test_spilled_runs_read_through_a_window_agree(monkeypatch):
+    # 3 * 2^20 distinct keys: the kernel reads the files through its window (2^20 entries)
     gen = np.random.default_rng(21)
     keys = np.unique(gen.integers(0, 2**40, 3 * 2**20 + 5000).astype(np.uint64))
     counts = gen.integers(1, 4, keys.size)
@@ -406,14 +406,14 @@ def test_streamed_spill_is_private_and_removed(tmp_path, monkeypatch):
     # so 0600 files in a 0700 directory (they were created with the umask's mode)
     monkeypatch.setattr(privtree, "_SPILL_ENTRIES", 64)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    seen, real = [], privtree._grow
+    seen, real = [], privtree.privtree_kernel_files
 
     def grow(keys, cum, *args, **kw):
         seen.append(tuple(stat.S_IMODE(os.stat(p).st_mode)
-                          for p in (os.path.dirname(keys.filename), keys.filename, cum.filename)))
+                          for p in (os.path.dirname(keys), keys, cum)))
         return real(keys, cum, *args, **kw)
 
-    monkeypatch.setattr(privtree, "_grow", grow)
+    monkeypatch.setattr(privtree, "privtree_kernel_files", grow)
     chunks = [(np.arange(i * 100, i * 100 + 100, dtype=np.uint64), np.ones(100, dtype=np.int64))
               for i in range(5)]
     part, weights = privtree.privtree_of_chunks(iter(chunks), (0, 999), Fraction(1), 0.05,
