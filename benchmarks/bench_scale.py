@@ -64,6 +64,7 @@ A_DOMAIN = (0, 2**32 - 1)
 B_DOMAIN = (1_700_000_000, 1_700_000_000 + 31_536_000 - 1)
 X_DOMAIN = (0, 2**20 - 1)
 H_DOMAIN = (0, 1_000_000_006)
+HUGE_DOMAIN = (0, 2**63 - 1)        # (hash(i) >> 1): about as many distinct values as rows
 
 
 # ------------------------------------------------------------------ data
@@ -221,6 +222,13 @@ def task(name, args):
         syn = ps.IntervalSynopsis.build(src, domain=H_DOMAIN, epsilon=1, rng=ps.Rng(seed=1))
         out["segments"] = len(syn)
         out["answer"] = float(syn.count(0, H_DOMAIN[1] // 2))
+    elif name == "huge_sort":
+        src = sources.files(args["path"], ["v"], engine="duckdb", plan="sort",
+                            temp_directory=args["spill_dir"])
+        start = time.perf_counter()
+        syn = ps.IntervalSynopsis.build(src, domain=HUGE_DOMAIN, epsilon=1, rng=ps.Rng(seed=1))
+        out["segments"] = len(syn)
+        out["answer"] = float(syn.count(0, HUGE_DOMAIN[1] // 2))
     elif name == "highcard_numpy":
         where = args.get("source", "duckdb")
         if where == "parquet":
@@ -336,14 +344,18 @@ def measure(name, args):
     proc = subprocess.Popen([sys.executable, HERE, "--task", name, json.dumps(args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     roots = [proc.pid] + ([args["server_pid"]] if args.get("server_pid") else [])
-    peak = {"tree": 0, "anon": 0, "file": 0}
+    peak = {"tree": 0, "anon": 0, "file": 0, "disk": 0}
     done = threading.Event()
 
     def sample():
+        ticks = 0
         while not done.is_set():
             anon, file = _tree_rss(roots)
             if anon + file > peak["tree"]:
                 peak.update(tree=anon + file, anon=anon, file=file)
+            if args.get("spill_dir") and ticks % 25 == 0:      # every 0.5 s
+                peak["disk"] = max(peak["disk"], _disk_used(args["spill_dir"]))
+            ticks += 1
             done.wait(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -358,7 +370,21 @@ def measure(name, args):
     result["rss"] = rss
     result["tree_rss"], result["tree_anon"], result["tree_file"] = \
         peak["tree"], peak["anon"], peak["file"]
+    if args.get("spill_dir"):
+        result["spill_disk"] = peak["disk"]
     return result
+
+
+def _disk_used(directory):
+    """Bytes of disk the files under ``directory`` take (blocks allocated), now."""
+    total = 0
+    for root, _dirs, names in os.walk(directory):
+        for n in names:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_blocks * 512
+            except OSError:
+                pass
+    return total
 
 
 def run(name, **args):
@@ -467,6 +493,38 @@ def highcard(work, sizes, scale, where, memory_limit, plans=("auto", "sort", "gr
         os.remove(path)
 
 
+def huge(work, sizes, scale):
+    """10^9 rows of about as many distinct values, one Parquet file, the sort plan alone:
+    time, the process tree's peak RSS and the spill's peak disk use (no floor: fetching
+    10^9 values into numpy needs 8 GB before the build starts)."""
+    import duckdb
+
+    print("\n## Parquet, about as many distinct values as rows, sort plan, default "
+          "memory_limit; RSS: the process tree's peak; disk: the spill directory's peak")
+    for rows in sizes:
+        rows //= scale
+        path = os.path.join(work, f"huge{rows}.parquet")
+        spill = os.path.join(work, f"spill{rows}")
+        os.makedirs(spill, exist_ok=True)
+        t = time.perf_counter()
+        con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
+        con.execute(f"COPY (SELECT (hash(i) >> 1)::BIGINT AS v FROM range({rows}) t(i)) "
+                    f"TO '{path}' (FORMAT PARQUET)")
+        con.close()
+        print(f"  {rows:,} rows ({os.path.getsize(path) / GIB:.1f} GiB of Parquet made in "
+              f"{time.perf_counter() - t:.0f} s)")
+        try:
+            result = run("huge_sort", path=path, spill_dir=spill)
+            row("parquet: plan=sort", result, None, "target RSS <= 1.5 GiB")
+            if "spill_disk" in result:
+                print(f"  spill directory's peak disk use: {result['spill_disk'] / GIB:.1f} GiB; "
+                      f"left behind: {_disk_used(spill)} bytes")
+        finally:
+            os.remove(path)
+            shutil.rmtree(spill, ignore_errors=True)
+
+
 def parse_sizes(text):
     return [int(float(t)) for t in text.split(",") if t]
 
@@ -488,6 +546,8 @@ def main():
                    help="comma list of the plans measured on the high-cardinality sources")
     p.add_argument("--memory-limit", default=None,
                    help="memory_limit of the high-cardinality builds (default: the package's)")
+    p.add_argument("--huge", default="",
+                   help="Parquet sizes for the 10^9-row run (sort plan only; off by default)")
     p.add_argument("--skip", default="",
                    help="comma list of: weighted,parquet,dask,pushdown,highcard,highcard_rect,"
                         "csv")
@@ -556,6 +616,8 @@ def main():
         if "highcard" not in skip:
             highcard(work, parse_sizes(a.highcard), scale, a.highcard_sources.split(","),
                      a.memory_limit, a.highcard_plans.split(","))
+        if a.huge:
+            huge(work, parse_sizes(a.huge), scale)
         if "highcard_rect" not in skip:
             print("\n## Rectangles, 2 high-cardinality axes: RectangleSynopsis.build (default "
                   "--memory-limit); same seed, so every path prints the same answer")

@@ -54,3 +54,19 @@ def test_high_cardinality_rectangles_run_on_tiny_inputs(tmp_path):
                      "target RSS <= 1.5 GiB"):
         assert fragment in out, out
     assert os.listdir(tmp_path) == []
+
+
+def test_the_huge_parquet_run_reports_its_spill_on_a_tiny_input(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__))))
+    proc = subprocess.run(
+        [sys.executable, os.path.join(HERE, "bench_scale.py"), "--huge", "40000",
+         "--skip", "weighted,parquet,dask,pushdown,highcard,highcard_rect,csv",
+         "--workdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "error" not in out, out
+    for fragment in ("40,000 rows", "parquet: plan=sort", "target RSS <= 1.5 GiB",
+                     "spill directory's peak disk use", "left behind: 0 bytes"):
+        assert fragment in out, out
+    assert os.listdir(tmp_path) == []
