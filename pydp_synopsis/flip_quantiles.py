@@ -50,7 +50,8 @@ and the pair is sorted (post-processing).  The split below would leave one of
 them less than ``epsilon / 2`` (its counts cost budget and a two-quantile
 split narrows few candidates), so for ``k = 2`` independent releases are
 used: per quantile the law of ``k`` independent releases at ``epsilon / k``
-(what OpenDP's ``make_private_quantile`` gives each at ``epsilon / k``), and
+(OpenDP's ``make_private_quantile`` gives each ``epsilon / k`` too, with Smith's
+score), and
 sorting only lowers the summed rank error (the rank error of an answer for a
 target is a Monge cost: pairing sorted answers with sorted targets is best).
 
