@@ -14,13 +14,27 @@ most ``candidates`` points, else ``candidates`` equal-width grid points
 ``lo + floor(W j / candidates)``, ``j = 0 .. candidates - 1`` (``W`` the
 domain's width).
 
-**One quantile** ``q`` (Smith 2011's utility).  ``q`` is read as the
+**One quantile** ``q`` (a rank-interval score).  ``q`` is read as the
 fraction ``a / b`` in lowest terms nearest to it with ``b <= 10**6``
-(``Fraction(q).limit_denominator(10**6)``: 0.25 is 1/4, 0.01 is 1/100).  A
-candidate ``c`` scores ``u(c) = -|(b - a) #{x < c} - a #{x > c}|``, an
-integer that is 0 where ``c`` splits the data ``a : (b - a)``.  Adding or
-removing one row moves ``#{x < c}`` or ``#{x > c}`` by one (or neither, for a
-row at ``c``), so every score moves by at most ``Delta = max(a, b - a)``.
+(``Fraction(q).limit_denominator(10**6)``: 0.25 is 1/4, 0.01 is 1/100).  With
+``n`` rows, ``L = #{x < c}`` and ``E = #{x <= c}``, a candidate ``c`` scores
+``u(c) = -max(b L - a n, a n - b E, 0)``: ``-b n`` times the distance from the
+target rank ``q n`` to ``c``'s rank interval ``[L, E]``, so 0 for every
+candidate whose interval holds the target -- a candidate holding many tied rows
+(whole minutes) is perfect when the target falls among them.  Where no row sits
+on ``c`` (``E = L``) it is Smith's score [Smi11]_ ``-|(b - a) #{x < c} - a
+#{x > c}|`` (``-|b L - a n|``), which scored a tied candidate by the rows
+strictly below and above it only.
+
+*Sensitivity* ``Delta = max(a, b - a)``.  Adding one row ``x`` (removing is
+the reverse) changes ``f = b L - a n`` and ``g = a n - b E`` by: ``x < c``:
+``L, E, n`` all +1, ``f += b - a``, ``g -= b - a``; ``x = c``: ``E, n`` +1,
+``f -= a``, ``g -= b - a``; ``x > c``: ``n`` +1, ``f -= a``, ``g += a``.  So
+neither moves by more than ``max(a, b - a)``, and ``max(f, g, 0)`` moves by no
+more than its arguments do (``|max(u) - max(v)| <= max |u - v|``).  The bound is
+attained: at a candidate far above the target (``f`` the maximum, well above 0),
+a row added above it moves the score by ``a`` and one added below by ``b - a``
+(tests/test_private_quantiles.py checks the bound exhaustively on small data).
 Permute-and-flip [MS20]_ visits the candidates in a uniformly random order
 and stops at the first ``r`` accepted, with probability ``exp(-epsilon (u* -
 u_r) / (2 Delta))`` (``u*`` the best score), in C (``csrc/flip.c``) with exact
@@ -36,7 +50,8 @@ and the pair is sorted (post-processing).  The split below would leave one of
 them less than ``epsilon / 2`` (its counts cost budget and a two-quantile
 split narrows few candidates), so for ``k = 2`` independent releases are
 used: per quantile the law of ``k`` independent releases at ``epsilon / k``
-(what OpenDP's ``make_private_quantile`` gives each at ``epsilon / k``), and
+(OpenDP's ``make_private_quantile`` gives each ``epsilon / k`` too, with Smith's
+score), and
 sorting only lowers the summed rank error (the rank error of an answer for a
 target is a Monge cost: pairing sorted answers with sorted targets is best).
 
@@ -189,19 +204,26 @@ def candidate_grid(width, most):
     return np.uint64(whole) * j + (np.uint64(rest) * j) // np.uint64(most)
 
 
-def quantile_scores(below, above, q):
-    """Smith's integer scores ``-|(b - a) below - a above|`` for ``q = a / b`` and their
-    sensitivity ``max(a, b - a)``.
+def quantile_scores(below, above, rows, q):
+    """Rank-interval scores ``-max(b L - a n, a n - b E, 0)`` for ``q = a / b`` and their
+    sensitivity ``max(a, b - a)`` (the module docstring proves it).
 
-    ``below``/``above``: per candidate, the rows strictly below and strictly above it.
+    ``below``/``above``: per candidate, the rows strictly below (``L``) and strictly
+    above it (``n - E``); ``rows``: all rows ``n``.  Equal to Smith's ``-|(b - a) below
+    - a above|`` where no row sits on a candidate.
 
-    >>> s, d = quantile_scores(np.array([0, 1, 2]), np.array([2, 1, 0]), Fraction(1, 2))
+    >>> s, d = quantile_scores(np.array([0, 1, 2]), np.array([2, 1, 0]), 2, Fraction(1, 2))
     >>> s.tolist(), d
     ([-2, 0, -2], 1)
+    >>> quantile_scores(np.array([0, 1, 5]), np.array([4, 0, 0]), 5, Fraction(1, 2))[0].tolist()
+    [-3, 0, -5]
     """
     a, b = q.numerator, q.denominator
-    scores = -np.abs(np.int64(b - a) * below - np.int64(a) * above)
-    return np.ascontiguousarray(scores, dtype=np.int64), max(a, b - a)
+    below = np.asarray(below, dtype=np.int64)
+    upto = np.int64(rows) - np.asarray(above, dtype=np.int64)
+    target = np.int64(a) * np.int64(rows)
+    gap = np.maximum(np.maximum(np.int64(b) * below - target, target - np.int64(b) * upto), 0)
+    return np.ascontiguousarray(-gap, dtype=np.int64), max(a, b - a)
 
 
 def _flip(p, scores, sensitivity, eps, work, out):
@@ -234,7 +256,7 @@ def _release(srt, grid, qs, eps, rng):
         # independent flips at epsilon / 2 on all rows, sorted (post-processing)
         with rng.native() as p:
             for i, q in enumerate(qs):
-                scores, sens = quantile_scores(below_all, srt.size - upto_all, q)
+                scores, sens = quantile_scores(below_all, srt.size - upto_all, srt.size, q)
                 chosen[i] = _flip(p, scores, sens, eps / 2, work, out)
         return np.sort(chosen)
     depth = split_depth(len(qs))
@@ -253,7 +275,8 @@ def _release(srt, grid, qs, eps, rng):
                 qm, pos = items[mid]
                 part_q = qm if size is None else _part_fraction(qm, total, below, size)
                 scores, sens = quantile_scores(below_all[ci:cj + 1] - s,
-                                               e - np.minimum(upto_all[ci:cj + 1], e), part_q)
+                                               e - np.minimum(upto_all[ci:cj + 1], e), e - s,
+                                               part_q)
                 r = ci + _flip(p, scores, sens, eps_level if last else eps_level - eps_count,
                                work, out)
                 chosen[pos] = r
@@ -282,7 +305,8 @@ def private_quantiles(values, q, *, domain, epsilon, candidates=DEFAULT_CANDIDAT
     """Private ``q``-quantiles of ``values``, the whole ``epsilon`` spent on them.
 
     Each quantile is released by permute-and-flip over a public list of
-    candidates with Smith's rank score; two quantiles by two releases at
+    candidates with a rank-interval score (0 where a
+    candidate's rank interval holds the target); two quantiles by two releases at
     ``epsilon / 2``, three or more by the recursive split of Kaplan, Schnapp and
     Stemmer (``ceil(log2(k + 1))`` levels at ``epsilon / levels`` each).
     ``epsilon``-DP with respect to adding or removing one row; see :mod:`pydp_synopsis.flip_quantiles` for the

@@ -1,6 +1,7 @@
 """private_quantiles: permute-and-flip over candidates, several quantiles by the recursive split.
 
-Exact laws (permute-and-flip's output distribution by enumerating the candidates' orders,
+Scores (the rank-interval score and its sensitivity, exhaustively on small data); exact
+laws (permute-and-flip's output distribution by enumerating the candidates' orders,
 and the recursive split's joint law of two quantiles) tested by chi-square at
 alpha = 1e-6 over seeded draws; rank errors, monotone outputs, user units, bad inputs
 refused before any draw, seeds.
@@ -23,8 +24,16 @@ from stattests import assert_gof
 
 
 # ------------------------------------------------------------------ the oracle
+def rank_scores(data, cands, q):
+    """-max(b #{x < c} - a n, a n - b #{x <= c}, 0) per candidate, from the definition:
+    -b n times the distance from q n to the candidate's rank interval."""
+    a, b, n = q.numerator, q.denominator, len(data)
+    return [-max(b * sum(x < c for x in data) - a * n, a * n - b * sum(x <= c for x in data), 0)
+            for c in cands]
+
+
 def smith_scores(data, cands, q):
-    """-|(b - a) #{x < c} - a #{x > c}| per candidate, written from the definition."""
+    """Smith's -|(b - a) #{x < c} - a #{x > c}| per candidate (the score before)."""
     a, b = q.numerator, q.denominator
     return [-abs((b - a) * sum(x < c for x in data) - a * sum(x > c for x in data))
             for c in cands]
@@ -71,28 +80,58 @@ def test_scores_match_the_definition():
     for q in (Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(2, 3), Fraction(1)):
         below = np.searchsorted(srt, cands, "left")
         above = srt.size - np.searchsorted(srt, cands, "right")
-        scores, sens = quantile_scores(below, above, q)
-        assert scores.tolist() == smith_scores(data, cands, q)
+        scores, sens = quantile_scores(below, above, srt.size, q)
+        assert scores.tolist() == rank_scores(data, cands, q)
         assert sens == max(q.numerator, q.denominator - q.numerator)
 
 
-def test_scores_move_by_at_most_the_sensitivity():
-    """Adding any one row moves every score by at most max(a, b - a)."""
-    rng = np.random.default_rng(0)
-    for q in (Fraction(1, 2), Fraction(1, 10), Fraction(7, 9)):
-        data = list(rng.integers(0, 12, 15))
-        base = smith_scores(data, range(12), q)
+def test_a_tied_candidate_holding_the_target_is_perfect():
+    """Four of five rows at 2: the 1/4-quantile's target 1.25 lies in 2's rank interval
+    [1, 5], so 2 scores 0 and is the best; Smith's score, reading only the rows strictly
+    below and above, gave 2 -|3 - 0| = -3 and its best, -1, to the empty neighbour 1."""
+    data, q = [0, 2, 2, 2, 2], Fraction(1, 4)
+    assert rank_scores(data, range(4), q) == [-1, -1, 0, -15]
+    assert smith_scores(data, range(4), q) == [-4, -1, -3, -15]
+
+
+def test_scores_equal_smiths_where_no_row_sits_on_a_candidate():
+    rng = np.random.default_rng(4)
+    for q in (Fraction(0), Fraction(1, 3), Fraction(1, 2), Fraction(9, 10), Fraction(1)):
+        data = (2 * rng.integers(0, 10, 13)).tolist()              # even rows, odd candidates
+        cands = range(-1, 21, 2)
+        assert rank_scores(data, cands, q) == smith_scores(data, cands, q)
+
+
+def test_scores_move_by_at_most_the_sensitivity_exhaustively():
+    """Every multiset of up to 4 rows over 4 values, every q = a / b with b <= 5, every
+    row added (and so removed): every score moves by at most max(a, b - a), and that
+    bound is reached (so it is the sensitivity, not a loose bound)."""
+    values = range(4)
+    qs = sorted({Fraction(a, b) for b in range(1, 6) for a in range(b + 1)})
+    for q in qs:
         bound = max(q.numerator, q.denominator - q.numerator)
-        worst = max(abs(s - t) for x in range(12)
-                    for s, t in zip(base, smith_scores(data + [x], range(12), q)))
-        assert worst == bound
+        worst = 0
+        for size in range(5):
+            for data in itertools.combinations_with_replacement(values, size):
+                srt = np.array(data, dtype=np.int64)
+                base, sens = quantile_scores(np.searchsorted(srt, values, "left"),
+                                             srt.size - np.searchsorted(srt, values, "right"),
+                                             srt.size, q)
+                assert sens == bound
+                for x in values:
+                    big = np.sort(np.append(srt, x))
+                    more, _ = quantile_scores(np.searchsorted(big, values, "left"),
+                                              big.size - np.searchsorted(big, values, "right"),
+                                              big.size, q)
+                    worst = max(worst, int(np.max(np.abs(more - base))))
+        assert worst == bound, q
 
 
 # ------------------------------------------------------------------ exact laws
 @pytest.mark.parametrize("q,eps", [(0.5, 1.0), (0.25, 2.0), (0.9, 0.5)])
 def test_one_quantile_follows_permute_and_flip(q, eps):
     data, domain = [0, 1, 1, 3, 4, 4], (0, 4)                  # 5 candidates
-    law = flip_law(smith_scores(data, range(5), quantile_fraction(q)),
+    law = flip_law(rank_scores(data, range(5), quantile_fraction(q)),
                    Fraction(eps) / (2 * max(quantile_fraction(q).numerator,
                                             quantile_fraction(q).denominator
                                             - quantile_fraction(q).numerator)))
@@ -136,8 +175,8 @@ def test_two_quantiles_are_independent_flips_sorted():
     """k = 2: each quantile by its own permute-and-flip on all rows at epsilon / 2 (what
     the split could not beat: its counts would leave a flip less), the pair sorted."""
     data, eps = [0, 1, 1, 2, 3, 4, 4, 4], 3.0
-    lows = flip_law(smith_scores(data, range(5), Fraction(1, 5)), Fraction(eps) / 2 / 2 / 4)
-    highs = flip_law(smith_scores(data, range(5), Fraction(1, 2)), Fraction(eps) / 2 / 2)
+    lows = flip_law(rank_scores(data, range(5), Fraction(1, 5)), Fraction(eps) / 2 / 2 / 4)
+    highs = flip_law(rank_scores(data, range(5), Fraction(1, 2)), Fraction(eps) / 2 / 2)
     joint = {}
     for u, pu in enumerate(lows):
         for w, pw in enumerate(highs):
@@ -168,17 +207,17 @@ def test_three_quantiles_follow_the_recursive_split():
         return p ** n / (1 + p)
 
     joint = {}
-    top = flip_law(smith_scores(data, range(5), Fraction(1, 2)), level * Fraction(2, 3) / 2)
+    top = flip_law(rank_scores(data, range(5), Fraction(1, 2)), level * Fraction(2, 3) / 2)
     for v, pv in enumerate(top):
         left = [x for x in data if x < v]
         right = [x for x in data if x >= v]
         pl, pr = not_positive(len(left)), not_positive(len(right))
         lows = [(1 - pl) * a + pl * b for a, b in zip(
-            flip_law(smith_scores(left, range(v + 1), Fraction(0)), level / 2),
-            flip_law(smith_scores(left, range(v + 1), Fraction(1, 2)), level / 2))]
+            flip_law(rank_scores(left, range(v + 1), Fraction(0)), level / 2),
+            flip_law(rank_scores(left, range(v + 1), Fraction(1, 2)), level / 2))]
         highs = [(1 - pr) * a + pr * b for a, b in zip(
-            flip_law(smith_scores(right, range(v, 5), Fraction(1)), level / 2),
-            flip_law(smith_scores(right, range(v, 5), Fraction(1, 2)), level / 2))]
+            flip_law(rank_scores(right, range(v, 5), Fraction(1)), level / 2),
+            flip_law(rank_scores(right, range(v, 5), Fraction(1, 2)), level / 2))]
         for u, pu in enumerate(lows):
             for j, pw in enumerate(highs):
                 joint[(u, v, v + j)] = pv * pu * pw

@@ -60,7 +60,7 @@ def median_law(data, params):
     q = quantile_fraction(params["q"])
     srt = np.sort(np.asarray(data, dtype=np.int64))
     scores, sens = quantile_scores(np.searchsorted(srt, grid, "left"),
-                                   srt.size - np.searchsorted(srt, grid, "right"), q)
+                                   srt.size - np.searchsorted(srt, grid, "right"), srt.size, q)
     return grid.tolist(), flip_law(scores.tolist(), exact_epsilon(params["epsilon"]) / (2 * sens))
 
 
