@@ -16,7 +16,7 @@ from pydp_synopsis.errors import DomainError, FormatError, ParameterError
 from pydp_synopsis.interval_options import tree_scales
 from pydp_synopsis.interval_record import from_record
 from pydp_synopsis.interval_workload import (LEVEL_RATIOS, TREE_FANOUTS, TreeCandidate,
-                                             TreeChoice, choose_tree, partition_rule,
+                                             choose_tree, partition_rule,
                                              query_variances, tree_candidates)
 from pydp_synopsis.rectangles.workload import (GRID_COARSE_SHARES, MULTITREE_FANOUTS,
                                                cover_nodes, multitree_variances)
