@@ -4,7 +4,6 @@ a seed, the sort plan's spill files are private and gone on every exit path, and
 plans and memory sizes are refused before anything is read.  Real engines, no mocks."""
 import os
 import signal
-import sqlite3
 import stat
 import subprocess
 import time
@@ -18,12 +17,12 @@ from pydp_synopsis.errors import InputError
 from pydp_synopsis.sources.plans import (SAMPLE_ROWS, memory_budget, parse_memory, prefers_sort,
                                          run_entries, sample_query)
 from pg_cluster import Cluster, postgres_bin
+from two_columns import release, write_sources
 from clirun import PACKAGE_PARENT, one_line_error, run
 from clirun import command
 
 duckdb = pytest.importorskip("duckdb")
 pa = pytest.importorskip("pyarrow")
-import pyarrow.parquet as pq  # noqa: E402
 
 ROWS = SAMPLE_ROWS + 20_000
 DOMAIN = (0, 10**9)
@@ -42,26 +41,7 @@ def data():
 @pytest.fixture(scope="module")
 def dbs(tmp_path_factory, data):
     wide, narrow = data
-    d = tmp_path_factory.mktemp("plans")
-    con = duckdb.connect(str(d / "t.duckdb"))
-    con.execute("CREATE TABLE t AS SELECT * FROM (SELECT unnest(?) AS w, unnest(?) AS n)",
-                [wide.tolist(), narrow.tolist()])
-    con.close()
-    con = sqlite3.connect(d / "t.db")
-    con.execute("CREATE TABLE t (w INTEGER, n INTEGER)")
-    con.executemany("INSERT INTO t VALUES (?, ?)", zip(wide.tolist(), narrow.tolist()))
-    con.commit()
-    con.close()
-    pq.write_table(pa.table({"w": wide, "n": narrow}), d / "t.parquet")
-    return {"duckdb": f"duckdb:///{d / 't.duckdb'}", "sqlite": f"sqlite:///{d / 't.db'}",
-            "parquet": str(d / "t.parquet")}
-
-
-def record(syn):
-    """The release (a source also records its column's name; the arrays do not)."""
-    kind, meta, arrays, _ = syn._to_record()
-    meta = {k: v for k, v in meta.items() if k != "columns"}
-    return kind, meta, {k: v.tolist() for k, v in arrays.items()}
+    return write_sources(tmp_path_factory.mktemp("plans"), ("w", "n"), wide, narrow)
 
 
 def make(dbs, engine, columns, **kw):
@@ -84,10 +64,10 @@ def test_every_plan_gives_the_in_memory_release(dbs, reference, engine, plan, tm
     one = ps.IntervalSynopsis.build(make(dbs, engine, ["w"], plan=plan, memory_limit="64MiB",
                                          temp_directory=str(tmp_path)),
                                     domain=DOMAIN, epsilon=1, rng=ps.Rng(seed=5))
-    assert record(one) == record(reference[0])
+    assert release(one) == release(reference[0])
     two = ps.RectangleSynopsis.build(make(dbs, engine, ["w", "n"], plan=plan),
                                      domain=[DOMAIN, Y_DOMAIN], epsilon=1, rng=ps.Rng(seed=6))
-    assert record(two) == record(reference[1])
+    assert release(two) == release(reference[1])
     assert os.listdir(tmp_path) == []            # the sort plan's runs are gone
 
 
@@ -99,7 +79,7 @@ def test_clipped_values_aggregate_alike_in_both_plans(dbs, data):
     for plan in ("group", "sort"):
         got = ps.IntervalSynopsis.build(make(dbs, "duckdb", ["w"], plan=plan), domain=narrow_domain,
                                         epsilon=1, rng=ps.Rng(seed=7), clip=True)
-        assert record(got) == record(expect)
+        assert release(got) == release(expect)
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
@@ -198,7 +178,7 @@ def test_postgresql_plans_give_the_same_release(data, reference):
         for plan in ("group", "sort"):
             got = ps.IntervalSynopsis.build(sources.SqlSource(url, ["w"], table="t", plan=plan),
                                             domain=DOMAIN, epsilon=1, rng=ps.Rng(seed=5))
-            assert record(got) == record(reference[0])
+            assert release(got) == release(reference[0])
 
 
 @pytest.mark.integration

@@ -10,7 +10,6 @@ engines, real files, real terminals (``pty``); no mocks."""
 import os
 import pty
 import signal
-import sqlite3
 import stat
 import subprocess
 import threading
@@ -24,10 +23,10 @@ from pydp_synopsis import sources
 from pydp_synopsis.sources.base import prefetch
 from clirun import PACKAGE_PARENT, command, read_pty
 from pg_cluster import Cluster, postgres_bin
+from two_columns import release, write_sources
 
 duckdb = pytest.importorskip("duckdb")
 pa = pytest.importorskip("pyarrow")
-import pyarrow.parquet as pq  # noqa: E402
 
 ROWS = 30_000
 DOMAIN = [(0, 10**9), (0, 10**9)]       # two high-cardinality axes
@@ -44,25 +43,7 @@ def data():
 @pytest.fixture(scope="module")
 def dbs(tmp_path_factory, data):
     x, y = data
-    d = tmp_path_factory.mktemp("rect")
-    con = duckdb.connect(str(d / "t.duckdb"))
-    con.execute("CREATE TABLE t AS SELECT * FROM (SELECT unnest(?) AS x, unnest(?) AS y)",
-                [x.tolist(), y.tolist()])
-    con.close()
-    con = sqlite3.connect(d / "t.db")
-    con.execute("CREATE TABLE t (x INTEGER, y INTEGER)")
-    con.executemany("INSERT INTO t VALUES (?, ?)", zip(x.tolist(), y.tolist()))
-    con.commit()
-    con.close()
-    pq.write_table(pa.table({"x": x, "y": y}), d / "t.parquet")
-    return {"duckdb": f"duckdb:///{d / 't.duckdb'}", "sqlite": f"sqlite:///{d / 't.db'}",
-            "parquet": str(d / "t.parquet")}
-
-
-def record(syn):
-    kind, meta, arrays, _ = syn._to_record()
-    meta = {k: v for k, v in meta.items() if k != "columns"}
-    return kind, meta, {k: v.tolist() for k, v in arrays.items()}
+    return write_sources(tmp_path_factory.mktemp("rect"), ("x", "y"), x, y)
 
 
 def make(dbs, engine, **kw):
@@ -73,7 +54,7 @@ def make(dbs, engine, **kw):
 
 @pytest.fixture(scope="module")
 def reference(data):
-    return record(ps.RectangleSynopsis.build(np.column_stack(data), domain=DOMAIN, epsilon=1,
+    return release(ps.RectangleSynopsis.build(np.column_stack(data), domain=DOMAIN, epsilon=1,
                                              rng=ps.Rng(seed=8)))
 
 
@@ -100,7 +81,7 @@ class Recorder:
 def test_same_seed_same_rectangles_whichever_plan(dbs, reference, engine, plan, tmp_path):
     got = ps.RectangleSynopsis.build(make(dbs, engine, plan=plan, temp_directory=str(tmp_path)),
                                      domain=DOMAIN, epsilon=1, rng=ps.Rng(seed=8))
-    assert record(got) == reference
+    assert release(got) == reference
     assert os.listdir(tmp_path) == []          # runs and cell spill removed on success
 
 
@@ -191,7 +172,7 @@ def test_postgresql_rectangles_same_release_whichever_plan(data, reference, tmp_
                                     temp_directory=str(tmp_path))
             got = ps.RectangleSynopsis.build(_Reporting(src, rec), domain=DOMAIN, epsilon=1,
                                              rng=ps.Rng(seed=8))
-            assert record(got) == reference
+            assert release(got) == reference
             assert os.listdir(tmp_path) == []
             # the server counts the cells once; the grid's second level reads the spill
             assert rec.phases()[-2:] == ["counting cells in the database",
