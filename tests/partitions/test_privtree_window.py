@@ -16,6 +16,7 @@ from pydp_synopsis.partitions import privtree
 from pydp_synopsis.privtree import privtree_of_sorted
 from pydp_synopsis.spill import SpillError, write_file
 from pydp_synopsis._core import ffi, lib
+from clirun import PACKAGE_PARENT
 
 TOP = 2**64 - 1
 
@@ -344,8 +345,12 @@ def test_the_windowed_walk_keeps_its_files_out_of_memory(tmp_path):
     import sys
     if not os.path.exists("/proc/self/clear_refs"):
         pytest.skip("needs Linux's /proc/self/clear_refs")
-    out = subprocess.run([sys.executable, "-c", _RESIDENT, str(tmp_path)], capture_output=True,
-                         text=True, timeout=120, check=True).stdout.split()
+    # the installed package, never a checkout's sources without the built core (cwd)
+    proc = subprocess.run([sys.executable, "-c", _RESIDENT, str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.split()
     grown, whole, leaves = int(out[0]), out[1], int(out[2])
     assert whole == "True" and leaves > 1000
     assert grown < 24 * leaves + (8 << 20), (grown, leaves)
