@@ -33,7 +33,9 @@ import tempfile
 import time
 
 HERE = os.path.abspath(__file__)
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+_ROOT = os.path.dirname(os.path.dirname(HERE))
+if any(n.startswith("_native") for n in os.listdir(os.path.join(_ROOT, "pydp_synopsis"))):
+    sys.path.insert(0, _ROOT)       # a built checkout's package first; else the installed one
 
 import pydp_synopsis as ps  # noqa: E402
 from pydp_synopsis import sources  # noqa: E402
