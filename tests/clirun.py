@@ -1,11 +1,15 @@
 """Running the ``pydp-synopsis`` command in tests, as a user would, and reading what it printed."""
 import os
+import signal
+import stat
 import subprocess
 import sys
+import time
 
 import pydp_synopsis as ps
 
-__all__ = ["PACKAGE_PARENT", "SCRIPT", "answer_and_bound", "command", "one_line_error", "read_pty", "run"]
+__all__ = ["PACKAGE_PARENT", "SCRIPT", "answer_and_bound", "command", "one_line_error", "read_pty", "run",
+           "sigterm_once_spilled"]
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__)))
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "pydp-synopsis")
@@ -61,3 +65,25 @@ def one_line_error(proc, *fragments):
 
 def command():
     return [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "pydp_synopsis.cli"]
+
+
+def sigterm_once_spilled(proc, spill, is_spill):
+    """Send SIGTERM to the running build ``proc`` as soon as a file under ``spill`` for which
+    ``is_spill(directory, name)`` holds exists; wait for it to end.  Returns ``(modes,
+    stderr)``: the permission bits of that file's directory and of the file as they were
+    (None if the build ended first), and what the build wrote on stderr."""
+    deadline, modes = time.monotonic() + 120, None
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = [os.path.join(r, n) for r, _, names in os.walk(spill) for n in names
+                 if is_spill(r, n)]
+        if found:
+            try:
+                modes = (stat.S_IMODE(os.stat(os.path.dirname(found[0])).st_mode),
+                         stat.S_IMODE(os.stat(found[0]).st_mode))
+            except FileNotFoundError:
+                continue
+            proc.send_signal(signal.SIGTERM)
+            break
+        time.sleep(0.005)
+    _, err = proc.communicate(timeout=120)
+    return modes, err

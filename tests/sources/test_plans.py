@@ -4,9 +4,7 @@ a seed, the sort plan's spill files are private and gone on every exit path, and
 plans and memory sizes are refused before anything is read.  Real engines, no mocks."""
 import os
 import signal
-import stat
 import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ from pydp_synopsis.sources.plans import (SAMPLE_ROWS, memory_budget, parse_memor
 from pg_cluster import Cluster, postgres_bin
 from two_columns import release, write_sources
 from clirun import PACKAGE_PARENT, one_line_error, run
-from clirun import command
+from clirun import command, sigterm_once_spilled
 
 duckdb = pytest.importorskip("duckdb")
 pa = pytest.importorskip("pyarrow")
@@ -197,20 +195,7 @@ def test_sigterm_mid_sort_plan_removes_the_runs(tmp_path):
                                          "--temp-directory", str(spill), "--output", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT), cwd=tmp_path)
-    deadline, modes = time.monotonic() + 120, None
-    while time.monotonic() < deadline and proc.poll() is None:
-        runs = [os.path.join(r, n) for r, _, names in os.walk(spill) for n in names
-                if "pydp-aggregate-" in r]
-        if runs:
-            try:
-                modes = (stat.S_IMODE(os.stat(os.path.dirname(runs[0])).st_mode),
-                         stat.S_IMODE(os.stat(runs[0]).st_mode))
-            except FileNotFoundError:
-                continue
-            proc.send_signal(signal.SIGTERM)
-            break
-        time.sleep(0.005)
-    _, err = proc.communicate(timeout=120)
+    modes, err = sigterm_once_spilled(proc, spill, lambda directory, _name: "pydp-aggregate-" in directory)
     assert modes is not None, "the build ended before it could be signalled"
     assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err)
     assert err.strip().splitlines() == ["pydp-synopsis: interrupted (SIGTERM)"], err

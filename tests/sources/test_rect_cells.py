@@ -21,7 +21,7 @@ import pytest
 import pydp_synopsis as ps
 from pydp_synopsis import sources
 from pydp_synopsis.sources.base import prefetch
-from clirun import PACKAGE_PARENT, command, read_pty
+from clirun import PACKAGE_PARENT, command, read_pty, sigterm_once_spilled
 from pg_cluster import Cluster, postgres_bin
 from two_columns import release, write_sources
 
@@ -263,20 +263,7 @@ def test_sigterm_mid_cell_pass_removes_the_cell_spill(tmp_path, big):
                                         str(spill)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=PACKAGE_PARENT), cwd=tmp_path)
-    deadline, modes = time.monotonic() + 120, None
-    while time.monotonic() < deadline and proc.poll() is None:
-        cells = [os.path.join(r, n) for r, _, names in os.walk(spill) for n in names
-                 if n.startswith("cells")]
-        if cells:
-            try:
-                modes = (stat.S_IMODE(os.stat(os.path.dirname(cells[0])).st_mode),
-                         stat.S_IMODE(os.stat(cells[0]).st_mode))
-            except FileNotFoundError:
-                continue
-            proc.send_signal(signal.SIGTERM)
-            break
-        time.sleep(0.005)
-    _, err = proc.communicate(timeout=120)
+    modes, err = sigterm_once_spilled(proc, spill, lambda _dir, name: name.startswith("cells"))
     assert modes is not None, "the build ended before it could be signalled"
     assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err)
     assert err.strip().splitlines() == ["pydp-synopsis: interrupted (SIGTERM)"], err
