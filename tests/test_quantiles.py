@@ -14,41 +14,17 @@ from hypothesis import given, settings, strategies as st
 import pydp_synopsis as ps
 from pydp_synopsis.errors import InputError
 from pydp_synopsis.quantiles import MAX_BINS, check_fractions, isotonic
+from cdf_oracle import interpolated_cdf, oracle_quantile, pava
 from stattests import ALPHA
 
 
 # ------------------------------------------------------------------ the oracle
-def pava(y):
-    """Least-squares non-decreasing fit, the textbook stack (independent of csrc)."""
-    blocks = []                                   # [sum, length]
-    for v in y:
-        blocks.append([float(v), 1])
-        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
-            s, n = blocks.pop()
-            blocks[-1][0] += s
-            blocks[-1][1] += n
-    return [s / n for s, n in blocks for _ in range(n)]
-
-
 def oracle(syn):
     """Per grid point x of the (small) domain, the private count of rows <= x."""
     lo, hi = syn.domain
     ends = [int(e) for e in syn.partition.ends]
     prefix = syn.count_many([lo] * len(ends), ends)
-    cum = [0.0] + [max(v, 0.0) for v in pava(prefix)]
-    f, start = [], lo
-    for i, e in enumerate(ends):
-        w = e - start + 1
-        f += [cum[i] + (cum[i + 1] - cum[i]) * (x - start + 1) / w for x in range(start, e + 1)]
-        start = e + 1
-    return np.array(f)
-
-
-def oracle_quantile(f, lo, q):
-    total = f[-1]
-    if q == 0:
-        return lo + int(np.argmax(f > 0))
-    return lo + int(np.argmax(f >= q * total - 1e-9 * total))
+    return interpolated_cdf(prefix, ends, lo)
 
 
 @pytest.fixture(scope="module")

@@ -5,19 +5,8 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
+from cdf_oracle import interpolated_cdf, oracle_quantile
 from stattests import ALPHA
-
-
-def pava(y):
-    """Least-squares non-decreasing fit, the textbook stack (independent of csrc)."""
-    blocks = []
-    for v in y:
-        blocks.append([float(v), 1])
-        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
-            s, n = blocks.pop()
-            blocks[-1][0] += s
-            blocks[-1][1] += n
-    return [s / n for s, n in blocks for _ in range(n)]
 
 
 def oracle(syn, a):
@@ -28,20 +17,7 @@ def oracle(syn, a):
     ends = [int(e) for e in syn.partitions[a].ends]
     box_lo = [[d[0] for d in dom] for _ in ends]
     box_hi = [[e if b == a else d[1] for b, d in enumerate(dom)] for e in ends]
-    cum = [0.0] + [max(v, 0.0) for v in pava(syn.count_many(box_lo, box_hi))]
-    f, start = [], lo
-    for i, e in enumerate(ends):
-        w = e - start + 1
-        f += [cum[i] + (cum[i + 1] - cum[i]) * (x - start + 1) / w for x in range(start, e + 1)]
-        start = e + 1
-    return np.array(f)
-
-
-def oracle_quantile(f, lo, q):
-    total = f[-1]
-    if q == 0:
-        return lo + int(np.argmax(f > 0))
-    return lo + int(np.argmax(f >= q * total - 1e-9 * total))
+    return interpolated_cdf(syn.count_many(box_lo, box_hi), ends, lo)
 
 
 def _points(n=1500, seed=3):
