@@ -31,7 +31,7 @@ DEFAULT_LEVEL_RATIO = Fraction(7, 4)     # structure="hierarchical", pure epsilo
 DNRR_ESTIMATOR = "seal_uniform"
 DNRR_SHARE = 0.25
 DNRR_FACTOR = 1
-PARTITIONS = ("privtree", "dnrr")
+PARTITIONS = ("privtree", "dnrr", "cells")
 PRIVTREE_ESTIMATORS = ("uniform", "cover")
 
 TREES = ("binary", "hierarchical", "kary")
@@ -48,15 +48,21 @@ def check_method(partition, estimator, partition_share, threshold_factor):
         dnrr_only = threshold_factor is not None or estimator in ("seal", "seal_uniform")
         partition = "dnrr" if dnrr_only else DEFAULT_PARTITION
     method = check_choice(partition, "partition", PARTITIONS)
-    if method == "privtree":
+    if method in ("cells", "privtree"):
+        if method == "cells" and (threshold_factor is not None or partition_share is not None):
+            raise ParameterError("partition='cells' spends no epsilon on its segments (the "
+                                 "domain's values): partition_share and threshold_factor do "
+                                 "not apply")
         if threshold_factor is not None:
             raise ParameterError("threshold_factor is an option of partition='dnrr' only "
                                  "(PrivTree has no threshold)")
         estimator = DEFAULT_ESTIMATOR if estimator is None else estimator
         if estimator not in PRIVTREE_ESTIMATORS:
             raise ParameterError(f"estimator must be one of {PRIVTREE_ESTIMATORS} with "
-                                 f"partition='privtree' (the seal estimators need DNRR's "
+                                 f"partition={method!r} (the seal estimators need DNRR's "
                                  f"seal points), got {estimator!r}")
+        if method == "cells":
+            return method, estimator, None, None
         share = DEFAULT_SHARE if partition_share is None else partition_share
         return method, estimator, share, None
     estimator = DNRR_ESTIMATOR if estimator is None else estimator

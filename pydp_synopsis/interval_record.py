@@ -3,7 +3,9 @@
 Format versions: 2 (DNRR partitions; release 0.1 wrote 2 as well), 3 (PrivTree
 partitions), 4 (a tree of unequal level budgets, either partition), 5 (a PrivTree
 partition of fanout 4 or with merged leaves, any level ratio: an older reader refuses
-it rather than misread it).  Only released numbers are stored (docs/guide/saving.md).
+it rather than misread it), 6 (a cell partition, any level ratio: the segments follow
+from the domain, the end offsets are stored and checked all the same).  Only released
+numbers are stored (docs/guide/saving.md).
 """
 from fractions import Fraction
 
@@ -13,6 +15,7 @@ from . import trees
 from .errors import FormatError
 from .params import check_beta, check_int, check_ratio, exact_epsilon, is_int
 from .partitions import Partition, TreePartition
+from .partitions.cells import CELLS, CellPartition
 from .partitions.merge import MergedPartition
 from .partitions.privtree import PRIVTREE
 from .partitions.sharded import MAX_SHARDS
@@ -23,13 +26,14 @@ from .units import clipped_from_record, columns_from_record, columns_to_record
 from .range_sums import attach_sums, sums_from_record, sums_to_record
 
 __all__ = ["KIND", "FORMAT_DNRR", "FORMAT_PRIVTREE", "FORMAT_LEVELS", "FORMAT_PRIVTREE_OPTIONS",
-           "to_record", "from_record"]
+           "FORMAT_CELLS", "to_record", "from_record"]
 
 KIND = "interval-synopsis"
 FORMAT_DNRR = 2            # DNRR partitions (release 0.1 wrote 2 as well)
 FORMAT_PRIVTREE = 3
 FORMAT_LEVELS = 4          # a tree of unequal level budgets (level_ratio != 1), either partition
 FORMAT_PRIVTREE_OPTIONS = 5  # PrivTree of fanout 4 and/or merged leaves, any level ratio
+FORMAT_CELLS = 6           # a cell partition (every value its own segment), any level ratio
 
 
 def to_record(syn):
@@ -39,9 +43,11 @@ def to_record(syn):
     merged = isinstance(syn.partition, MergedPartition)
     options = tree_part and (merged or syn.partition.fanout != 2)
     levels = syn.level_ratio != 1
+    cells = isinstance(syn.partition, CellPartition)
     meta = {
-        "format": (FORMAT_PRIVTREE_OPTIONS if options else FORMAT_LEVELS if levels
-                   else FORMAT_PRIVTREE if tree_part else FORMAT_DNRR),
+        "format": (FORMAT_CELLS if cells else FORMAT_PRIVTREE_OPTIONS if options
+                   else FORMAT_LEVELS if levels else FORMAT_PRIVTREE if tree_part
+                   else FORMAT_DNRR),
         "domain": [int(syn.domain[0]), int(syn.domain[1])],
         "epsilon_partition": eps(syn.epsilon_partition),
         "epsilon_tree": eps(syn.epsilon_tree),
@@ -58,6 +64,8 @@ def to_record(syn):
     if tree_part:
         meta["partition"] = PRIVTREE
         meta["shards"] = syn.partition.shards
+    elif cells:
+        meta["partition"] = CELLS
     elif levels:
         meta["partition"] = "dnrr"
     if levels:
@@ -90,17 +98,22 @@ def from_record(meta, arrays, from_release):
     """
     try:
         fmt = meta.get("format")
-        if fmt not in (FORMAT_DNRR, FORMAT_PRIVTREE, FORMAT_LEVELS, FORMAT_PRIVTREE_OPTIONS):
+        if fmt not in (FORMAT_DNRR, FORMAT_PRIVTREE, FORMAT_LEVELS, FORMAT_PRIVTREE_OPTIONS,
+                       FORMAT_CELLS):
             raise FormatError(f"unknown interval-synopsis format {fmt!r}")
         ratio = Fraction(1)
-        if fmt == FORMAT_PRIVTREE_OPTIONS:
+        cells = fmt == FORMAT_CELLS
+        if cells and (meta.get("partition") != CELLS or meta["threshold_factor"] != CELLS):
+            raise FormatError("interval synopsis record: format 6 holds a cell partition, "
+                              "marked 'cells' with its threshold factor")
+        if fmt in (FORMAT_PRIVTREE_OPTIONS, FORMAT_CELLS):
             if "level_ratio" in meta:
                 num, den = meta["level_ratio"]
                 if not (is_int(num) and is_int(den) and den > 0):
                     raise FormatError("interval synopsis record: level_ratio must be two "
                                       "integers")
                 ratio = check_ratio(Fraction(int(num), int(den)), "level_ratio")
-            privtree = True
+            privtree = not cells
         elif fmt == FORMAT_LEVELS:
             if meta.get("partition") not in (PRIVTREE, "dnrr"):
                 raise FormatError("interval synopsis record: format 4 names its partition "
@@ -118,6 +131,9 @@ def from_record(meta, arrays, from_release):
                          or meta["threshold_factor"] != PRIVTREE):
             raise FormatError("interval synopsis record: a PrivTree partition is marked "
                               "'privtree' with its threshold factor")
+        if not cells and meta["threshold_factor"] == CELLS:
+            raise FormatError("interval synopsis record: threshold_factor 'cells' marks a "
+                              "cell partition (format 6)")
         if not privtree and meta["threshold_factor"] == PRIVTREE:
             raise FormatError("interval synopsis record: threshold_factor 'privtree' marks a "
                               "PrivTree partition, but the record holds a DNRR one")
@@ -130,7 +146,15 @@ def from_record(meta, arrays, from_release):
         beta = check_beta(meta["beta"])
         ends = np.asarray(arrays["end_offsets"], dtype=np.uint64)
         eps_p = Fraction(*meta["epsilon_partition"])
-        if privtree:
+        if cells:
+            if estimator not in PRIVTREE_ESTIMATORS:
+                raise FormatError("interval synopsis record: a cell partition needs the "
+                                  "uniform or cover estimator")
+            part = CellPartition(domain=meta["domain"], beta=beta / 2)
+            if eps_p != 0 or not np.array_equal(part.end_offsets, ends):
+                raise FormatError("interval synopsis record: a cell partition has epsilon 0 "
+                                  "and one segment per value of the domain")
+        elif privtree:
             if estimator not in PRIVTREE_ESTIMATORS:
                 raise FormatError("interval synopsis record: a PrivTree partition needs the "
                                   "uniform or cover estimator")
@@ -161,9 +185,11 @@ def from_record(meta, arrays, from_release):
         choice = None if meta.get("workload") is None else TreeChoice.from_meta(meta["workload"])
         if choice is not None and (choice.fanout, choice.level_ratio) != (fanout, ratio):
             raise FormatError("interval synopsis record: the workload's tree is not the tree")
-        if choice is not None and choice.partition is not None and (
-                not isinstance(part, TreePartition)
-                or choice.partition.privtree_fanout != part.fanout):
+        rule = None if choice is None else choice.partition
+        if rule is not None and (
+                (rule.partition == CELLS) != cells
+                or (not cells and (not isinstance(part, TreePartition)
+                                   or rule.privtree_fanout != part.fanout))):
             raise FormatError("interval synopsis record: the workload's partition is not the "
                               "partition")
         syn = from_release(part, released, epsilon_tree=eps_t, beta=beta, tree=tree,

@@ -64,17 +64,22 @@ from .errors import FormatError, ParameterError
 from .interval_options import tree_scales
 from .noise import discrete_laplace_variance
 from .params import MAX_SCALE, check_share, exact_epsilon
+from .partitions.cells import CELLS, CELLS_RULE_MAX
 from .partitions.privtree import check_privtree_fanout
 from .workload import CLASSES, check_workload
 from ._threads import run_parts
 
-__all__ = ["TREE_FANOUTS", "LEVEL_RATIOS", "PARTITION_RULE", "TreeCandidate", "TreeChoice",
-           "PartitionChoice", "partition_rule", "partition_for_workload", "tree_candidates",
+__all__ = ["TREE_FANOUTS", "MAX_FLAT", "LEVEL_RATIOS", "PARTITION_RULE", "TreeCandidate",
+           "TreeChoice", "PartitionChoice", "EXPLICIT", "partition_rule", "partition_for_workload",
+           "cells_rule", "tree_candidates",
            "candidate_noise", "query_variances", "choose_tree", "check_tree_workload",
            "tree_for_workload"]
 
 #: The fanouts the choice considers.
 TREE_FANOUTS = (4, 8, 16, 32, 64)
+#: The most segments the flat tree (one level: fanout = segments) is a candidate for (the
+#: tree kernels' largest fanout).
+MAX_FLAT = 65535
 #: The leaves' budget relative to each upper level (1: the equal split; 7/4: the default).
 LEVEL_RATIOS = tuple(Fraction(r) for r in (1, Fraction(7, 4), 3, 6, 12, 24, 48, 64))
 #: The rule, per declared class: ``(partition_share, eps_4)``: the share it gives the partition
@@ -83,6 +88,8 @@ LEVEL_RATIOS = tuple(Fraction(r) for r in (1, Fraction(7, 4), 3, 6, 12, 24, 48, 
 PARTITION_RULE = {"short": (Fraction(7, 20), Fraction(0)),
                   "mixed": (None, None),
                   "long": (None, None)}
+#: The options a user may set that the rule then leaves alone, in the recorded order.
+EXPLICIT = ("privtree_fanout", "partition_share", "partition", "shards", "privtree_merge")
 #: The default partition's options (interval_options: PrivTree, fanout 2, share 1/4).
 _DEFAULT_PARTITION = (2, Fraction(1, 4))
 
@@ -102,8 +109,14 @@ class PartitionChoice:
     default_partition_share : Fraction
         The build's defaults without a workload.
     explicit : tuple of str
-        The options the user set (they win over the rule), in
-        ``("privtree_fanout", "partition_share")`` order.
+        The options the user set (they win over the rule), in :data:`EXPLICIT`
+        order.
+    partition : {"privtree", "cells"}
+        The partition the rule took: ``"cells"`` (every value its own
+        segment, :mod:`pydp_synopsis.partitions.cells`; ``partition_share``
+        is then 0) for ``"short"`` on a domain of at most
+        :data:`~pydp_synopsis.partitions.cells.CELLS_RULE_MAX` values when no
+        partition option is set, else PrivTree with the two options above.
     """
 
     workload: str
@@ -112,6 +125,7 @@ class PartitionChoice:
     default_privtree_fanout: int
     default_partition_share: Fraction
     explicit: tuple = ()
+    partition: str = "privtree"
 
     def describe(self):
         """One line for ``pydp-synopsis info``.
@@ -122,6 +136,12 @@ class PartitionChoice:
         'partition (rule for short): privtree_fanout 4, partition_share 1/2 (default 2, 1/4)'
         """
         given = f"; set by you: {', '.join(self.explicit)}" if self.explicit else ""
+        if self.partition == CELLS:
+            return (f"partition (rule for {self.workload}): cells, every value its own "
+                    f"segment, all of epsilon to the counts (a domain of at most "
+                    f"{CELLS_RULE_MAX} values; default privtree, fanout "
+                    f"{self.default_privtree_fanout}, partition_share "
+                    f"{self.default_partition_share})")
         return (f"partition (rule for {self.workload}): privtree_fanout {self.privtree_fanout}, "
                 f"partition_share {self.partition_share} (default "
                 f"{self.default_privtree_fanout}, {self.default_partition_share}){given}")
@@ -132,6 +152,8 @@ class PartitionChoice:
         for k in ("partition_share", "default_partition_share"):
             out[k] = [out[k].numerator, out[k].denominator]
         out["explicit"] = list(self.explicit)
+        if self.partition != CELLS:
+            del out["partition"]      # as written before cells: older readers keep reading it
         return out
 
     @classmethod
@@ -139,10 +161,14 @@ class PartitionChoice:
         """The field read back; a malformed one is a FormatError."""
         try:
             fields = dict(meta)
+            cells = fields.setdefault("partition", "privtree") == CELLS
+            if fields["partition"] not in ("privtree", CELLS):
+                raise ValueError("partition must be 'privtree' or 'cells'")
             for k in ("partition_share", "default_partition_share"):
                 num, den = fields[k]
                 fields[k] = Fraction(int(num), int(den))
-                if not 0 < fields[k] < 1:
+                if not (0 < fields[k] < 1 or (cells and k == "partition_share"
+                                              and fields[k] == 0)):
                     raise ValueError(f"{k} must be in (0, 1)")
             for k in ("privtree_fanout", "default_privtree_fanout"):
                 if fields[k] not in (2, 4) or isinstance(fields[k], bool):
@@ -150,7 +176,7 @@ class PartitionChoice:
             if fields["workload"] not in CLASSES:
                 raise ValueError("workload must be a class name")
             explicit = tuple(fields["explicit"])
-            if not set(explicit) <= {"privtree_fanout", "partition_share"}:
+            if not set(explicit) <= set(EXPLICIT):
                 raise ValueError("unknown explicit option")
             fields["explicit"] = explicit
             return cls(**fields)
@@ -186,7 +212,7 @@ def partition_rule(name, epsilon, partition_share=None):
 
 
 def partition_for_workload(workload, epsilon, *, partition, estimator, threshold_factor,
-                           privtree_fanout, partition_share):
+                           privtree_fanout, partition_share, shards=None, privtree_merge=None):
     """``(privtree_fanout, partition_share, PartitionChoice or None)`` for the build.
 
     A function of public arguments only (``workload=`` as given, the
@@ -209,8 +235,10 @@ def partition_for_workload(workload, epsilon, *, partition, estimator, threshold
     dnrr_only = threshold_factor is not None or estimator in ("seal", "seal_uniform")
     if not (partition == "privtree" or (partition is None and not dnrr_only)):
         return fanout, partition_share, None
-    explicit = tuple(k for k, v in (("privtree_fanout", privtree_fanout),
-                                    ("partition_share", partition_share)) if v is not None)
+    given_options = {"privtree_fanout": privtree_fanout, "partition_share": partition_share,
+                     "partition": partition, "shards": None if shards == 1 else shards,
+                     "privtree_merge": privtree_merge}
+    explicit = tuple(k for k in EXPLICIT if given_options[k] is not None)
     try:     # checked values only (a bad one is refused by the build's own checks next)
         given = None if partition_share is None else check_share(partition_share,
                                                                  "partition_share")
@@ -221,6 +249,27 @@ def partition_for_workload(workload, epsilon, *, partition, estimator, threshold
     except (TypeError, ValueError, ParameterError):
         return fanout, partition_share, None       # as given: the build refuses it next
     return fanout, share, choice
+
+
+def cells_rule(choice, domain):
+    """The rule's second step, once the domain is known (before anything is read, charged
+    or drawn): ``choice`` (a :class:`PartitionChoice` or None) with ``partition="cells"``
+    when it is for ``"short"``, no partition option was set and the domain holds at
+    most :data:`~pydp_synopsis.partitions.cells.CELLS_RULE_MAX` values; else unchanged.
+
+    Public inputs only (the class, the options given, the domain's size).
+
+    Examples
+    --------
+    >>> c = PartitionChoice("short", 4, Fraction(7, 20), 2, Fraction(1, 4))
+    >>> cells_rule(c, (0, 8191)).partition, cells_rule(c, (0, 2**20)).partition
+    ('cells', 'privtree')
+    """
+    if choice is None or choice.workload != "short" or choice.explicit \
+            or domain[1] - domain[0] + 1 > CELLS_RULE_MAX:
+        return choice
+    return dataclasses.replace(choice, partition=CELLS, privtree_fanout=2,
+                               partition_share=Fraction(0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,11 +353,14 @@ class TreeChoice:
         return dataclasses.replace(choice, partition=PartitionChoice.from_meta(part))
 
 
-def tree_candidates(default, delta=0):
+def tree_candidates(default, delta=0, segments=None):
     """The candidates, ``default`` (a :class:`TreeCandidate`) first, then the family.
 
     With ``delta > 0`` only equal splits (the l2 calibration needs equal node
-    scales).  The family may grow (more fanouts, splits, or partitions
+    scales).  With the number of ``segments`` ``m`` (2 to :data:`MAX_FLAT`), last the
+    flat tree: fanout ``m``, one level, the noisy segment counts themselves
+    (every count gets all of the tree's epsilon; a range of ``w`` segments adds
+    ``w`` noises).  The family may grow (more fanouts, splits, or partitions
     chosen before the release by a public rule); the default stays first.
 
     Examples
@@ -319,6 +371,8 @@ def tree_candidates(default, delta=0):
     """
     ratios = (Fraction(1),) if delta else LEVEL_RATIOS
     family = [TreeCandidate(f, r) for f in TREE_FANOUTS for r in ratios]
+    if segments is not None and 2 <= segments <= MAX_FLAT:
+        family.append(TreeCandidate(int(segments), Fraction(1)))
     return [default] + [c for c in family if c != default]
 
 
@@ -390,7 +444,7 @@ def choose_tree(workload, partition, default, *, eps_tree, estimator, consistenc
     lo, hi = workload.offsets([ends], [(0, int(ends[-1]))])
     lo = np.ascontiguousarray(lo, dtype=np.uint64)
     hi = np.ascontiguousarray(hi, dtype=np.uint64)
-    cands = tree_candidates(default, delta)
+    cands = tree_candidates(default, delta, ends.size)
 
     def total(cand):
         var = query_variances(ends, lo, hi, cand, eps_tree=eps_tree, estimator=estimator,

@@ -34,11 +34,11 @@ from .accounting import check_delta_or_zero
 from .budget import charge, describe
 from .counters import KaryTreeCounter
 from .errorbars import METHODS, noise_std
-from .errors import ParameterError
 from .params import (as_offsets, check_beta, check_bool, check_choice, check_domain, check_int,
                      check_share, exact_epsilon, is_int, renamed_keyword, split_epsilon)
 from .aggregates import aggregate, check_counts
 from .partitions import fig1_threshold, partition_of_sorted, partition_source_axis
+from .partitions.cells import CELLS, cell_partition, cells_epsilons
 from .partitions.sharded import check_shards
 from .queryclip import QueryClipping, clips_queries
 from .unitmessages import in_user_units
@@ -58,7 +58,8 @@ from .interval_options import (DEFAULT_ESTIMATOR, DEFAULT_FANOUT, DEFAULT_LEVEL_
                                check_method, check_privtree_epsilon, check_privtree_options,
                                check_tree_options, tree_scales)
 from .interval_record import KIND, from_record, to_record
-from .interval_workload import check_tree_workload, partition_for_workload, tree_for_workload
+from .interval_workload import (cells_rule, check_tree_workload, partition_for_workload,
+                                 tree_for_workload)
 
 __all__ = ["IntervalSynopsis"]
 
@@ -295,11 +296,15 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             empty strings) before anything else: a per-row filter, so the
             release stays epsilon-DP.  False: a missing value raises
             ``InputError`` naming the first data row holding one.
-        partition : {"privtree", "dnrr"}, optional
+        partition : {"privtree", "dnrr", "cells"}, optional
             The private partition (class doc, step 1).  None (default):
             ``"privtree"``, or ``"dnrr"`` when ``threshold_factor`` or a
             seal estimator is given.  DNRR-only options with
-            ``partition="privtree"`` raise ParameterError.
+            ``partition="privtree"`` raise ParameterError.  ``"cells"``:
+            every value of a domain of at most 2**20 values is its own
+            segment, free, so all of epsilon goes to the counts
+            (:mod:`pydp_synopsis.partitions.cells`; ``workload="short"``
+            takes it on domains of at most 2**14 values).
         privtree_fanout, privtree_merge : {2, 4}; float, optional
             PrivTree's fanout (default 2; a declared class: ``workload``), and
             the share of its epsilon spent on merging leaves of similar noisy
@@ -372,20 +377,20 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
         privtree_fanout, partition_share, pchoice = partition_for_workload(
             workload, epsilon, partition=partition, estimator=estimator,
             threshold_factor=threshold_factor, privtree_fanout=privtree_fanout,
-            partition_share=partition_share)
+            partition_share=partition_share, shards=shards, privtree_merge=privtree_merge)
         method, estimator, partition_share, factor = check_method(
             partition, estimator, partition_share, threshold_factor)
         pt_fanout, pt_merge = check_privtree_options(method, privtree_fanout, privtree_merge)
         tree, fanout, consistency, estimator, k = check_tree_options(tree, fanout, consistency,
                                                                  estimator, k)
-        share = check_share(partition_share, "partition_share")
+        share = None if method == CELLS else check_share(partition_share, "partition_share")
         eps = exact_epsilon(epsilon)
         dlt = check_delta_or_zero(delta)
         ratio = check_level_ratio(level_ratio, tree, dlt)
         beta = check_beta(beta)
         clip = check_bool(clip, "clip")
-        eps_p, eps_t = split_epsilon(eps, share, ("epsilon * partition_share",
-                                                  "epsilon * (1 - partition_share)"))
+        eps_p, eps_t = (0, eps) if share is None else split_epsilon(
+            eps, share, ("epsilon * partition_share", "epsilon * (1 - partition_share)"))
         spec, eps_t, eps_s = check_sum_options(sum_of, sum_bounds, sum_share, sum_scale, eps_t,
                                                values, counts, dropna, tree, fanout, ratio, dlt)
         values, (domain,), counts, described = prepare_build(
@@ -394,7 +399,11 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             carried=carried_columns(values))
         domain = check_domain(domain)
         wl = check_tree_workload(workload, domain, described, tree)
-        if method == "dnrr":
+        pchoice = cells_rule(pchoice, domain)           # public: the class, the domain's size
+        if method == CELLS or (pchoice is not None and pchoice.partition == CELLS):
+            method, (eps_p, eps_t, eps_s) = CELLS, cells_epsilons(domain, eps, spec,
+                                                                  shards)
+        elif method == "dnrr":
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         else:
             check_privtree_epsilon(eps_p, pt_fanout, pt_merge)                 # the same check
@@ -409,9 +418,11 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
             # clip= only when asked: a Source written before it keeps working
             with source.prepare([domain], **({"clip": True} if clip else {})) as prepared:
                 charge(budget, eps_p + eps_t, what, dlt)
-                part, counts = partition_source_axis(prepared, 0, domain, eps_p, beta / 2, rng,
-                                                     n_shards, method=method, threshold_factor=factor,
-                                                     privtree_fanout=pt_fanout, privtree_merge=pt_merge)
+                part, counts = cell_partition(prepared.axis(0), domain, beta) \
+                    if method == CELLS else partition_source_axis(
+                        prepared, 0, domain, eps_p, beta / 2, rng, n_shards, method=method,
+                        threshold_factor=factor, privtree_fanout=pt_fanout,
+                        privtree_merge=pt_merge)
             syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree,
                                     fanout=fanout, consistency=consistency,
                                     estimator=estimator, k=k, dlt=dlt, ratio=ratio, wl=wl,
@@ -423,15 +434,18 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
         offsets, shifted = offsets.ravel(), spec and spec.shifted_values(sum_of, offsets.size, domain)
         charge(budget, eps_p + eps_t + eps_s, what, dlt)
 
-        if weights is not None or n_shards > 1:
+        if method == CELLS:
+            srt, cnt = offsets, None if weights is None else weights.ravel()   # no sort
+        elif weights is not None or n_shards > 1:
             # the distinct values with their counts (the streamed builds' form)
             srt, cnt = aggregate(offsets, None if weights is None else weights.ravel())
         else:
             # One sort (in threads) serves the partition and the segment counts.
             srt, cnt = sort_u64(np.ascontiguousarray(offsets, dtype=np.uint64)), None
-        part, counts = partition_of_sorted(srt, domain, eps_p, beta / 2, factor, rng, cnt,
-                                           method=method, shards=n_shards, weights=True,
-                                           privtree_fanout=pt_fanout, privtree_merge=pt_merge)
+        part, counts = cell_partition(srt, domain, beta, cnt) \
+            if method == CELLS else partition_of_sorted(
+                srt, domain, eps_p, beta / 2, factor, rng, cnt, method=method, shards=n_shards,
+                weights=True, privtree_fanout=pt_fanout, privtree_merge=pt_merge)
         if cnt is None and int(counts.sum()) != offsets.size:
             raise AssertionError("partition weights do not add up to the number of values")
         syn = cls._release_tree(part, counts, eps_t, rng, beta=beta, tree=tree, fanout=fanout,
@@ -628,67 +642,6 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
         return float(self.count_many([int(lo)], [int(hi)])[0])
 
     # ------------------------------------------------------------ error bound
-    def error_bound(self, confidence=0.95, *, multiplicity=1):
-        """The simultaneous bound: the error of *all* interval answers at once (DNRR Theorem 3.2).
-
-        With probability at least ``confidence`` over the mechanism's coins,
-        ``|count(lo, hi) - true count| <= error_bound(confidence)`` for every
-        interval simultaneously.  A worst case over every interval, 10-100
-        times a typical error: for one query's error bar use
-        :meth:`count_many` with ``return_std=True`` (the exact noise std) or
-        :meth:`confidence_intervals` (a per-query guarantee).
-
-        The failure probability ``1 - confidence`` is split: ``beta / 2`` (fixed
-        at build) for the partition's interior weight bound ``W``
-        (:meth:`interior_weight_bound`), the rest for the noise.  The bound is
-        ``noise_bound(1 - confidence - beta / 2) + bias`` with bias ``W``
-        ("seal"), ``W + T`` ("seal_uniform"), ``2 W + multiplicity``
-        ("cover") or ``2 (W + multiplicity)`` ("uniform") -- see the class
-        doc; over a PrivTree partition ``2 W`` (its ``W`` bounds whole leaves,
-        so ``multiplicity`` plays no part).  The noise bound is a Chernoff bound on sums of discrete Laplace
-        terms (the exact MGF), union-bounded over every distinct combination
-        of released noise an answer can use.
-
-        Parameters
-        ----------
-        confidence : float
-            In ``(0, 1 - beta / 2)``.
-        multiplicity : int
-            Only for "cover" and "uniform": a *public* upper bound on how
-            often one value occurs (1 = distinct values), fixed without
-            looking at the data -- the data's true multiplicity is private
-            and must not be passed.  The bound is invalid if the data repeat
-            a value more often; "seal" and "seal_uniform" need no such
-            assumption.  ``confidence`` is public too.
-
-        Returns
-        -------
-        float
-
-        Notes
-        -----
-        O(1) (a short numeric minimisation) for raw trees and kary; the first
-        call on a consistent tree also computes
-        :func:`~pydp_synopsis.trees.coefficient_bound` (capped, then O(1)).
-
-        Examples
-        --------
-        >>> import pydp_synopsis as ps
-        >>> s = IntervalSynopsis.build(list(range(0, 4000, 3)), domain=(0, 3999),
-        ...                            epsilon=1.0, rng=ps.Rng(seed=4))   # seed: tests only
-        >>> abs(s.count(100, 2000) - 633) <= s.error_bound(0.9)
-        True
-        """
-        conf = check_beta(confidence, "confidence")
-        multiplicity = check_int(multiplicity, "multiplicity", 1, 1 << 62)
-        delta = 1.0 - conf
-        part_fail = self.beta / 2
-        if delta <= part_fail:
-            raise ParameterError(
-                f"confidence must be < 1 - beta/2 = {1 - part_fail!r} (beta/2 is the partition's "
-                f"failure probability fixed at build), got {confidence!r}")
-        return self._noise_bound(delta - part_fail) + self._bias_bound(multiplicity)
-
     @clips_queries
     def confidence_intervals(self, lo, hi, confidence=0.95, *, method="rigorous",
                              multiplicity=1, nonnegative=False):

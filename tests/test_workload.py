@@ -60,7 +60,9 @@ def test_chosen_tree_is_never_worse_than_the_default_on_the_workload(data, workl
     assert (choice.fanout, choice.level_ratio) == (syn.fanout, syn.level_ratio)
     assert (choice.default_fanout, choice.default_level_ratio) == (16, Fraction(7, 4))
     assert choice.variance <= choice.default_variance          # exact: the default is a candidate
-    assert choice.candidates == len(TREE_FANOUTS) * len(LEVEL_RATIOS)
+    # the family and, over at most MAX_FLAT segments, the flat tree (one level)
+    assert choice.candidates == len(TREE_FANOUTS) * len(LEVEL_RATIOS) + 1 == len(
+        tree_candidates(TreeCandidate(16, Fraction(7, 4)), 0, len(syn.partition)))
     assert syn.epsilon == base.epsilon and syn.pure_epsilon == base.pure_epsilon
     # the chooser's numbers are the synopses' own exact noise std on the workload
     lo, hi = (_declared() if workload == "declared" else
@@ -73,9 +75,12 @@ def test_chosen_tree_is_never_worse_than_the_default_on_the_workload(data, workl
 
 def test_short_queries_get_flat_leaf_heavy_trees_and_long_ones_do_not(data):
     kw = dict(domain=DOMAIN, epsilon=1.0)
-    short = ps.IntervalSynopsis.build(data, rng=ps.Rng(seed=3), workload="short", **kw).workload
+    syn = ps.IntervalSynopsis.build(data, rng=ps.Rng(seed=3), workload="short", **kw)
+    short = syn.workload
     long_ = ps.IntervalSynopsis.build(data, rng=ps.Rng(seed=3), workload="long", **kw).workload
-    assert short.level_ratio > long_.level_ratio
+    # short ranges: the flat tree (every count all of the tree's epsilon) or leaf-heavy levels
+    assert short.fanout == len(syn) or short.level_ratio > long_.level_ratio
+    assert long_.fanout in TREE_FANOUTS
     assert short.variance < 0.8 * short.default_variance       # a real gain where declared
 
 
@@ -88,11 +93,11 @@ def test_choice_is_deterministic_and_takes_the_default_on_ties(data):
     # every candidate's variance recomputed: the choice is the first least one, default first
     ends = np.asarray(part.end_offsets, dtype=np.uint64)
     lo, hi = class_offsets("mixed", [ends], [(0, DOMAIN[1])])
-    totals = [float(np.sum(query_variances(ends, lo, hi, c, **kw)))
-              for c in tree_candidates(TreeCandidate(16, Fraction(7, 4)))]
+    cands = tree_candidates(TreeCandidate(16, Fraction(7, 4)), 0, ends.size)
+    assert cands[-1] == TreeCandidate(ends.size, Fraction(1))        # the flat tree, last
+    totals = [float(np.sum(query_variances(ends, lo, hi, c, **kw))) for c in cands]
     best = int(np.argmin(totals))
-    assert (one.fanout, one.level_ratio) == (tree_candidates(TreeCandidate(16, Fraction(7, 4)))
-                                             [best].fanout, one.level_ratio)
+    assert (one.fanout, one.level_ratio) == (cands[best].fanout, cands[best].level_ratio)
     assert one.variance * lo.size == totals[best]
     # a one-query workload on a single segment: every candidate ties -> the default
     tie = Workload("declared", np.array([0], np.uint64), np.array([0], np.uint64))

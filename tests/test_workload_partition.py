@@ -217,9 +217,10 @@ def test_bad_inputs_with_a_class_are_refused_before_budget_or_randomness(given, 
 
 def test_cli_build_applies_the_rule_and_an_explicit_fanout_wins(tmp_path, capsys):
     table = tmp_path / "t.csv"
-    v = np.random.default_rng(2).integers(0, 5000, 3000)
+    v = np.random.default_rng(2).integers(0, 50000, 3000)
     table.write_text("x\n" + "\n".join(map(str, v)) + "\n")
-    cmd = ["build", "--input", str(table), "--columns", "x", "--domain", "0:9999",
+    # a domain above CELLS_RULE_MAX values: the rule's PrivTree (tests/test_cells.py: below)
+    cmd = ["build", "--input", str(table), "--columns", "x", "--domain", "0:99999",
            "--epsilon", "1", "--seed", "3", "--workload", "short"]
     assert cli.main(cmd + ["--output", str(tmp_path / "r.pds")]) == 0
     assert cli.main(cmd + ["--privtree-fanout", "2", "--output", str(tmp_path / "e.pds")]) == 0

@@ -106,9 +106,10 @@ def build_parser():
     b.add_argument("--shards", type=integer, metavar="N",
                    help="dask: cut the domain at N-1 public points (equal widths) into N shards "
                         "partitioned in parallel")
-    b.add_argument("--partition", choices=("privtree", "dnrr"), default=None,
+    b.add_argument("--partition", choices=("privtree", "dnrr", "cells"), default=None,
                    help="one column: the private partition (default privtree; dnrr: the "
-                        "paper's Fig. 1)")
+                        "paper's Fig. 1; cells: every value of a domain of at most 2**20 "
+                        "values its own segment, no epsilon spent on it)")
     b.add_argument("--privtree-fanout", dest="privtree_fanout", type=integer, choices=(2, 4),
                    default=None, metavar="{2,4}",
                    help="one column, PrivTree: the tree's fanout (default 2; 4 splits a node in "

@@ -17,12 +17,14 @@ Public: :class:`Partition`, :class:`OnlinePartition`, :class:`TreePartition`,
 :func:`private_partition` (all exported by :mod:`pydp_synopsis`).
 """
 from .dnrr import Partition, fig1_threshold
+from .cells import CellPartition
 from .entry import (METHODS, assemble_partition, partition_of_chunks, partition_of_sorted,
                     partition_sharded, private_partition)
 from .online import OnlinePartition
 from .privtree import TreePartition
 from .runner import partition_source_axis
 
-__all__ = ["Partition", "OnlinePartition", "TreePartition", "private_partition", "METHODS",
+__all__ = ["Partition", "OnlinePartition", "TreePartition", "CellPartition", "private_partition",
+           "METHODS",
            "fig1_threshold", "partition_of_sorted", "partition_of_chunks", "partition_sharded",
            "assemble_partition", "partition_source_axis"]

@@ -144,6 +144,8 @@ def partition_summary(part):
     ...                                 fanout=4))
     'privtree (fanout 4)'
     """
+    if getattr(part, "threshold_factor", None) == "cells":
+        return "cells (every value its own segment, no epsilon spent on them)"
     if not isinstance(part, TreePartition):
         return "dnrr"
     text = f"privtree (fanout {part.fanout})"

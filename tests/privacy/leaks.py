@@ -48,6 +48,9 @@ META_KEYS = {
                           "level_ratio",    # the public split of the tree's budget
                           # PrivTree's public fanout; the merge's public epsilon share
                           "privtree_fanout", "merge_epsilon",
+                          # workload=: the public declaration's summary and the tree and
+                          # partition options chosen from it and the released partition
+                          "workload",
                           "sums"},          # range sums: public column, bounds, epsilon_sum
     "rectangle-synopsis": {"format", "domain", "beta", "config", "threshold_factor",
                            "epsilon_axis", "structure",

@@ -356,6 +356,31 @@ for name, extra in (("interval/privtree4", {"privtree_fanout": 4}),
         # blurs the half-domain features: twice the samples keep 1.5 epsilon detected
         mech = dataclasses.replace(mech, mutant_samples={"epsilon_1_5": 2.0})
     register(mech)
+
+
+# Cells (every value its own segment: a public partition, epsilon 0), by name and by the
+# workload rule ("short" on a small domain), in memory and weighted.  Tight: on two values
+# fanout 2 is one level, so the first value's count (a feature) carries all of epsilon.
+for name, run in (("interval/cells", _interval_run),
+                  ("interval/cells-weighted", _interval_run_weighted)):
+    base = {"domain": (0, 7), "epsilon": 2.5, "structure": "hierarchical", "partition": "cells",
+            "fanout": 8}
+    register(_interval_mechanism(
+        name, run, base,
+        (
+            Pair("two values: empty vs one item", [], [0], {CI, TIGHT},
+                 params={"domain": (0, 1), "fanout": 2}),
+            Pair("empty vs one item", [], [3], {CI}),
+            Pair("domain end", [], [7], {CI}),
+            Pair("heavy duplicates", [3] * 12, [3] * 13),
+            Pair("binary levels", [0, 1, 2, 3] * 3, [0, 1, 2, 3] * 3 + [1], {CI},
+                 params={"fanout": 2}),
+            Pair("the workload rule takes cells", [5] * 4, [5] * 5, {CI},
+                 params={"partition": None, "fanout": 16, "workload": "short"}),
+            Pair("kary counter over the cells", [2, 6], [2, 6, 6],
+                 params={"structure": "kary", "fanout": 16}),
+        ),
+    ))
 # ---------------------------------------------------- counts by category (flat)
 def _levels_run(values, rng, **params):
     return ps.LevelHistogram.build(np.array(values, dtype=object), rng=rng, **params)
