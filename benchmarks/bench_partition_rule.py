@@ -38,6 +38,7 @@ if __name__ == "__main__":
     sys.path.insert(1, os.path.dirname(HERE))     # the checkout's package first (as the judge)
 
 import bench_accuracy as judge  # noqa: E402
+from pydp_synopsis.partitions.cells import MAX_CELLS  # noqa: E402
 
 __all__ = ["TUNE", "CHECK", "parse_candidates", "run", "main"]
 
@@ -47,14 +48,28 @@ CHECK = ("flights delay", "zip longitude", "nyc departure s", "diamond price")
 
 
 def parse_candidates(text):
-    """``"2:0.25 4:0.35"`` as build options ``[{privtree_fanout, partition_share}, ...]``."""
+    """``"2:0.25 4:0.35 cells rule"`` as build options ``[{privtree_fanout, partition_share},
+    ..., {partition: "cells"}, {}]`` (``cells``: every value its own segment, on domains of at
+    most 2**20 values, a row on a larger domain prints nan for it and is left out of its
+    summary; ``rule``: no option, so the workload rule itself decides)."""
     out = []
     for item in text.split():
+        if item in ("cells", "rule"):
+            out.append({"partition": "cells"} if item == "cells" else {})
+            continue
         fanout, _, share = item.partition(":")
         out.append({"privtree_fanout": int(fanout), "partition_share": float(share)})
     if not out:
         raise ValueError("at least one candidate fanout:share")
     return out
+
+
+def _ours(values, domain, eps, wl, reps, options):
+    """The judge's workload-mode run of ours with ``options``; None where the candidate
+    does not apply (cells on a domain above 2**20 values: refused before any draw)."""
+    if options.get("partition") == "cells" and domain[1] - domain[0] + 1 > MAX_CELLS:
+        return None
+    return judge.run_ours(1, values, domain, eps, wl, reps, options, "workload")
 
 
 def _sets(half, subsample, data):
@@ -74,8 +89,9 @@ def run(args):
     if args.peers_cache and os.path.exists(args.peers_cache):
         with open(args.peers_cache) as fh:
             cache = json.load(fh)
-    labels = [f"{c['privtree_fanout']}:{c['partition_share']}" for c in cands]
-    print(f"# candidates (privtree_fanout:partition_share) {' '.join(labels)}; "
+    labels = [c.get("partition") or (f"{c['privtree_fanout']}:{c['partition_share']}" if c
+                                     else "rule") for c in cands]
+    print(f"# candidates (privtree_fanout:partition_share, cells, rule) {' '.join(labels)}; "
           f"{args.reps} builds, {args.queries} queries, subsample {args.subsample}")
     print("| data | eps | kind | " + " | ".join(f"{l} / best peer" for l in labels)
           + " | " + " | ".join(f"{l} / {labels[0]}" for l in labels[1:]) + " |")
@@ -99,11 +115,14 @@ def run(args):
                                                          truth, args.reps, shared,
                                                          args.peer_buckets)
                         peers[peer] = cache[key]
-                mses = [judge.run_ours(1, values, domain, eps, {kind: wl[kind]}, args.reps, c,
-                                       "workload")[kind][0] for c in cands]
-                to_peer = [judge.ratio_interval(m, peers)[0] if peers else float("nan")
-                           for m in mses]
-                to_first = [float(np.sqrt(np.mean(m) / np.mean(mses[0]))) for m in mses[1:]]
+                mses = [_ours(values, domain, eps, {kind: wl[kind]}, args.reps, c)
+                        for c in cands]
+                mses = [None if m is None else m[kind][0] for m in mses]
+                to_peer = [judge.ratio_interval(m, peers)[0] if peers and m is not None
+                           else float("nan") for m in mses]
+                to_first = [float(np.sqrt(np.mean(m) / np.mean(mses[0])))
+                            if m is not None and mses[0] is not None else float("nan")
+                            for m in mses[1:]]
                 for label, r, f in zip(labels, to_peer, [1.0] + to_first):
                     summary.setdefault((kind, eps, label), []).append((r, f))
                 print(f"| {name} | {eps} | {kind} | " + " | ".join(f"{r:.3f}" for r in to_peer)
@@ -114,6 +133,7 @@ def run(args):
     print("\n| kind | eps | candidate | geomean / best peer | worst | geomean / first | worst |")
     print("|---|---|---|---|---|---|---|")
     for (kind, eps, label), rs in summary.items():
+        rs = [(r, f) for r, f in rs if not np.isnan(f)] or rs     # sets the candidate ran on
         peer = [r for r, _ in rs]
         first = [f for _, f in rs]
         print(f"| {kind} | {eps} | {label} | {judge.geomean(peer):.3f} | {max(peer):.3f} | "

@@ -50,3 +50,19 @@ def test_bad_candidates():
     with pytest.raises(ValueError):
         bench.parse_candidates("")
     assert bench.parse_candidates("4:0.35") == [{"privtree_fanout": 4, "partition_share": 0.35}]
+    assert bench.parse_candidates("cells rule") == [{"partition": "cells"}, {}]
+
+
+def test_cells_and_the_rule_as_candidates(capsys):
+    # a domain above 2**20 values: cells do not apply (nan, left out of the summary)
+    summary = bench.main(["--half", "all", "--data", "default", "--kinds", "small", "--no-peers",
+                          "--candidates", "4:0.35 cells rule", "--subsample", "800", "--reps",
+                          "2", "--queries", "20", "--epsilons", "1"])
+    out = capsys.readouterr().out
+    assert any(l.startswith("| flights time ns") and "nan" in l for l in out.splitlines())
+    cells = summary[("small", 1.0, "cells")]
+    assert any(math.isnan(f) for _, f in cells) and any(math.isfinite(f) for _, f in cells)
+    # the rule takes cells on flights distance (2**13 values): the same release as cells
+    rows = {l.split("|")[1].strip(): l for l in out.splitlines() if l.startswith("| flights")}
+    dist = [x.strip() for x in rows["flights distance"].split("|")[1:-1]]
+    assert dist[-2] == dist[-1]
