@@ -27,7 +27,8 @@ from .gaussian import discrete_gaussian
 from .params import exact_epsilon, exact_scale
 from .flip_quantiles import private_quantiles
 from .rng import Rng
-from .partitions import OnlinePartition, Partition, TreePartition, private_partition
+from .partitions import (CellPartition, OnlinePartition, Partition, TreePartition,
+                         private_partition)
 from .persist import load, save
 from .sqrt_counter import SqrtFactorizationCounter
 from .units import Column
@@ -60,6 +61,7 @@ __all__ = [
     "OnlinePartition",
     "Partition",
     "TreePartition",
+    "CellPartition",
     "save",
     "load",
     "SynopsisError",

@@ -39,6 +39,7 @@ def public_objects(tmp_path):
         "OnlinePartition": online,
         "TreePartition": ps.IntervalSynopsis.build(values, domain=(0, 9_999), epsilon=1.0,
                                                    rng=rng).partition,
+        "CellPartition": ps.CellPartition(domain=(0, 9_999), beta=0.05),
         "BinaryTreeCounter": ps.BinaryTreeCounter(horizon=5000, epsilon=1.0, rng=rng),
         "KaryTreeCounter": counter,
         "SparseStreamCounter": sparse,
@@ -80,7 +81,7 @@ def test_record_kinds_have_one_spelling_and_old_files_load(tmp_path):
             kinds.add(obj._to_record()[0])
     assert kinds == {"interval-synopsis", "rectangle-synopsis", "binary-tree-counter",
                      "kary-tree-counter", "sparse-stream-counter", "sqrt-factorization-counter",
-                     "dnrr-partition", "privtree-partition", "online-partition",
+                     "dnrr-partition", "privtree-partition", "online-partition", "cell-partition",
                      "level-histogram"}
     assert all(re.fullmatch(r"[a-z]+(-[a-z]+)+", k) for k in kinds)
     # release 0.1 files carry the underscored counter kinds and still load
