@@ -34,17 +34,21 @@ answered by summing the leaves' noisy counts times the box's share of each
 leaf's area (uniformity inside a leaf), which is post-processing.
 
 Why it was not adopted (docs/research.md, "A quadtree for small boxes"): it
-wins the ZIP codes at epsilon = 1 (0.78 of PrivTree against today's 2.3)
-but loses both flights rows (1.5x and 1.2x the best peer, where today's
-synopsis is at 0.9-1.0).  The flights' small boxes have their edges on data
-values of two heavily duplicated columns (minute, distance): a box edge cuts
-whole lines of points inside the plane's leaves, which only many small
-leaves (each with its own noise) avoid; the per-axis partitions of today's
-synopsis put their ends on the data's values instead.
+wins the ZIP codes at epsilon = 1 (0.83 of PrivTree against today's 2.28)
+but loses both flights rows (1.52x and 1.11x the best peer, where today's
+synopsis is at 0.96 and 0.90).  The flights' points lie on lines (one
+distance per route) and a small box's edges sit on data values: an edge cuts
+whole lines inside the plane's leaves, whose points the uniform share puts
+on the wrong side (``--edges``).  Leaves one distance wide along a line
+need the minute axis halved as often, so many leaves, each with its own
+noise; the per-axis partitions of today's synopsis end at the data's heavy
+values instead.  (A heavy point, as in the ZIP codes, is isolated by a few
+deep leaves.)
 
 Usage::
 
-    python research/explore_quadtree.py share=0.5,tk=4 share=0.5 --reps 20 --peers-cache F
+    python research/explore_quadtree.py share=0.5,tk=4 share=0.55,tk=3 share=0.5 --reps 20 \
+        --peers-cache F --edges
 
 A variant is ``key=value,...`` with ``share`` (``epsilon_p / epsilon`` in
 (0, 1), 0.5 by default), ``tk`` (an integer >= 0, 0 by default) and
@@ -56,7 +60,9 @@ AG, UG; ``--reps`` builds, seeds ``2000 + r``), the RMSE of today's
 of each variant (seeds ``3000 + r``) with its ratio to the best peer and the
 95% bootstrap interval of ``bench_accuracy.ratio_interval``; a variant's
 cell also gives its bias (the same partition answered with its true leaf
-counts) and its mean number of leaves.  ``--peers-cache FILE``: the peers'
+counts) and its mean number of leaves.  ``--edges`` adds a line per row
+from the first build (:func:`edge_lines`, :func:`segment_widths`): where a
+box's edges fall, per axis.  ``--peers-cache FILE``: the peers'
 per-build MSEs in ``bench_accuracy.py``'s JSON cache (missing entries are
 computed and stored).
 
@@ -64,7 +70,7 @@ References
 ----------
 .. [ZXX16] J. Zhang, X. Xiao, X. Xie, "PrivTree: A Differentially Private
    Algorithm for Hierarchical Decompositions", SIGMOD 2016: Algorithm 2,
-   Theorem 3, Corollary 1, and section 5 (the quadtree over 2-D points).
+   Theorem 3, Corollary 1.
 """
 import argparse
 import json
@@ -87,7 +93,7 @@ import bench_accuracy  # noqa: E402
 import workloads  # noqa: E402
 
 __all__ = ["quadtree_parameters", "split_decisions", "grow", "release", "answer", "build",
-           "parse_variant", "main"]
+           "edge_lines", "segment_widths", "parse_variant", "main"]
 
 #: A variant's keys and defaults (module doc).
 DEFAULTS = {"share": 0.5, "tk": 0, "theta": 0}
@@ -197,6 +203,42 @@ def build(points, sizes, eps, seed, share=0.5, tk=0, theta=0):
     return first, last, count, release(count, eps - eps_p, rng)
 
 
+def edge_lines(first, last, count, counter, lo, hi, base):
+    """``[(rmse, width)]`` per axis k for the boxes ``[lo, hi]`` (user units; ``base`` the
+    domain's lower corner) over leaves with their true counts: the RMSE of the answers on
+    the boxes' two axis-k edge lines (the box with its axis k narrowed to ``lo_k`` or to
+    ``hi_k``; their errors added per box), and the median axis-k width of the leaves that
+    an axis-k edge cuts (meeting the edge line and reaching outside the box on axis k;
+    nan if none)."""
+    out = []
+    for k in range(2):
+        err, widths = 0.0, []
+        for side in (lo, hi):
+            a, b = lo.copy(), hi.copy()
+            a[:, k] = b[:, k] = side[:, k]
+            err = err + answer(first, last, count, a - base, b - base) - counter.count(a, b)
+            meet = ((first[None] <= (b - base)[:, None]) & (last[None] >= (a - base)[:, None])).all(2)
+            out_k = (first[None, :, k] < (lo - base)[:, None, k]) | \
+                (last[None, :, k] > (hi - base)[:, None, k])
+            widths.append(np.broadcast_to(last[:, k] - first[:, k] + 1, meet.shape)[meet & out_k])
+        widths = np.concatenate(widths)
+        out.append((float(np.sqrt(np.mean(err ** 2))),
+                    float(np.median(widths)) if widths.size else float("nan")))
+    return out
+
+
+def segment_widths(syn, lo, hi):
+    """The median width of the segment of ``syn``'s partition of each axis holding the
+    boxes' edges on that axis (user units)."""
+    out = []
+    for k, part in enumerate(syn.partitions):
+        ends = np.asarray(part.end_offsets).astype(np.int64)
+        width = np.diff(ends, prepend=-1)
+        edges = np.concatenate([lo[:, k], hi[:, k]]) - syn.domain[k][0]
+        out.append(float(np.median(width[np.searchsorted(ends, edges)])))
+    return out
+
+
 def parse_variant(text):
     """``{"share": float, "tk": int, "theta": int}`` from ``key=value,...`` (module doc);
     ValueError naming the key and its range."""
@@ -246,6 +288,9 @@ def run(args, variants):
                 syn = bench_accuracy.build_ours(2, values, domain, eps, 1000 + r, {}, "short")
                 mses["today"].append(float(np.mean(
                     (np.asarray(syn.count_many(lo, hi), dtype=np.float64) - truth) ** 2)))
+                if r == 0 and args.edges:
+                    edges = {"today": "segment widths " + " / ".join(
+                        f"{w:g}" for w in segment_widths(syn, lo, hi))}
             extra = {}
             for v, opts in variants.items():
                 mse, bias, leaves = [], [], []
@@ -255,6 +300,10 @@ def run(args, variants):
                     mse.append(float(np.mean((est[:, 0] - truth) ** 2)))
                     bias.append(float(np.mean((est[:, 1] - truth) ** 2)))
                     leaves.append(count.size)
+                    if r == 0 and args.edges:
+                        lines = edge_lines(first, last, count, counter, lo, hi, base)
+                        edges[v] = ("edge-line RMSE " + " / ".join(f"{e:.1f}" for e, _ in lines)
+                                    + ", cut leaves " + " / ".join(f"{w:g}" for _, w in lines))
                 mses[v] = mse
                 extra[v] = f" ({np.sqrt(np.mean(bias)):.1f}, {np.mean(leaves):.0f})"
             cells = {c: (float(np.sqrt(np.mean(m))),) + bench_accuracy.ratio_interval(m, peers)
@@ -264,6 +313,8 @@ def run(args, variants):
                   + " | ".join(f"{cells[c][0]:.1f}: {cells[c][1]:.3f} [{cells[c][2]:.3f}, "
                                f"{cells[c][3]:.3f}]{extra.get(c, '')}" for c in mses) + " |",
                   flush=True)
+            if args.edges:
+                print(f"| {name} | {eps} | edges | " + " | ".join(edges[c] for c in mses) + " |")
         if args.peers_cache:
             with open(args.peers_cache, "w") as fh:
                 json.dump(cache, fh, indent=0, sort_keys=True)
@@ -278,6 +329,11 @@ def main(argv=None):
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--subsample", type=int, default=50_000)
     ap.add_argument("--peers-cache", default=None)
+    ap.add_argument("--edges", action="store_true",
+                    help="after each row, from the first build: today's median segment width "
+                         "at the boxes' edges per axis; each variant's RMSE on the boxes' edge "
+                         "lines with true leaf counts and the median width of the leaves the "
+                         "edges cut, per axis")
     args = ap.parse_args(argv)
     try:
         variants = {v: parse_variant(v) for v in args.variants}

@@ -6,7 +6,9 @@ split rule becomes ``c > d delta + theta`` and boxes made of whole leaves are
 answered exactly; the split decisions along a small tree must follow the exact
 discrete-Laplace law (chi-square at alpha = 1e-6); the answer spreads a
 leaf's value uniformly; the leaf counts' noise has the variance of
-discrete Laplace of scale ``1 / eps_t``; the table prints finite ratios; bad arguments exit 2.
+discrete Laplace of scale ``1 / eps_t``; the ``--edges`` diagnostics agree with a hand
+computation and a direct search of the segments; the table prints finite ratios; bad
+arguments exit 2.
 """
 import math
 import os
@@ -23,6 +25,7 @@ sys.path.insert(2, os.path.join(os.path.dirname(HERE), "tests"))
 
 import explore_quadtree as ex  # noqa: E402
 import bench_accuracy  # noqa: E402
+import workloads  # noqa: E402
 import pydp_synopsis as ps  # noqa: E402
 from stattests import assert_gof, assert_mean_var  # noqa: E402
 
@@ -179,9 +182,35 @@ def test_answer_spreads_a_leaf_uniformly():
     np.testing.assert_allclose(got, [8 * 0.5 * 0.5 + 4 * 0.5 * 0.5, 12.0, 4 / 8], rtol=1e-15)
 
 
+def test_edge_lines_by_hand():
+    # a line of 4 points at x = 1 inside the leaf [0, 1] x [0, 3]; the box [1, 3] x [0, 3]
+    # has its lower x edge on the line and takes half the leaf's count there
+    pts = np.array([[1, 0], [1, 1], [1, 2], [1, 3]])
+    first, last = np.array([[0, 0], [2, 0]]), np.array([[1, 3], [3, 3]])
+    count = np.array([4, 0])
+    counter = workloads.RectangleCounter(pts)
+    (e0, w0), (e1, w1) = ex.edge_lines(first, last, count, counter, np.array([[1, 0]]),
+                                       np.array([[3, 3]]), np.zeros(2, dtype=np.int64))
+    assert (e0, w0) == (2.0, 2.0)           # x = 1: 2 of 4 answered; x = 3: exact
+    assert e1 == 1.0 and np.isnan(w1)       # y = 0, 3: 0.5 of 1 each; no leaf reaches out in y
+
+
+def test_segment_widths_are_the_edges_segments():
+    _, values, domain = bench_accuracy.datasets(2, 3000)[1]
+    syn = bench_accuracy.build_ours(2, values, domain, 1.0, 4, {}, "short")
+    lo, hi = values[:50], values[50:100] + 3
+    got = ex.segment_widths(syn, lo, hi)
+    for k, part in enumerate(syn.partitions):
+        ends = [int(e) for e in part.end_offsets]
+        starts = [0] + [e + 1 for e in ends[:-1]]
+        widths = [next(e - a + 1 for a, e in zip(starts, ends) if a <= x - domain[k][0] <= e)
+                  for x in np.concatenate([lo[:, k], hi[:, k]]).tolist()]
+        assert got[k] == np.median(widths)
+
+
 def test_table_prints_finite_ratios(capsys):
     rows = ex.main(["share=0.5,tk=4", "share=0.55,theta=-3", "--subsample", "3000", "--reps", "2",
-                    "--queries", "40"])
+                    "--queries", "40", "--edges"])
     out = capsys.readouterr().out
     assert len(rows) == 4
     for name, eps, cells in rows:
@@ -189,7 +218,9 @@ def test_table_prints_finite_ratios(capsys):
         for rmse, ratio, low, high in cells.values():
             assert np.isfinite([rmse, ratio, low, high]).all() and 0 < low <= ratio <= high
     lines = [x for x in out.splitlines() if x.startswith("| ") and "|---" not in x]
-    assert len(lines) == 5 and lines[1].startswith("| zip (lat, lon) | 0.1 |")
+    assert len(lines) == 9 and lines[1].startswith("| zip (lat, lon) | 0.1 |")
+    edges = [x for x in lines if " | edges | " in x]
+    assert len(edges) == 4 and all(x.count("edge-line RMSE") == 2 for x in edges)
 
 
 @pytest.mark.parametrize("argv", [["share=1"], ["share=0"], ["tk=-1"], ["tk=1.5"], ["foo=1"],
