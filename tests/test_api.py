@@ -5,6 +5,7 @@ EXPECTED = {
     "Rng", "discrete_laplace", "discrete_laplace_variance", "exact_epsilon", "exact_scale",
     "Budget", "BinaryTreeCounter", "KaryTreeCounter", "SparseStreamCounter", "IntervalSynopsis", "RectangleSynopsis",
     "save", "load", "private_partition", "private_quantiles", "OnlinePartition", "Partition", "TreePartition",
+    "CellPartition",
     "SynopsisError", "ParameterError", "DomainError", "HorizonError", "FormatError",
     "BudgetError", "EntropyError", "NativeError",
     "discrete_gaussian", "SqrtFactorizationCounter", "l2_laplace_scale", "l2_laplace_epsilon",
