@@ -360,27 +360,33 @@ for name, extra in (("interval/privtree4", {"privtree_fanout": 4}),
 
 # Cells (every value its own segment: a public partition, epsilon 0), by name and by the
 # workload rule ("short" on a small domain), in memory and weighted.  Tight: on two values
-# fanout 2 is one level, so the first value's count (a feature) carries all of epsilon.
-for name, run in (("interval/cells", _interval_run),
-                  ("interval/cells-weighted", _interval_run_weighted)):
-    base = {"domain": (0, 7), "epsilon": 2.5, "structure": "hierarchical", "partition": "cells",
-            "fanout": 8}
-    register(_interval_mechanism(
-        name, run, base,
-        (
-            Pair("two values: empty vs one item", [], [0], {CI, TIGHT},
-                 params={"domain": (0, 1), "fanout": 2}),
-            Pair("empty vs one item", [], [3], {CI}),
-            Pair("domain end", [], [7], {CI}),
-            Pair("heavy duplicates", [3] * 12, [3] * 13),
-            Pair("binary levels", [0, 1, 2, 3] * 3, [0, 1, 2, 3] * 3 + [1], {CI},
-                 params={"fanout": 2}),
-            Pair("the workload rule takes cells", [5] * 4, [5] * 5, {CI},
-                 params={"partition": None, "fanout": 16, "workload": "short"}),
-            Pair("kary counter over the cells", [2, 6], [2, 6, 6],
-                 params={"structure": "kary", "fanout": 16}),
-        ),
-    ))
+# fanout 2 is one level, so the first value's count (a feature) carries all of epsilon.  CI
+# audits the tight pair (an audit costs about a minute); the long-tier script audits every
+# pair.
+def _cells_run(values, rng, input="array", **params):
+    """``input="weighted"``: the distinct values with their counts (``counts=``)."""
+    run = _interval_run_weighted if input == "weighted" else _interval_run
+    return run(values, rng, **params)
+
+
+register(_interval_mechanism(
+    "interval/cells", _cells_run,
+    {"domain": (0, 7), "epsilon": 2.5, "structure": "hierarchical", "partition": "cells",
+     "fanout": 8},
+    (
+        Pair("two values: empty vs one item", [], [0], {CI, TIGHT},
+             params={"domain": (0, 1), "fanout": 2}),
+        Pair("empty vs one item", [], [3]),
+        Pair("weighted: heavy duplicates", [3] * 12, [3] * 13, params={"input": "weighted"}),
+        Pair("domain end", [], [7]),
+        Pair("heavy duplicates", [3] * 12, [3] * 13),
+        Pair("binary levels", [0, 1, 2, 3] * 3, [0, 1, 2, 3] * 3 + [1], params={"fanout": 2}),
+        Pair("the workload rule takes cells", [5] * 4, [5] * 5,
+             params={"partition": None, "fanout": 16, "workload": "short"}),
+        Pair("kary counter over the cells", [2, 6], [2, 6, 6],
+             params={"structure": "kary", "fanout": 16}),
+    ),
+))
 # ---------------------------------------------------- counts by category (flat)
 def _levels_run(values, rng, **params):
     return ps.LevelHistogram.build(np.array(values, dtype=object), rng=rng, **params)
