@@ -403,6 +403,7 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
         if method == CELLS or (pchoice is not None and pchoice.partition == CELLS):
             method, (eps_p, eps_t, eps_s) = CELLS, cells_epsilons(domain, eps, spec,
                                                                   shards)
+            spec = spec and spec._replace(epsilon=eps_s)    # the sums' share of all of eps
         elif method == "dnrr":
             fig1_threshold(domain[1] - domain[0] + 1, eps_p, beta / 2, factor)  # eps_p not too small
         else:

@@ -247,3 +247,17 @@ def test_range_sums_over_cells_split_the_whole_epsilon(tmp_path):
     assert back.sum(10, 50) == syn.sum(10, 50)
     true = int(v[(d >= 10) & (d <= 50)].sum())
     assert abs(syn.sum(10, 50) - true) < 8 * syn.sum_many([10], [50], return_std=True)[1][0]
+
+
+def test_the_rule_with_range_sums_gives_the_explicit_cells_release():
+    rng = np.random.default_rng(1)
+    d, v = rng.integers(0, 500, 5_000), rng.integers(0, 10, 5_000)
+    kw = dict(domain=(0, 499), epsilon=1.0, sum_of=v, sum_bounds=(0, 10), workload="short")
+    ruled = ps.IntervalSynopsis.build(d, rng=ps.Rng(seed=3), **kw)
+    given = ps.IntervalSynopsis.build(d, rng=ps.Rng(seed=3), partition="cells", **kw)
+    assert isinstance(ruled.partition, CellPartition)
+    (_, m1, a1), (_, m2, a2) = release(ruled), release(given)
+    assert a1 == a2 and m1.pop("workload")["partition"]["partition"] == "cells"
+    assert "partition" not in m2.pop("workload") and m1 == m2     # the rule is recorded
+    assert ruled.sums.epsilon == given.sums.epsilon
+    assert ruled.epsilon_tree + ruled.sums.epsilon == 1
