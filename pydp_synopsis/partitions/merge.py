@@ -59,6 +59,7 @@ from .._core import check, ffi, lib
 from ..errors import DomainError, FormatError, ParameterError
 from ..noise import discrete_laplace
 from ..params import check_share, exact_epsilon
+from .cells import CellPartition
 from .privtree import TreePartition
 
 __all__ = ["MERGE_FACTOR", "MERGED_PARTITION_KIND", "MergedPartition", "check_merge_share",
@@ -144,7 +145,7 @@ def partition_summary(part):
     ...                                 fanout=4))
     'privtree (fanout 4)'
     """
-    if getattr(part, "threshold_factor", None) == "cells":
+    if isinstance(part, CellPartition):
         return "cells (every value its own segment, no epsilon spent on them)"
     if not isinstance(part, TreePartition):
         return "dnrr"
