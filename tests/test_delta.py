@@ -359,7 +359,7 @@ def test_the_adaptive_grid_refuses_delta_before_budget_or_randomness():
     budget = ps.Budget(10, total_delta=0.5)
     rng = ps.Rng(seed=9)
     first = ps.Rng(seed=9).random_uint64()
-    with pytest.raises(ps.ParameterError, match=r"^delta must be 0 for the adaptive grid: .*"
+    with pytest.raises(ps.ParameterError, match=r"^delta must be 0 for structure='adaptive': .*"
                                                 r"structure='multitree'") as err:
         ps.RectangleSynopsis.build([[1, 2]], domain=[(0, 9)] * 2, epsilon=1, delta=1e-6,
                                    budget=budget, rng=rng)

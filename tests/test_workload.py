@@ -363,8 +363,9 @@ def test_multitree_choice_is_exact_never_worse_and_recorded(tmp_path, points):
 
 
 def test_grid_choice_by_formula_is_recorded_and_old_files_load(tmp_path, points):
-    base = ps.RectangleSynopsis.build(points, domain=BOXES, epsilon=1.0, rng=ps.Rng(seed=5))
-    syn = ps.RectangleSynopsis.build(points, domain=BOXES, epsilon=1.0, rng=ps.Rng(seed=5),
+    # epsilon < 1/2: "short" keeps the adaptive grid (the quadtree rule: tests/test_quadtree.py)
+    base = ps.RectangleSynopsis.build(points, domain=BOXES, epsilon=0.4, rng=ps.Rng(seed=5))
+    syn = ps.RectangleSynopsis.build(points, domain=BOXES, epsilon=0.4, rng=ps.Rng(seed=5),
                                      workload="short")
     c = syn.workload
     assert c.option == "coarse_share" and not c.exact and c.default == Fraction(2, 5)

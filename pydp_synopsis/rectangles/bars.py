@@ -173,7 +173,7 @@ def rectangle_bars(mechanism, lo, hi, confidence, multiplicity, method, nonnegat
     if isinstance(mechanism, AdaptiveGrid):
         if method == "calibrated":
             return _grid_calibrated(mechanism, lo, hi, answer, confidence, nonnegative)
-    elif mechanism.prune is None:
+    elif getattr(mechanism, "prune", False) is None:      # an unpruned multi-tree
         if mechanism.estimator != "uniform":
             method = "rigorous"          # the model is the uniform estimator's
         return _multitree_bars(mechanism, lo, hi, answer, confidence, method, nonnegative)

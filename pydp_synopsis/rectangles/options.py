@@ -9,6 +9,7 @@ DEFAULT_MULTITREE   multitree  ``config="default"`` with the multi-tree
 DNRR                multitree  ``config="dnrr"``: DNRR section 3.3 as written
 ADAPTIVE_2D         adaptive   the adaptive grid on 2 axes
 ADAPTIVE            adaptive   the adaptive grid on 3 to 8 axes
+QUADTREE            quadtree   the quadtree over partition cells (2 axes; small boxes)
 ==================  =========  =========================================================
 
 The evidence for each value (measured RMSE) is in
@@ -22,6 +23,9 @@ The rule (:func:`resolve`)
    keyword (:data:`MULTITREE_KEYWORDS`) is given; otherwise the adaptive
    grid.  An explicit ``structure="adaptive"`` that meets one of those three
    is an error, and so is ``coarse_share`` with the multi-tree.
+   ``structure="quadtree"`` is only ever explicit (or the declared-workload
+   rule of :func:`pydp_synopsis.rectangles.workload.quadtree_rule`); it takes
+   two axes, ``config="default"`` and no keyword of the other two structures.
 2. **Profile.**  The multi-tree starts from :data:`DNRR` when
    ``config="dnrr"``, else from :data:`DEFAULT_MULTITREE`; the adaptive grid
    from :data:`ADAPTIVE_2D` on two axes, else :data:`ADAPTIVE`.
@@ -59,6 +63,9 @@ __all__ = [
     "DNRR",
     "ADAPTIVE_2D",
     "ADAPTIVE",
+    "QuadTreeOptions",
+    "QUADTREE",
+    "QUADTREE_KEYWORDS",
     "MULTITREE_KEYWORDS",
     "GRID_KEYWORDS",
     "SHARED_KEYWORDS",
@@ -73,6 +80,8 @@ ESTIMATORS = ("cover", "uniform")
 MULTITREE_KEYWORDS = ("fanout", "estimator", "final_share", "prune", "threshold", "merge")
 #: Keywords only the adaptive grid has.
 GRID_KEYWORDS = ("coarse_share", "seal_share", "fine_constant")
+#: Keywords only the quadtree has.
+QUADTREE_KEYWORDS = ("split_share", "split_levels")
 #: Keywords both structures accept (``max_nodes`` caps the multi-tree only).
 SHARED_KEYWORDS = ("partition_share", "threshold_factor", "max_nodes")
 #: Keywords for which ``None`` is a value, not "use the profile's".
@@ -225,6 +234,32 @@ def _check_seal_share(value):
     return share
 
 
+@dataclasses.dataclass(frozen=True)
+class QuadTreeOptions(PartitionOptions):
+    """Tuning of the quadtree over partition cells (:mod:`.quadtree`).
+
+    Attributes
+    ----------
+    split_share : float or Fraction
+        Share of ``epsilon_tree`` for the split tests, in (0, 1); the rest
+        goes to the leaf counts.
+    split_levels : int
+        The public threshold is ``theta = -split_levels delta``: about that many
+        levels split even when empty, in [0, 64].
+    """
+
+    split_share: object
+    split_levels: object
+
+    structure = "quadtree"
+
+    def checked(self, dims):
+        """A copy with the shares as exact Fractions and the levels an int."""
+        return dataclasses.replace(self, split_share=check_share(self.split_share, "split_share"),
+                                   split_levels=check_int(self.split_levels, "split_levels", 0, 64),
+                                   **self._checked_partition())
+
+
 #: The range of AG's fine-grid constant (its c2 = 5; smaller: finer fine grids).
 FINE_CONSTANT_RANGE = (0.25, 100.0)
 
@@ -263,6 +298,12 @@ ADAPTIVE = GridOptions(partition_share=0.25, threshold_factor=1.0, coarse_share=
                        seal_share=Fraction(1, 32), fine_constant=5.0)
 
 
+#: The quadtree (docs/guide/rectangles.md, "Small boxes: the quadtree"): a tenth of
+#: epsilon per axis, 5/16 of the rest (a quarter of epsilon) for the splits.
+QUADTREE = QuadTreeOptions(partition_share=Fraction(1, 5), threshold_factor=0.7,
+                           split_share=Fraction(5, 16), split_levels=4)
+
+
 def resolve(config, structure, dims, tuning):
     """The structure and its checked options for one build (the rule in the module doc).
 
@@ -270,7 +311,7 @@ def resolve(config, structure, dims, tuning):
     ----------
     config : {"default", "dnrr"}
         Checked by the caller.
-    structure : {"auto", "adaptive", "multitree"}
+    structure : {"auto", "adaptive", "multitree", "quadtree"}
         Checked by the caller.
     dims : int
         Number of axes.
@@ -279,7 +320,7 @@ def resolve(config, structure, dims, tuning):
 
     Returns
     -------
-    MultiTreeOptions or GridOptions
+    MultiTreeOptions, GridOptions or QuadTreeOptions
         Checked (see ``checked``); its ``structure`` says which.
 
     Raises
@@ -296,12 +337,23 @@ def resolve(config, structure, dims, tuning):
     >>> resolve("default", "auto", 2, {}).structure
     'adaptive'
     """
-    known = MULTITREE_KEYWORDS + GRID_KEYWORDS + SHARED_KEYWORDS
+    known = MULTITREE_KEYWORDS + GRID_KEYWORDS + QUADTREE_KEYWORDS + SHARED_KEYWORDS
     for name in tuning:
         if name not in known:
             raise TypeError(f"build() got an unexpected keyword argument {name!r}")
     given = {k: v for k, v in tuning.items() if v is not None or k in _NONE_IS_A_VALUE}
     tree_keywords = [k for k in MULTITREE_KEYWORDS if k in given]
+    quad_keywords = [k for k in QUADTREE_KEYWORDS if k in given]
+    if structure == "quadtree":
+        if dims != 2 or config == "dnrr":
+            raise ParameterError("structure='quadtree' takes 2 axes and config='default', got "
+                                 + (f"{dims} axes" if dims != 2 else "config='dnrr'"))
+        for name in MULTITREE_KEYWORDS + GRID_KEYWORDS + ("max_nodes",):
+            if name in given:
+                raise ParameterError(f"{name} is not an option of structure='quadtree'")
+        return dataclasses.replace(QUADTREE, **given).checked(dims)
+    if quad_keywords:
+        raise ParameterError(f"{quad_keywords[0]} is an option of structure='quadtree' only")
     if structure == "auto":
         structure = "multitree" if (config == "dnrr" or dims == 1 or tree_keywords) else "adaptive"
     elif structure == "adaptive" and (config == "dnrr" or dims == 1 or tree_keywords):

@@ -2,8 +2,8 @@
 
 :func:`release` checks the points and every option once, draws one private
 partition per axis (:mod:`.axes`), charges the budget and hands the segments
-to one structure: the multi-tree (:mod:`.multitree`) or the adaptive grid
-(:mod:`.grid`).  :meth:`RectangleSynopsis.build
+to one structure: the multi-tree (:mod:`.multitree`), the adaptive grid
+(:mod:`.grid`) or the quadtree (:mod:`.quadtree`).  :meth:`RectangleSynopsis.build
 <pydp_synopsis.rectangles.synopsis.RectangleSynopsis.build>` documents the
 arguments and holds what this returns.
 """
@@ -21,16 +21,17 @@ from . import options
 from .axes import Axes, Cells, check_domains, check_points, sealed_cells
 from .grid import AdaptiveGrid
 from .multitree import MAX_POINTS, MultiTree
-from .workload import check_box_workload, choose_options
+from .quadtree import QuadTree
+from .workload import check_box_workload, choose_options, quadtree_rule
 
 __all__ = ["release", "check_domain_pairs", "CONFIGS", "STRUCTURES", "MECHANISMS"]
 
 #: The ``config=`` values of a rectangle synopsis.
 CONFIGS = ("default", "dnrr")
 #: The ``structure=`` values.
-STRUCTURES = ("auto", "adaptive", "multitree")
+STRUCTURES = ("auto", "adaptive", "multitree", "quadtree")
 #: The structure classes by name.
-MECHANISMS = {"multitree": MultiTree, "adaptive": AdaptiveGrid}
+MECHANISMS = {"multitree": MultiTree, "adaptive": AdaptiveGrid, "quadtree": QuadTree}
 
 
 def release(points, *, domain, epsilon, beta, rng, config, structure, budget, counts, shards,
@@ -61,11 +62,12 @@ def release(points, *, domain, epsilon, beta, rng, config, structure, budget, co
         domain = check_domains(domain)
     c = len(domain)
     wl = check_box_workload(workload, domain, described)
+    structure, by_rule = quadtree_rule(wl, structure, config, c, eps, tuning)
     opts = options.resolve(config, structure, c, tuning)
     mechanism = MECHANISMS[opts.structure]
     if dlt and mechanism is not MultiTree:
-        raise ParameterError("delta must be 0 for the adaptive grid: delta in (0, 1) is accepted "
-                             "by the multi-tree only (structure='multitree', config='dnrr', or "
+        raise ParameterError(f"delta must be 0 for structure={opts.structure!r}: delta in "
+                             "(0, 1) is accepted by the multi-tree only (structure='multitree', config='dnrr', or "
                              "one axis)")
     if mechanism is MultiTree and source is None and len(offsets) > MAX_POINTS:
         # a declared public limit, like the domain (docs/guide/privacy.md)
@@ -94,7 +96,7 @@ def release(points, *, domain, epsilon, beta, rng, config, structure, budget, co
             axes, n_hat = Axes.release_chunks(prepared, domain, eps_axis, beta,
                                               opts.threshold_factor, rng, n_shards)
             opts, split, choice = choose_options(wl, opts.structure, axes, n_hat, eps_tree,
-                                                 split, opts, dlt)
+                                                 split, opts, dlt, by_rule)
             if getattr(opts, "seal_share", 0):      # cells over the refined partitions
                 cells = sealed_cells(prepared.cells, axes.ends)
             else:
@@ -105,7 +107,7 @@ def release(points, *, domain, epsilon, beta, rng, config, structure, budget, co
     axes, segs, n_hat = Axes.release(arr, offsets, domain, eps_axis, beta,
                                      opts.threshold_factor, rng, counts=weights)
     opts, split, choice = choose_options(wl, opts.structure, axes, n_hat, eps_tree, split, opts,
-                                         dlt)
+                                         dlt, by_rule)
     seals = (axes.seal_counts(offsets, segs, weights) if getattr(opts, "seal_share", 0)
              else None)
     return axes, mechanism.build(axes, Cells.of(segs, weights, seals), n_hat, eps_tree, split,

@@ -1,8 +1,9 @@
-"""RectangleSynopsis: the front of the c private partitions and one of two structures.
+"""RectangleSynopsis: the front of the c private partitions and one of three structures.
 
 :meth:`RectangleSynopsis.build` hands its arguments to :func:`.release.release`
 (checks, one private partition per axis, the budget, then the multi-tree of
-:mod:`.multitree` or the adaptive grid of :mod:`.grid`); the synopsis holds the
+:mod:`.multitree`, the adaptive grid of :mod:`.grid` or the quadtree of
+:mod:`.quadtree`); the synopsis holds the
 structure and delegates queries, error bounds and saving to it.
 """
 from collections import namedtuple
@@ -24,6 +25,7 @@ from .levels import RectangleLevels
 from .losses import RectangleLosses
 from .marginals import RectangleMarginals
 from .multitree import MultiTree
+from .quadtree import QuadTree
 from .release import CONFIGS, MECHANISMS, release
 from .workload import choice_from_record
 from ..units import (Column, clipped_from_record, columns_from_record, columns_to_record,
@@ -36,6 +38,8 @@ _FORMAT = 1
 #: An adaptive grid with seal counts (release 0.2.0): readers of format 1 refuse it
 #: rather than answer without the seal model.
 _FORMAT_SEALS = 2
+#: A quadtree over partition cells (release 0.3): older readers refuse it.
+_FORMAT_QUADTREE = 3
 
 #: The parts of :meth:`RectangleSynopsis.error_bound`: it is their sum.
 ErrorTerms = namedtuple("ErrorTerms", ["noise", "bias", "pruning"])
@@ -132,9 +136,15 @@ class RectangleSynopsis(QueryClipping, RectangleMarginals, RectangleLevels, Rect
             Randomness (OS-seeded by default; seeds are for tests/benchmarks only).
         config : {"default", "dnrr"}
             ``"dnrr"``: DNRR section 3.3 as written (the ``DNRR`` profile).
-        structure : {"auto", "adaptive", "multitree"}
+        structure : {"auto", "adaptive", "multitree", "quadtree"}
             "auto": the multi-tree for c = 1, ``config="dnrr"`` or a
-            multi-tree option, else the adaptive grid.
+            multi-tree option, else the adaptive grid (or the quadtree where
+            ``workload="short"`` takes it: c = 2, epsilon >= 1/2, no tuning
+            keyword).  ``"quadtree"``: PrivTree's quadtree over the cells of
+            the two partitions with flat noisy leaves
+            (:mod:`pydp_synopsis.rectangles.quadtree`; c = 2; options
+            ``split_share``, ``split_levels``, ``partition_share``,
+            ``threshold_factor``).
         budget : Budget, optional
             Charged ``(epsilon, delta)`` after every check, before any noise is drawn.
         counts : array_like of int, shape (n,), optional
@@ -452,6 +462,18 @@ class RectangleSynopsis(QueryClipping, RectangleMarginals, RectangleLevels, Rect
         """
         return self._held(AdaptiveGrid, "grid_cells").cells()
 
+    def quadtree_leaves(self):
+        """The quadtree's released leaves: a structured array with ``count`` (noisy),
+        ``start``/``end`` (partition segments, inclusive, per axis), ``first``/``last``
+        (their offsets from each axis's ``lo``) and ``depth``.
+
+        Raises
+        ------
+        TypeError
+            The synopsis is not a quadtree.
+        """
+        return self._held(QuadTree, "quadtree_leaves").leaves()
+
     def _held(self, mechanism, what):
         if not isinstance(self._mechanism, mechanism):
             raise TypeError(f"{what}() needs structure={mechanism.structure!r}, "
@@ -701,7 +723,9 @@ class RectangleSynopsis(QueryClipping, RectangleMarginals, RectangleLevels, Rect
         """``(kind, meta, arrays, mode)`` for :mod:`pydp_synopsis.persist`."""
         axes_meta, arrays = self._axes.record()
         meta, structure_arrays = self._mechanism.record()
-        meta.update(axes_meta, format=_FORMAT_SEALS if "seals" in structure_arrays else _FORMAT,
+        fmt = (_FORMAT_QUADTREE if self.structure == "quadtree"
+               else _FORMAT_SEALS if "seals" in structure_arrays else _FORMAT)
+        meta.update(axes_meta, format=fmt,
                     beta=self.beta, config=self.config,
                     threshold_factor=self.threshold_factor,
                     delta=list(self.delta.as_integer_ratio()),
@@ -719,8 +743,11 @@ class RectangleSynopsis(QueryClipping, RectangleMarginals, RectangleLevels, Rect
     def _from_record(cls, meta, arrays):
         """Rebuild a saved synopsis from its released numbers (no data, no code)."""
         try:
-            if meta.get("format") not in (_FORMAT, _FORMAT_SEALS):
+            if meta.get("format") not in (_FORMAT, _FORMAT_SEALS, _FORMAT_QUADTREE):
                 raise FormatError(f"unknown rectangle-synopsis format {meta.get('format')!r}")
+            if (meta["format"] == _FORMAT_QUADTREE) != (meta.get("structure") == "quadtree"):
+                raise FormatError("rectangle synopsis record: the structure does not match "
+                                  "its format")
             if (meta["format"] == _FORMAT_SEALS) != ("seals" in arrays):
                 raise FormatError("rectangle synopsis record: seal counts do not match its format")
             beta, config = float(meta["beta"]), meta["config"]
@@ -730,7 +757,7 @@ class RectangleSynopsis(QueryClipping, RectangleMarginals, RectangleLevels, Rect
             mechanism = MECHANISMS[meta.get("structure", "multitree")]
             delta = state_delta(meta)      # absent (release 0.1): 0
             if delta and mechanism is not MultiTree:
-                raise FormatError("rectangle synopsis record: delta > 0 for an adaptive grid")
+                raise FormatError("rectangle synopsis record: delta > 0 without a multi-tree")
             extra = {"delta": delta} if delta else {}
             syn = cls._from_parts(axes, mechanism.from_record(meta, arrays, axes, **extra), config)
             check_pure_epsilon(meta, syn.pure_epsilon, delta)

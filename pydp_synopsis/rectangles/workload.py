@@ -30,6 +30,15 @@ options of the structure on the declared boxes (or a named class,
   bound: the grid's expected error on the workload is not guaranteed to be
   smaller than the default's.
 
+* **quadtree** (:func:`quadtree_rule`): ``workload="short"`` on two axes with
+  ``epsilon >= 1/2``, ``config="default"``, ``structure="auto"`` and no
+  tuning keyword builds the quadtree over partition cells
+  (:mod:`.quadtree`) instead of the adaptive grid.  Decided before anything
+  is read, from public inputs only (the class, the number of axes, epsilon,
+  the options given); the threshold 1/2 is measured
+  (docs/guide/rectangles.md, "Small boxes: the quadtree").  Nothing is
+  scored: the record's ``option`` is ``"structure"``.
+
 Privacy: as for intervals (:mod:`pydp_synopsis.interval_workload`): the
 choice reads the released partitions, their released ``n_hat``, the public
 boxes and public options, never the data; every candidate structure is
@@ -57,7 +66,7 @@ from .grid import KAPPA_FINE, AdaptiveGrid, coarse_merge
 from .multitree import TreeShape, node_noise, tree_merge
 
 __all__ = ["MULTITREE_FANOUTS", "GRID_COARSE_SHARES", "BoxChoice", "check_box_workload",
-           "choice_from_record",
+           "choice_from_record", "quadtree_rule", "QUADTREE_MIN_EPSILON",
            "axis_positions", "run_positions", "cover_nodes", "multitree_variances",
            "grid_scores", "choose_options"]
 
@@ -65,6 +74,8 @@ __all__ = ["MULTITREE_FANOUTS", "GRID_COARSE_SHARES", "BoxChoice", "check_box_wo
 MULTITREE_FANOUTS = (2, 4, 8, 16, 64, 1024)
 #: The adaptive grid's coarse shares compared (0.4 in 2-D and 0.6 above are the defaults).
 GRID_COARSE_SHARES = tuple(Fraction(s, 10) for s in (2, 3, 4, 5, 6, 7))
+#: The least epsilon at which ``workload="short"`` takes the quadtree (2 axes).
+QUADTREE_MIN_EPSILON = Fraction(1, 2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,9 +88,12 @@ class BoxChoice:
         ``"short"``, ``"mixed"``, ``"long"`` or ``"declared"``.
     queries : int
     option : str
-        ``"fanout"`` (multi-tree) or ``"coarse_share"`` (adaptive grid).
-    value, default : tuple of int or Fraction
-        The chosen and the build's own value (a fanout per axis, or a share).
+        ``"fanout"`` (multi-tree), ``"coarse_share"`` (adaptive grid) or
+        ``"structure"`` (the quadtree, by :func:`quadtree_rule` or asked).
+    value, default : tuple of int, Fraction or str
+        The chosen and the build's own value (a fanout per axis, a share, or
+        a structure: ``"quadtree"`` and what ``structure="auto"`` gives
+        without the rule).
     score, default_score : float
         Mean over the boxes: the exact noise variance (``exact``) or the formula's.
     exact : bool
@@ -100,6 +114,8 @@ class BoxChoice:
         """The record's ``workload`` field (JSON types)."""
         out = dataclasses.asdict(self)
         for k in ("value", "default"):
+            if self.option == "structure":
+                continue
             out[k] = ([out[k].numerator, out[k].denominator] if isinstance(out[k], Fraction)
                       else [int(x) for x in out[k]])
         return out
@@ -109,9 +125,13 @@ class BoxChoice:
         """The record's field read back; a malformed one is a FormatError."""
         try:
             fields = dict(meta)
-            if fields["option"] not in ("fanout", "coarse_share"):
+            if fields["option"] not in ("fanout", "coarse_share", "structure"):
                 raise ValueError("unknown option")
             for k in ("value", "default"):
+                if fields["option"] == "structure":
+                    if fields[k] not in ("quadtree", "adaptive"):
+                        raise ValueError(f"unknown structure {fields[k]!r}")
+                    continue
                 v = fields[k]
                 fields[k] = (Fraction(int(v[0]), int(v[1])) if fields["option"] == "coarse_share"
                              else tuple(int(x) for x in v))
@@ -132,12 +152,37 @@ def choice_from_record(meta, structure):
     if meta.get("workload") is None:
         return None
     choice = BoxChoice.from_meta(meta["workload"])
-    held = (tuple(structure.fanout) if choice.option == "fanout"
-            else getattr(structure, "coarse_share", None))
-    want = choice.value if choice.option == "fanout" else float(choice.value)
+    if choice.option == "structure":
+        held, want = structure.structure, choice.value
+    else:
+        held = (tuple(structure.fanout) if choice.option == "fanout"
+                else getattr(structure, "coarse_share", None))
+        want = choice.value if choice.option == "fanout" else float(choice.value)
     if held != want:
         raise FormatError("rectangle synopsis record: the workload's choice is not the structure's")
     return choice
+
+
+def quadtree_rule(workload, structure, config, dims, epsilon, tuning):
+    """``(structure, by_rule)``: ``"quadtree"`` and True where the declared workload's rule
+    takes the quadtree (module doc), else ``structure`` unchanged and False.
+
+    Public inputs only, before anything is read, charged or drawn.
+
+    Examples
+    --------
+    >>> from pydp_synopsis.workload import check_workload
+    >>> wl = check_workload("short", [(0, 99), (0, 99)], None)
+    >>> quadtree_rule(wl, "auto", "default", 2, Fraction(1), {})
+    ('quadtree', True)
+    >>> quadtree_rule(wl, "auto", "default", 2, Fraction(1, 10), {})
+    ('auto', False)
+    """
+    if (workload is not None and workload.name == "short" and structure == "auto"
+            and config == "default" and dims == 2 and epsilon >= QUADTREE_MIN_EPSILON
+            and not any(v is not None for v in tuning.values())):
+        return "quadtree", True
+    return structure, False
 
 
 def check_box_workload(workload, domains, columns):
@@ -237,22 +282,32 @@ def grid_scores(axes, lo, hi, merge, n_hat, split):
     return whole * inside + (covered - whole) * fine * v_f
 
 
-def choose_options(workload, structure, axes, n_hat, eps_tree, split, options, delta=0):
+def choose_options(workload, structure, axes, n_hat, eps_tree, split, options, delta=0,
+                   by_rule=False):
     """``(options, split, BoxChoice)`` for the build: unchanged and None without a workload.
 
     Parameters
     ----------
     workload : Workload or None
-    structure : {"multitree", "adaptive"}
+    structure : {"multitree", "adaptive", "quadtree"}
     axes : Axes
         The released partitions.
     n_hat : float
         The released estimate of the number of points.
     eps_tree, split, options, delta
         As the structure's build takes them (checked).
+    by_rule : bool
+        The quadtree was taken by :func:`quadtree_rule` (it has no option to choose).
     """
     if workload is None:
         return options, split, None
+    if structure == "quadtree":
+        q = int(np.asarray(workload.offsets([np.asarray(e, dtype=np.uint64) for e in axes.ends],
+                                            [(0, int(e[-1])) for e in axes.ends])[0]).size
+                // axes.dims)
+        return options, split, BoxChoice(workload.name, q, "structure", "quadtree",
+                                         "adaptive" if by_rule else "quadtree", 0.0, 0.0,
+                                         False, 1)
     ends = [np.asarray(e, dtype=np.uint64) for e in axes.ends]
     doms = [(0, int(e[-1])) for e in ends]
     lo, hi = workload.offsets(ends, doms)
