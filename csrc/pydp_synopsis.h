@@ -925,6 +925,20 @@ pds_status pds_grid_cells(uint32_t c, const uint64_t *m, const uint64_t *g,
                           const uint32_t *seg, uint64_t n, const int64_t *fine,
                           uint64_t n_counts, uint64_t *cells);
 
+/* ----------------------------------------------------------- quadtree.c --
+ * One level of the quadtree over partition cells (rectangles/quadtree.py):
+ * rows i < n of cells (two uint32 segment indices each), weight and node
+ * (its node among the level's n_level); slot[k] is node k's index among the
+ * level's n_split split nodes or -1 (a leaf).  A row of a split node s moves
+ * to child[4 s + side] (side bit a: cell index > mid[2 s + a]), is compacted
+ * to the front and adds its weight to counts[child] (n_next entries); rows
+ * of leaves are dropped; *kept = the rows kept.  An index out of range is
+ * PDS_EINVAL (the rows before it moved).  O(n). */
+pds_status pds_quad_level(uint32_t *cells, int64_t *weight, int64_t *node, uint64_t n,
+                          const int64_t *slot, uint64_t n_level, const int64_t *mid,
+                          const int64_t *child, uint64_t n_split, int64_t *counts,
+                          uint64_t n_next, uint64_t *kept);
+
 /* ----------------------------------------------------------- isotonic.c --
  * out = the least-squares non-decreasing fit of y[0 .. n) (pool adjacent
  * violators, O(n)); out may be y.  PDS_EINVAL for a NULL array with n > 0

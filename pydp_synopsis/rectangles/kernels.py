@@ -3,7 +3,7 @@
 Callers pass checked, contiguous numpy arrays; these wrappers only convert
 them to C pointers, call, and raise on a non-zero status.  Keeping every
 call here means a change of a kernel's signature (``csrc/multitree.c``,
-``csrc/grid.c``) is a change of one function.
+``csrc/grid.c``, ``csrc/quadtree.c``) is a change of one function.
 """
 import numpy as np
 
@@ -20,6 +20,7 @@ __all__ = [
     "grid_answer",
     "grid_noise",
     "grid_count",
+    "quad_level",
     "Unrefine",
 ]
 
@@ -241,3 +242,16 @@ class Unrefine:
             ffi.NULL if w is None else i64(w), n, ffi.from_buffer("uint32_t[]", out),
             ffi.NULL if acc is None else i64(acc)), "refined partition cells")
         return out
+
+
+# ---------------------------------------------------------------- quadtree
+def quad_level(cells, weights, node, live, slot, mid, child, counts):
+    """One level of the quadtree (``pds_quad_level``): the first ``live`` rows of
+    ``cells`` ((n, 2) uint32), ``weights`` and ``node`` (int64) of split nodes move to
+    their children, compacted in place, their weights added to ``counts`` (int64, the
+    next level); returns the number of rows kept."""
+    kept = ffi.new("uint64_t *")
+    check(lib.pds_quad_level(ffi.from_buffer("uint32_t[]", cells), i64(weights), i64(node), live,
+                             i64(slot), slot.size, i64(mid), i64(child), mid.shape[0],
+                             i64(counts), counts.size, kept), "quadtree level")
+    return int(kept[0])

@@ -78,6 +78,7 @@ from ..noise import discrete_laplace
 from ..params import exact_scale, split_epsilon
 from ..partitions.privtree import privtree_parameters
 from ..tails import laplace_sum_tail, laplace_weighted_tail
+from . import kernels
 
 __all__ = ["QuadTree", "Shape", "MAX_NODES"]
 
@@ -136,10 +137,10 @@ def grow(cells, weights, sizes, starts, ends, lam, delta, theta, rng):
 
     Parameters
     ----------
-    cells : numpy.ndarray of int64, shape (u, 2)
-        The distinct occupied partition cells (segment indices).
-    weights : numpy.ndarray of int64, shape (u,)
-        Their numbers of points.
+    cells : numpy.ndarray of uint32, shape (n, 2)
+        Each row's partition cell (segment indices); overwritten.
+    weights : numpy.ndarray of int64, shape (n,)
+        The number of points each row stands for; overwritten.
     sizes : (int, int)
         Segments per axis.
     starts, ends : lists of numpy.ndarray of uint64
@@ -157,19 +158,21 @@ def grow(cells, weights, sizes, starts, ends, lam, delta, theta, rng):
 
     Notes
     -----
-    Level by level in numpy: each cell carries the index of its node; a
-    level's counts are one ``np.add.at``, its tests one draw of
-    :func:`~pydp_synopsis.noise.discrete_laplace` over the nodes that can
-    split.  O(u depth) time.
+    Level by level: a level's tests are one draw of
+    :func:`~pydp_synopsis.noise.discrete_laplace` over its nodes that can
+    split (breadth-first order); one C pass (:func:`.kernels.quad_level`)
+    then moves the rows of the nodes that split to their children, counts
+    the next level and drops the rest.  O(n depth) time, no memory beyond
+    the rows and the nodes.
     """
     first = np.zeros((1, 2), dtype=np.int64)
     last = np.array([[sizes[0] - 1, sizes[1] - 1]], dtype=np.int64)
     node = np.zeros(cells.shape[0], dtype=np.int64)
+    count = np.array([int(weights.sum())], dtype=np.int64)
+    live = cells.shape[0]
     flags, leaf_counts, d = [], [], 0
     while first.shape[0]:
         k = first.shape[0]
-        count = np.zeros(k, dtype=np.int64)
-        np.add.at(count, node, weights)
         split = np.zeros(k, dtype=bool)
         can = np.flatnonzero((last > first).any(axis=1))
         if can.size:
@@ -183,11 +186,9 @@ def grow(cells, weights, sizes, starts, ends, lam, delta, theta, rng):
         child[owner, corner] = np.arange(owner.size)
         slot = np.full(k, -1, dtype=np.int64)
         slot[si] = np.arange(si.size)
-        at = slot[node]
-        keep = at >= 0
-        cells, weights, at = cells[keep], weights[keep], at[keep]
-        side = (cells > mid[at]).astype(np.int64)
-        node = child[at, side[:, 0] | (side[:, 1] << 1)]
+        count = np.zeros(cf.shape[0], dtype=np.int64)
+        live = kernels.quad_level(cells, weights, node, live, slot,
+                                  np.ascontiguousarray(mid), child, count)
         first, last, d = cf, cl, d + 1
     return np.concatenate(flags), np.concatenate(leaf_counts)
 
@@ -338,26 +339,18 @@ class QuadTree:
         """Release the splits, then the leaf counts (in that order).
 
         ``cells`` yields ``(segments, weights)`` chunks (the partition cell of
-        every point); they are reduced to the distinct occupied cells first,
-        so memory is O(occupied cells + chunk).  ``n_hat`` is unused.
+        every row); they are held together while the tree grows: 16 bytes a
+        row (24 with the node index).  ``n_hat`` is unused.
         """
         eps_split, eps_leaf = split
         m0, m1 = axes.sizes
-        keys, wts = [], []
+        segs, wts = [], []
         for seg, weights in cells:
-            seg = np.asarray(seg, dtype=np.uint64)
-            key = seg[:, 0] * np.uint64(m1) + seg[:, 1]
-            w = (np.ones(key.size, dtype=np.int64) if weights is None
-                 else np.asarray(weights, dtype=np.int64))
-            uk, inv = np.unique(key, return_inverse=True)
-            keys.append(uk)
-            wts.append(_sum_by(inv.ravel(), w, uk.size))
-        key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.uint64)
+            segs.append(np.ascontiguousarray(seg, dtype=np.uint32).reshape(-1, 2))
+            wts.append(np.ones(segs[-1].shape[0], dtype=np.int64) if weights is None
+                       else np.asarray(weights, dtype=np.int64))
+        pts = np.concatenate(segs) if segs else np.zeros((0, 2), dtype=np.uint32)
         w = np.concatenate(wts) if wts else np.zeros(0, dtype=np.int64)
-        uk, inv = np.unique(key, return_inverse=True)
-        w = _sum_by(inv.ravel(), w, uk.size)
-        pts = np.column_stack([(uk // np.uint64(m1)).astype(np.int64),
-                               (uk % np.uint64(m1)).astype(np.int64)])
         lam, delta = privtree_parameters(eps_split, 4)
         theta = -int(options.split_levels) * delta
         starts, ends = _ends_pair(axes)
@@ -583,8 +576,3 @@ class QuadTree:
         return cls(axes, flags.astype(bool), counts, eps1, eps2, share, levels)
 
 
-def _sum_by(index, weights, size):
-    """Exact int64 sums of ``weights`` grouped by ``index`` in ``[0, size)``."""
-    out = np.zeros(size, dtype=np.int64)
-    np.add.at(out, index, weights)
-    return out
