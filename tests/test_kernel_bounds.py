@@ -1,7 +1,8 @@
 """C kernels called directly with arrays whose lengths are given: the adaptive grid
 (csrc/grid.c) equals the estimator computed by brute force and checks every index against
 the lengths it is given; multi-tree answers (csrc/multitree.c) refuse records that point
-outside [0, n_records) instead of reading there."""
+outside [0, n_records) instead of reading there; the quadtree's level pass (csrc/quadtree.c)
+refuses node, slot and child indices outside its lengths."""
 import itertools
 import math
 
@@ -184,3 +185,45 @@ def test_multitree_answer_refuses_records_outside_the_arrays():
     for start in (n_rec, 2**62):
         bad = np.where(succ >= 0, start, succ)
         assert answer(succ_=bad)[0] == lib.PDS_ESTATE
+
+
+def _quad(cells, weight, node, slot, mid, child, n_next):
+    cells = np.ascontiguousarray(cells, dtype=np.uint32)
+    weight = np.ascontiguousarray(weight, dtype=np.int64)
+    node = np.ascontiguousarray(node, dtype=np.int64)
+    slot, mid, child = (np.ascontiguousarray(x, dtype=np.int64) for x in (slot, mid, child))
+    counts = np.zeros(n_next, dtype=np.int64)
+    kept = ffi.new("uint64_t *")
+    st = lib.pds_quad_level(ffi.from_buffer("uint32_t[]", cells), _i64(weight), _i64(node),
+                            len(node), _i64(slot), len(slot), _i64(mid), _i64(child),
+                            len(mid), _i64(counts), n_next, kept)
+    return st, int(kept[0]), cells, weight, node, counts
+
+
+def test_quad_level_moves_rows_to_children_and_drops_leaves():
+    # level: node 0 a leaf, node 1 split at (1, 2) into children 0..3 (every corner)
+    cells = [[0, 0], [1, 1], [2, 2], [1, 3], [3, 0], [3, 3]]
+    st, kept, c, w, node, counts = _quad(cells, [5, 1, 2, 3, 4, 6], [0, 1, 1, 1, 1, 1],
+                                         slot=[-1, 0], mid=[[1, 2]], child=[[0, 1, 2, 3]],
+                                         n_next=4)
+    assert st == 0 and kept == 5
+    # (1,1): lower both -> 0; (2,2): x upper -> 1; (1,3): y upper -> 2; (3,0) -> 1; (3,3) -> 3
+    assert node[:kept].tolist() == [0, 1, 2, 1, 3]
+    assert c[:kept].tolist() == [[1, 1], [2, 2], [1, 3], [3, 0], [3, 3]]
+    assert w[:kept].tolist() == [1, 2, 3, 4, 6]
+    assert counts.tolist() == [1, 6, 3, 6]
+
+
+@pytest.mark.parametrize("case", ["node", "slot", "child", "absent child"])
+def test_quad_level_refuses_indices_outside_the_lengths(case):
+    node, slot, child = [0, 1], [-1, 0], [[0, 1, 2, 3]]
+    if case == "node":
+        node = [0, 2]
+    elif case == "slot":
+        slot = [-1, 1]
+    elif case == "child":
+        child = [[4, 1, 2, 3]]
+    else:
+        child = [[-1, 1, 2, 3]]
+    st, *_ = _quad([[0, 0], [0, 0]], [1, 1], node, slot, [[1, 1]], child, 4)
+    assert st == lib.PDS_EINVAL
