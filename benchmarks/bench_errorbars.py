@@ -18,6 +18,9 @@ half-width, the median |error| of the answers and their ratio.  Targets
 (issue 32): coverage >= 0.95 and half-width <= 5x median |error| in every
 class.
 
+``--structure quadtree`` measures the quadtree over partition cells (the 2-D
+sets only).
+
 Then the continual counter on a real stream (departures per minute of one
 airport): RMSE of the raw releases, of ``monotone=True`` (the online running
 maximum) and of the offline isotonic regression of the same releases (pool
@@ -109,9 +112,10 @@ def datasets(full_flights=None, subsample=None):
     ]
 
 
-def measure(points, domain, builds, q, epsilon=1.0, confidence=0.95, seed=0):
+def measure(points, domain, builds, q, epsilon=1.0, confidence=0.95, seed=0, structure="auto"):
     """Per class and method: ``(hits, n, median half-width, median |error|)`` over
-    ``builds`` seeded builds (queries drawn once per class)."""
+    ``builds`` seeded builds (queries drawn once per class); ``structure`` of the
+    rectangle synopses."""
     c = points.shape[1]
     gen = np.random.default_rng(seed)
     counter = None if c == 1 else RectangleCounter(points)
@@ -128,7 +132,8 @@ def measure(points, domain, builds, q, epsilon=1.0, confidence=0.95, seed=0):
         if c == 1:
             s = ps.IntervalSynopsis.build(points[:, 0], domain=domain[0], epsilon=epsilon, rng=rng)
         else:
-            s = ps.RectangleSynopsis.build(points, domain=domain, epsilon=epsilon, rng=rng)
+            s = ps.RectangleSynopsis.build(points, domain=domain, epsilon=epsilon, rng=rng,
+                                           structure=structure)
         for cls, (lo, hi, true) in work.items():
             args = (lo[:, 0], hi[:, 0]) if c == 1 else (lo, hi)
             for m in METHODS:
@@ -145,16 +150,19 @@ def measure(points, domain, builds, q, epsilon=1.0, confidence=0.95, seed=0):
     return out
 
 
-def coverage_table(sets, builds, q, out=print):
+def coverage_table(sets, builds, q, out=print, structure="auto"):
     """Print the coverage table; returns ``{(data, class, method): row}``."""
-    out(f"## 95% intervals by query width: epsilon = 1, default options, {builds} seeded builds "
+    opts = "default options" if structure == "auto" else f"structure={structure!r} (2-D)"
+    out(f"## 95% intervals by query width: epsilon = 1, {opts}, {builds} seeded builds "
         f"x {q} queries per class\n")
     out("| data | class | interval | coverage (95% Wilson) | median half-width | "
         "median abs error | half-width / abs error |")
     out("|---|---|---|---|---|---|---|")
     rows = {}
     for name, pts, domain in sets:
-        res = measure(pts, domain, builds, q)
+        if structure != "auto" and pts.shape[1] == 1:
+            continue                # a rectangle structure: the 2-D sets only
+        res = measure(pts, domain, builds, q, structure=structure)
         for cls in CLASSES:
             for m in METHODS:
                 hits, n, half, err = res[cls, m]
@@ -222,6 +230,8 @@ def main(argv=None):
     parser.add_argument("--no-counters", action="store_true", help="skip the counter table")
     parser.add_argument("--subsample", type=int, default=None,
                         help="at most this many rows of each data set (the test tier)")
+    parser.add_argument("--structure", default="auto", choices=("auto", "adaptive", "quadtree"),
+                        help="the rectangle structure (not auto: the 2-D sets only)")
     args = parser.parse_args(argv)
     builds, q, runs = (3, 200, 2) if args.quick else (args.builds, args.queries, 5)
     start = time.perf_counter()
@@ -229,7 +239,7 @@ def main(argv=None):
     sets = datasets(subsample=args.subsample)
     if full is not None and args.subsample is None:
         sets += [d for d in datasets(full) if d[0].startswith("flights")]
-    rows = coverage_table(sets, builds, q)
+    rows = coverage_table(sets, builds, q, structure=args.structure)
     if not args.no_counters:
         path = full if full is not None else SAMPLE
         print(f"\n## Continual counting, departures per minute (T = 260,640), k = 19, "

@@ -32,3 +32,13 @@ def test_wilson_interval():
     lo, hi = bench_errorbars.wilson(95, 100)
     assert lo < 0.95 < hi and round(lo, 4) == 0.8882 and round(hi, 4) == 0.9785
     assert bench_errorbars.wilson(0, 10)[0] == 0.0
+
+
+def test_coverage_table_of_the_quadtree_reads_the_2d_sets(capsys, monkeypatch):
+    monkeypatch.delenv("PYDP_SYNOPSIS_DATA", raising=False)
+    rows = bench_errorbars.main(["--builds", "2", "--queries", "30", "--subsample", "3000",
+                                 "--no-counters", "--structure", "quadtree"])
+    assert len(rows) == 2 * 3 * 2 and all(" x " in k[0] for k in rows)
+    assert "structure='quadtree'" in capsys.readouterr().out
+    for key, (cov, lo, hi, half, err, ratio) in rows.items():
+        assert 0 <= lo <= cov <= hi <= 1, key

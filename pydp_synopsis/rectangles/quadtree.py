@@ -454,10 +454,10 @@ class QuadTree:
             b, n = box[at], node[at]
             share = np.ones(b.size)
             for a in range(2):
-                f, l = self.shape.first[n, a], self.shape.last[n, a]
-                top = np.minimum(l, j[b, a])
-                bot = np.maximum(f, i[b, a])
-                share *= np.maximum(top - bot + 1, 0) / (l - f + 1)
+                s_, e_ = self.shape.first[n, a], self.shape.last[n, a]
+                top = np.minimum(e_, j[b, a])
+                bot = np.maximum(s_, i[b, a])
+                share *= np.maximum(top - bot + 1, 0) / (e_ - s_ + 1)
             v = self.counts[leaf[at]].astype(np.float64)
             acc[:, 0] += np.bincount(b, weights=share * v, minlength=q)
             acc[:, 1] += np.bincount(b, weights=share * share, minlength=q)
@@ -489,12 +489,13 @@ class QuadTree:
         (module doc): the cut leaves' true count, bounded with probability ``1 - delta``."""
         return self._bias_of_cut(self.parts(lo, hi)[3], delta)
 
-    def error_bars(self, lo, hi, confidence, max_multiplicity):
+    def error_bars(self, lo, hi, confidence, max_multiplicity, parts=None):
         """``(std, noise, bias)`` per box; ``1 - confidence`` split in halves between
         the noise's two-sided tail and the cut leaves' lower tail.  Released counts
-        only: ``max_multiplicity`` is accepted and unused."""
+        only: ``max_multiplicity`` is accepted and unused.  ``parts``: the boxes'
+        ``(sumsq, maxabs, cut)`` of :meth:`parts` when already computed."""
         delta = 1.0 - confidence
-        _, sumsq, maxabs, cut = self.parts(lo, hi)
+        sumsq, maxabs, cut = self.parts(lo, hi)[1:] if parts is None else parts
         noise = laplace_weighted_tail(sumsq, maxabs, self.scales[1:], math.log(4.0 / delta))
         return noise_std(sumsq, self.scales[1:]), noise, self._bias_of_cut(cut, delta / 2)
 
