@@ -939,6 +939,24 @@ pds_status pds_quad_level(uint32_t *cells, int64_t *weight, int64_t *node, uint6
                           const int64_t *child, uint64_t n_split, int64_t *counts,
                           uint64_t n_next, uint64_t *kept);
 
+/* The answers of q boxes over a released quadtree of n_nodes nodes: per node
+ * its box in the data's coordinates (cfirst, clast: 2 uint64 each) and in
+ * segment indices (first, last), its first child and number of children
+ * (1..4; child > the node), its leaf index or -1, its subtree's (sum of
+ * noisy counts, number of leaves) in sums; per box lo, hi (2 uint64 each)
+ * and the snapped segment range bi, bj (2 int64 each).  Outputs per box:
+ * answer, sumsq and maxabs of the weights on the leaf counts, and cut[2 b],
+ * cut[2 b + 1] the noisy sum and the number of the leaves it cuts.  work:
+ * stack_size int64 entries (3 depth + 4 suffice).  A node or leaf index out
+ * of range, or a full stack, is PDS_EINVAL.  O(nodes the boundary meets). */
+pds_status pds_quad_answer(uint64_t n_nodes, const uint64_t *cfirst, const uint64_t *clast,
+                           const int64_t *first, const int64_t *last, const int64_t *child,
+                           const int64_t *nchild, const int64_t *leaf, const double *sums,
+                           const int64_t *counts, uint64_t n_leaves, uint64_t q,
+                           const uint64_t *lo, const uint64_t *hi, const int64_t *bi,
+                           const int64_t *bj, int64_t *work, uint64_t stack_size,
+                           double *answer, double *sumsq, double *maxabs, double *cut);
+
 /* ----------------------------------------------------------- isotonic.c --
  * out = the least-squares non-decreasing fit of y[0 .. n) (pool adjacent
  * violators, O(n)); out may be y.  PDS_EINVAL for a NULL array with n > 0

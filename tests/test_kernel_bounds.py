@@ -227,3 +227,58 @@ def test_quad_level_refuses_indices_outside_the_lengths(case):
         child = [[-1, 1, 2, 3]]
     st, *_ = _quad([[0, 0], [0, 0]], [1, 1], node, slot, [[1, 1]], child, 4)
     assert st == lib.PDS_EINVAL
+
+
+def _quad_tree_arrays():
+    """A root over 2 x 2 segments split into four one-cell leaves (counts 1, 2, 3, 4)."""
+    cfirst = np.array([[0, 0], [0, 0], [5, 0], [0, 5], [5, 5]], dtype=np.uint64)
+    clast = np.array([[9, 9], [4, 4], [9, 4], [4, 9], [9, 9]], dtype=np.uint64)
+    first = np.array([[0, 0], [0, 0], [1, 0], [0, 1], [1, 1]], dtype=np.int64)
+    last = np.array([[1, 1], [0, 0], [1, 0], [0, 1], [1, 1]], dtype=np.int64)
+    return {"cfirst": cfirst, "clast": clast, "first": first, "last": last,
+            "child": np.array([1, -1, -1, -1, -1], dtype=np.int64),
+            "nchild": np.array([4, 0, 0, 0, 0], dtype=np.int64),
+            "leaf": np.array([-1, 0, 1, 2, 3], dtype=np.int64),
+            "sums": np.array([[10, 4], [1, 1], [2, 1], [3, 1], [4, 1]], dtype=np.float64),
+            "counts": np.array([1, 2, 3, 4], dtype=np.int64)}
+
+
+def _quad_answer(t, lo, hi, bi, bj, stack=16):
+    q = len(lo)
+    out = [np.zeros(q) for _ in range(3)] + [np.zeros(2 * q)]
+    work = np.zeros(stack, dtype=np.int64)
+    st = lib.pds_quad_answer(len(t["leaf"]), _u64(t["cfirst"]), _u64(t["clast"]),
+                             _i64(t["first"]), _i64(t["last"]), _i64(t["child"]),
+                             _i64(t["nchild"]), _i64(t["leaf"]), _dbl(t["sums"]),
+                             _i64(t["counts"]), len(t["counts"]), q, _u64(lo), _u64(hi),
+                             _i64(np.array(bi, dtype=np.int64)), _i64(np.array(bj, dtype=np.int64)),
+                             _i64(work), stack, *(_dbl(x) for x in out))
+    return st, out
+
+
+def test_quad_answer_reads_inside_nodes_whole_and_cut_leaves_by_their_share():
+    t = _quad_tree_arrays()
+    # the whole domain: the root's sum; the lower-left leaf exactly; a box over the
+    # x = 0..7 strip cuts the two right leaves (snapped range: segments 0 .. 0 on x)
+    st, (ans, ss, mx, cut) = _quad_answer(t, [[0, 0], [0, 0], [0, 0]],
+                                          [[9, 9], [4, 4], [7, 9]],
+                                          [[0, 0], [0, 0], [0, 0]], [[1, 1], [0, 0], [0, 1]])
+    assert st == 0
+    assert ans.tolist() == [10.0, 1.0, 4.0] and ss.tolist() == [4.0, 1.0, 2.0]
+    assert mx.tolist() == [1.0, 1.0, 1.0] and cut.tolist() == [0, 0, 0, 0, 6.0, 2.0]
+
+
+@pytest.mark.parametrize("case", ["child", "leaf", "stack", "nchild"])
+def test_quad_answer_refuses_indices_outside_the_tree(case):
+    t = _quad_tree_arrays()
+    stack = 16
+    if case == "child":
+        t["child"][0] = 3                   # children 3 .. 6 of 5 nodes
+    elif case == "leaf":
+        t["leaf"][4] = 4
+    elif case == "nchild":
+        t["nchild"][0] = 5
+    else:
+        stack = 3
+    st, _ = _quad_answer(t, [[6, 6]], [[9, 9]], [[1, 1]], [[1, 1]], stack=stack)
+    assert st == lib.PDS_EINVAL

@@ -21,6 +21,7 @@ __all__ = [
     "grid_noise",
     "grid_count",
     "quad_level",
+    "quad_answer",
     "Unrefine",
 ]
 
@@ -255,3 +256,22 @@ def quad_level(cells, weights, node, live, slot, mid, child, counts):
                              i64(slot), slot.size, i64(mid), i64(child), mid.shape[0],
                              i64(counts), counts.size, kept), "quadtree level")
     return int(kept[0])
+
+
+def quad_answer(tree, lo, hi, i, j):
+    """``(answer, sumsq, maxabs, cut)`` of the boxes ``[lo, hi]`` ((q, 2) uint64, snapped
+    to segments ``[i, j]``, (q, 2) int64) over ``tree``: a dict of the node arrays
+    (``pds_quad_answer``)."""
+    q = lo.shape[0]
+    answer, sumsq, maxabs = np.empty(q), np.empty(q), np.empty(q)
+    cut = np.empty((q, 2))
+    work = np.empty(tree["stack"], dtype=np.int64)
+    check(lib.pds_quad_answer(
+        tree["cfirst"].shape[0], u64(tree["cfirst"]), u64(tree["clast"]), i64(tree["first"]),
+        i64(tree["last"]), i64(tree["child"]), i64(tree["nchild"]), i64(tree["leaf"]),
+        f64(tree["sums"]), i64(tree["counts"]), tree["counts"].size, q,
+        u64(np.ascontiguousarray(lo, dtype=np.uint64)),
+        u64(np.ascontiguousarray(hi, dtype=np.uint64)),
+        i64(np.ascontiguousarray(i, dtype=np.int64)), i64(np.ascontiguousarray(j, dtype=np.int64)),
+        i64(work), work.size, f64(answer), f64(sumsq), f64(maxabs), f64(cut)), "quadtree answer")
+    return answer, sumsq, maxabs, cut

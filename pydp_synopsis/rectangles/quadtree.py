@@ -44,10 +44,10 @@ segments as the seal model reads them (a segment's points sit at its end):
 segments ``i .. j`` with ``i`` the segment holding ``lo`` and ``j`` the last
 one ending at or before ``hi``.  A leaf then counts by the share of its
 segment cells inside ``[i, j]`` (uniform over segment indices, not
-coordinates: a dense run of short segments holds many points).  The answer
-descends the tree level by level for all boxes at once (numpy): a node
+coordinates: a dense run of short segments holds many points).  A box's
+answer descends the tree depth first (C, ``csrc/quadtree.c``): a node
 inside the box in domain coordinates adds its subtree's sum, a node outside
-is dropped, only the nodes the box's boundary crosses are opened, so a box
+is skipped, only the nodes the box's boundary crosses are opened, so a box
 reads O(its perimeter in leaves) nodes.
 
 Error bars (rigorous, released numbers only): the noise is ``sum_l w_l z_l``
@@ -86,8 +86,6 @@ __all__ = ["QuadTree", "Shape", "MAX_NODES"]
 _CORNERS = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], dtype=bool)
 #: A file's tree may hold at most this many nodes (checked before anything is allocated).
 MAX_NODES = 1 << 31
-#: (box, node) pairs handled at once by one level of the descent.
-_PAIRS = 1 << 21
 
 
 def _ends_pair(axes):
@@ -289,8 +287,8 @@ class QuadTree:
     """
 
     __slots__ = ("axes", "flags", "counts", "epsilon_split", "epsilon_leaf", "split_share",
-                 "split_levels", "shape", "scales", "_starts", "_ends", "_sums", "_leaves",
-                 "_cfirst", "_clast")
+                 "split_levels", "shape", "scales", "_starts", "_ends", "_leaves",
+                 "_cfirst", "_clast", "_tree")
 
     structure = "quadtree"
     #: A box is snapped to whole segments (the seal model), then a cut leaf counts
@@ -311,13 +309,21 @@ class QuadTree:
         self.shape = Shape(self.flags, axes.sizes, self._starts, self._ends)
         if self.counts.shape != (int((~self.flags).sum()),):
             raise FormatError("quadtree record: leaf counts do not match the split flags")
-        sums = self.shape.subtree_sums(self.counts.astype(np.float64))
-        ones = self.shape.subtree_sums(np.ones(self.counts.size))
-        self._sums = np.column_stack([sums, ones])
-        self._leaves = self.shape.leaf
-        self._cfirst = np.column_stack([self._starts[a][self.shape.first[:, a]]
-                                        for a in range(2)])
-        self._clast = np.column_stack([self._ends[a][self.shape.last[:, a]] for a in range(2)])
+        sh = self.shape
+        sums = sh.subtree_sums(self.counts.astype(np.float64))
+        ones = sh.subtree_sums(np.ones(self.counts.size))
+        self._leaves = sh.leaf
+        self._cfirst = np.column_stack([self._starts[a][sh.first[:, a]] for a in range(2)])
+        self._clast = np.column_stack([self._ends[a][sh.last[:, a]] for a in range(2)])
+        self._tree = {"cfirst": np.ascontiguousarray(self._cfirst, dtype=np.uint64),
+                      "clast": np.ascontiguousarray(self._clast, dtype=np.uint64),
+                      "first": np.ascontiguousarray(sh.first, dtype=np.int64),
+                      "last": np.ascontiguousarray(sh.last, dtype=np.int64),
+                      "child": np.ascontiguousarray(sh.child, dtype=np.int64),
+                      "nchild": np.ascontiguousarray(sh.nchild, dtype=np.int64),
+                      "leaf": np.ascontiguousarray(sh.leaf, dtype=np.int64),
+                      "sums": np.ascontiguousarray(np.column_stack([sums, ones])),
+                      "counts": self.counts, "stack": 3 * int(sh.depth.max()) + 4}
 
     # ------------------------------------------------------------------ build
     @staticmethod
@@ -408,64 +414,18 @@ class QuadTree:
     def parts(self, lo, hi):
         """Per box ((q, 2) uint64 offsets, checked): ``(answer, sumsq, maxabs, cut)``.
 
-        ``sumsq`` and ``maxabs`` are the sum of squares and the largest of the
-        answer's weights on the leaf counts, ``cut`` (q, 2) the noisy counts
+        ``sumsq`` and ``maxabs`` ((q, 1)) are the sum of squares and the largest of
+        the answer's weights on the leaf counts, ``cut`` (q, 2) the noisy counts
         summed over the leaves the box cuts in domain coordinates and their
-        number.  The level-by-level descent of the module doc.
+        number.  One C call (:func:`.kernels.quad_answer`): depth first per box,
+        a node inside the box adds its subtree's sum, a node outside is
+        skipped, only the nodes the box's boundary crosses are opened.
         """
         lo = np.ascontiguousarray(lo, dtype=np.uint64)
         hi = np.ascontiguousarray(hi, dtype=np.uint64)
-        q = lo.shape[0]
         i, j = self._index_box(lo, hi)
-        acc = np.zeros((q, 5))           # answer, sumsq, maxabs, cut sum, cut number
-        box = np.arange(q, dtype=np.int64)
-        node = np.zeros(q, dtype=np.int64)
-        while box.size:                  # one tree level per pass, in bounded blocks
-            nxt = [self._level(box[a:a + _PAIRS], node[a:a + _PAIRS], lo, hi, i, j, acc)
-                   for a in range(0, box.size, _PAIRS)]
-            box = np.concatenate([x[0] for x in nxt])
-            node = np.concatenate([x[1] for x in nxt])
-        return acc[:, 0], acc[:, 1:2], acc[:, 2:3], acc[:, 3:5]
-
-    def _open(self, box, node):
-        """The (box, child) pairs of the split nodes ``node``."""
-        nc = self.shape.nchild[node]
-        rep = np.repeat(np.arange(box.size), nc)
-        off = np.arange(rep.size) - np.repeat(np.cumsum(nc) - nc, nc)
-        return box[rep], self.shape.child[node][rep] + off
-
-    def _level(self, box, node, lo, hi, i, j, acc):
-        """One level of the descent: add the inside nodes and the cut leaves to ``acc``;
-        return the children of the cut split nodes."""
-        q = acc.shape[0]
-        f, l = self._cfirst[node], self._clast[node]
-        blo, bhi = lo[box], hi[box]
-        out = ((l < blo) | (f > bhi)).any(axis=1)
-        inside = ((f >= blo) & (l <= bhi)).all(axis=1)
-        if inside.any():
-            b, n = box[inside], node[inside]
-            acc[:, 0] += np.bincount(b, weights=self._sums[n, 0], minlength=q)
-            acc[:, 1] += np.bincount(b, weights=self._sums[n, 1], minlength=q)
-            np.maximum.at(acc[:, 2], b, 1.0)
-        cut = ~out & ~inside
-        leaf = self._leaves[node]
-        at = cut & (leaf >= 0)
-        if at.any():
-            b, n = box[at], node[at]
-            share = np.ones(b.size)
-            for a in range(2):
-                s_, e_ = self.shape.first[n, a], self.shape.last[n, a]
-                top = np.minimum(e_, j[b, a])
-                bot = np.maximum(s_, i[b, a])
-                share *= np.maximum(top - bot + 1, 0) / (e_ - s_ + 1)
-            v = self.counts[leaf[at]].astype(np.float64)
-            acc[:, 0] += np.bincount(b, weights=share * v, minlength=q)
-            acc[:, 1] += np.bincount(b, weights=share * share, minlength=q)
-            np.maximum.at(acc[:, 2], b, share)
-            acc[:, 3] += np.bincount(b, weights=v, minlength=q)
-            acc[:, 4] += np.bincount(b, minlength=q)
-        more = cut & (leaf < 0)
-        return self._open(box[more], node[more])
+        answer, sumsq, maxabs, cut = kernels.quad_answer(self._tree, lo, hi, i, j)
+        return answer, sumsq[:, None], maxabs[:, None], cut
 
     def answer(self, lo, hi):
         """Noisy counts of the boxes ``[lo, hi]`` ((q, 2) uint64 offsets, checked)."""
