@@ -67,7 +67,8 @@ from ..tails import laplace_sum_tail, laplace_weighted_tail
 from . import kernels
 from .options import check_per_axis
 
-__all__ = ["Layout", "AdaptiveGrid", "coarse_geometry", "coarse_merge", "KAPPA_FINE"]
+__all__ = ["Layout", "AdaptiveGrid", "coarse_geometry", "coarse_merge", "band_bias",
+           "KAPPA_FINE"]
 
 #: t1 = (n_hat eps_tree / 10)^(1/c) coarse runs per axis (/4 in 2-D): AG's level-1 rule.
 _KAPPA_COARSE = 10.0
@@ -622,19 +623,7 @@ class AdaptiveGrid:
         log_noise = log_combos + math.log(8.0 / delta)     # 2 parts x 2 sides, delta / 2
         noise = (laplace_sum_tail(v1, b1, log_noise) if v1 > 0 else 0.0) \
             + laplace_sum_tail(v2, b2, log_noise)
-        u = self.fine_counts.astype(np.float64)
-        log_band = math.log(sum(self.axes.sizes)) + math.log(2.0 / delta)
-        bias = 0.0
-        for a in range(c):
-            m = self.axes.sizes[a]
-            tot, cnt = np.zeros(m + 1), np.zeros(m + 1)
-            np.add.at(tot, layout.start[:, a], u)
-            np.add.at(tot, layout.end[:, a], -u)
-            np.add.at(cnt, layout.start[:, a], 1.0)
-            np.add.at(cnt, layout.end[:, a], -1.0)
-            band, k_band = np.cumsum(tot)[:m], np.cumsum(cnt)[:m]
-            z = laplace_sum_tail(float(k_band.max()), b2, log_band)
-            bias += 2 * max(float(band.max()) + z, 0.0)
+        bias = band_bias(layout.start, layout.end, self.fine_counts, self.axes.sizes, b2, delta)
         return noise, bias, 0.0
 
     # ----------------------------------------------------------------- record
@@ -701,6 +690,31 @@ class AdaptiveGrid:
             raise FormatError("rectangle synopsis record has an invalid fine_constant")
         return cls(axes, Layout(merge, shape, width, m2), v, u, eps1, eps2, float(alpha),
                    seals, eps_seal, None if kappa is None else float(kappa))
+
+
+def band_bias(start, stop, counts, sizes, scale, delta):
+    """The bias term of a simultaneous bound: ``sum_a 2 max_s (B_a(s) + z)``.
+
+    Cells ``[start, stop)`` of partition segments per axis ((k, c) int64),
+    with released ``counts`` of discrete Laplace ``scale``: the band
+    ``B_a(s)`` is the noisy count of the cells whose range on axis ``a``
+    holds segment ``s``, ``z`` a lower-tail bound of the noise of its cells
+    (union over the ``sum_a m_a`` bands: probability ``delta`` in all).  A
+    box's cut cells lie in the bands of its two edges on each axis.
+    """
+    u = np.asarray(counts, dtype=np.float64)
+    log_band = math.log(sum(sizes)) + math.log(2.0 / delta)
+    bias = 0.0
+    for a, m in enumerate(sizes):
+        tot, cnt = np.zeros(m + 1), np.zeros(m + 1)
+        np.add.at(tot, start[:, a], u)
+        np.add.at(tot, stop[:, a], -u)
+        np.add.at(cnt, start[:, a], 1.0)
+        np.add.at(cnt, stop[:, a], -1.0)
+        band, k_band = np.cumsum(tot)[:m], np.cumsum(cnt)[:m]
+        z = laplace_sum_tail(float(k_band.max()), scale, log_band)
+        bias += 2 * max(float(band.max()) + z, 0.0)
+    return bias
 
 
 def _noisy_histogram(cells, sizes, merge, size, epsilon, rng, layout=None):

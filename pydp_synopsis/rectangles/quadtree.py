@@ -79,6 +79,7 @@ from ..params import exact_scale, split_epsilon
 from ..partitions.privtree import privtree_parameters
 from ..tails import laplace_sum_tail, laplace_weighted_tail
 from . import kernels
+from .grid import band_bias
 
 __all__ = ["QuadTree", "Shape", "MAX_NODES"]
 
@@ -477,19 +478,8 @@ class QuadTree:
         log_combos = sum(math.log(m * (m + 1) / 2 + 1) for m in self.axes.sizes)
         noise = laplace_sum_tail(float(self.counts.size), b, log_combos + math.log(4.0 / delta))
         at = np.flatnonzero(self._leaves >= 0)
-        u = self.counts.astype(np.float64)
-        log_band = math.log(sum(self.axes.sizes)) + math.log(2.0 / delta)
-        bias = 0.0
-        for a in range(2):
-            m = self.axes.sizes[a]
-            tot, cnt = np.zeros(m + 1), np.zeros(m + 1)
-            np.add.at(tot, self.shape.first[at, a], u)
-            np.add.at(tot, self.shape.last[at, a] + 1, -u)
-            np.add.at(cnt, self.shape.first[at, a], 1.0)
-            np.add.at(cnt, self.shape.last[at, a] + 1, -1.0)
-            band, k_band = np.cumsum(tot)[:m], np.cumsum(cnt)[:m]
-            z = laplace_sum_tail(float(k_band.max()), b, log_band)
-            bias += 2 * max(float(band.max()) + z, 0.0)
+        bias = band_bias(self.shape.first[at], self.shape.last[at] + 1, self.counts,
+                         self.axes.sizes, b, delta)
         return noise, bias, 0.0
 
     # ----------------------------------------------------------------- record
