@@ -1,0 +1,579 @@
+"""structure="quadtree" (issue 33, item 4): PrivTree's quadtree over the cells of the two
+private partitions with flat noisy leaves (pydp_synopsis/rectangles/quadtree.py).
+
+Exact: the tree rebuilt from its flags, the split draws against a pure-Python reference of
+the documented rule, the answers with the noise removed against a direct formula of the
+documented estimator, the error bars; statistical (alpha = 1e-6): the leaf noise and the
+split test's law; the workload rule; bad input; files; the CLI."""
+import math
+import sqlite3
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import pydp_synopsis as ps
+from pydp_synopsis import cli, sources
+from pydp_synopsis.errors import FormatError, ParameterError
+from pydp_synopsis.noise import discrete_laplace, discrete_laplace_variance
+from pydp_synopsis.partitions.privtree import privtree_parameters
+from pydp_synopsis.rectangles.axes import axis_streams
+from pydp_synopsis.rectangles.options import QUADTREE
+from pydp_synopsis.rectangles.quadtree import MAX_NODES, QuadTree, Shape, grow
+from pydp_synopsis.rectangles.workload import QUADTREE_MIN_EPSILON, BoxChoice
+from clirun import run
+from dnrr_law import dlap_pmf
+from stattests import ALPHA, assert_gof, clopper_pearson
+from two_columns import release
+
+DOMAIN = [(0, 999), (0, 999)]
+#: The corner pattern of a split node's children: child k is upper on axis a iff CORNERS[k][a].
+CORNERS = ((0, 0), (1, 0), (0, 1), (1, 1))
+
+
+@pytest.fixture(scope="module")
+def points():
+    """Clustered points (a city's events): two dense blobs, a heavy value, a thin spread."""
+    g = np.random.default_rng(33)
+    a = np.column_stack([g.normal(300, 25, 9000), g.normal(650, 30, 9000)])
+    b = np.column_stack([g.normal(720, 60, 6000), g.normal(250, 15, 6000)])
+    c = g.uniform(0, 999, (3000, 2))
+    pts = np.clip(np.rint(np.concatenate([a, b, c])), 0, 999).astype(np.int64)
+    pts[:800, 0] = 555                                      # a heavy value on axis 0
+    return pts
+
+
+@pytest.fixture(scope="module")
+def syn(points):
+    return ps.RectangleSynopsis.build(points, domain=DOMAIN, epsilon=1, structure="quadtree",
+                                      rng=ps.Rng(seed=4))
+
+
+# --------------------------------------------------------------- references
+def ends_of(syn):
+    """Per axis, the partition segments' first and last offsets (uint64)."""
+    starts, ends = [], []
+    for e in syn._axes.ends:
+        e = np.asarray(e, dtype=np.uint64)
+        starts.append(np.concatenate([[np.uint64(0)], e[:-1] + np.uint64(1)]).astype(np.uint64))
+        ends.append(e)
+    return starts, ends
+
+
+def ref_mid(st, en, s, e):
+    """The documented midpoint rule on one axis: the segment in [s, e - 1] whose end is
+    nearest the (floored) midpoint of the node's span in domain coordinates, ties to the
+    lower one."""
+    lo, hi = int(st[s]), int(en[e])
+    cm = lo + (hi - lo) // 2
+    return min(range(s, e), key=lambda t: (abs(int(en[t]) - cm), t))
+
+
+def ref_children(node, starts, ends):
+    """The children of a node ((s0, s1), (e0, e1)) in the documented order."""
+    (s0, s1), (e0, e1) = node
+    mids = [ref_mid(starts[a], ends[a], (s0, s1)[a], (e0, e1)[a])
+            if (e0, e1)[a] > (s0, s1)[a] else None for a in range(2)]
+    out = []
+    for corner in CORNERS:
+        if any(corner[a] and mids[a] is None for a in range(2)):
+            continue
+        f = tuple((mids[a] + 1 if corner[a] else (s0, s1)[a]) for a in range(2))
+        l = tuple(((e0, e1)[a] if corner[a] or mids[a] is None else mids[a]) for a in range(2))
+        out.append((f, l))
+    return out
+
+
+def ref_shape(flags, sizes, starts, ends):
+    """Breadth-first nodes (first, last, parent, depth) of a flags vector, in pure Python."""
+    level = [(((0, 0), (sizes[0] - 1, sizes[1] - 1)), -1)]
+    nodes, at, d = [], 0, 0
+    while level:
+        nxt = []
+        for node, parent in level:
+            idx = len(nodes)
+            nodes.append((node[0], node[1], parent, d))
+            if flags[at]:
+                nxt += [(c, idx) for c in ref_children(node, starts, ends)]
+            at += 1
+        level, d = nxt, d + 1
+    return nodes
+
+
+def ref_grow(cells, weights, sizes, starts, ends, lam, delta, theta, rng):
+    """PrivTree's split rule as documented, breadth-first in pure Python: one draw of
+    ``discrete_laplace(lam, size=k)`` per level over the k nodes that can split."""
+    pts = [(tuple(int(v) for v in c), int(w)) for c, w in zip(cells, weights)]
+    level, d = [((0, 0), (sizes[0] - 1, sizes[1] - 1))], 0
+    flags, leaf_counts = [], []
+    while level:
+        counts = [sum(w for c, w in pts if all(f[a] <= c[a] <= l[a] for a in range(2)))
+                  for f, l in level]
+        wide = [i for i, (f, l) in enumerate(level) if f != l]
+        z = discrete_laplace(lam, size=len(wide), rng=rng) if wide else []
+        split = [False] * len(level)
+        for i, zi in zip(wide, z):
+            split[i] = max(theta - delta, counts[i] - d * delta) + int(zi) > theta
+        flags += split
+        leaf_counts += [c for c, s in zip(counts, split) if not s]
+        level = [ch for node, s in zip(level, split) if s
+                 for ch in ref_children(node, starts, ends)]
+        d += 1
+    return np.array(flags, dtype=bool), np.array(leaf_counts, dtype=np.int64)
+
+
+def segments_of(syn, pts):
+    """Each point's partition segment per axis."""
+    return np.column_stack([np.searchsorted(np.asarray(syn._axes.ends[a]),
+                                            pts[:, a].astype(np.uint64), side="left")
+                            for a in range(2)])
+
+
+def leaf_map(leaves, sizes):
+    """The (m0, m1) grid of segment cells holding each cell's leaf index (-1: none)."""
+    grid = np.full(sizes, -1, dtype=np.int64)
+    for k, (s, e) in enumerate(zip(leaves["start"], leaves["end"])):
+        grid[s[0]:e[0] + 1, s[1]:e[1] + 1] = k
+    return grid
+
+
+def true_leaf_counts(syn, pts):
+    seg = segments_of(syn, pts)
+    grid = leaf_map(syn.quadtree_leaves(), syn.segments)
+    return np.bincount(grid[seg[:, 0], seg[:, 1]], minlength=grid.max() + 1)
+
+
+def noiseless(syn, pts):
+    """The same tree with every leaf's true count: a synopsis answering without noise."""
+    m = syn._mechanism
+    qt = QuadTree(m.axes, m.flags, true_leaf_counts(syn, pts), m.epsilon_split,
+                  m.epsilon_leaf, m.split_share, m.split_levels)
+    return ps.RectangleSynopsis._from_parts(m.axes, qt, "default")
+
+
+def shares(syn, lo, hi):
+    """The documented estimator's weights (q, L): each box snapped per axis to segments
+    i..j (i holds lo, j the last ending at or before hi), each leaf weighted by its share
+    of segment cells inside [i, j]."""
+    leaves = syn.quadtree_leaves()
+    w = np.ones((lo.shape[0], leaves.size))
+    for a in range(2):
+        en = np.asarray(syn._axes.ends[a])
+        i = np.searchsorted(en, lo[:, a].astype(np.uint64), side="left")[:, None]
+        j = np.searchsorted(en, hi[:, a].astype(np.uint64), side="right")[:, None] - 1
+        s, e = leaves["start"][None, :, a], leaves["end"][None, :, a]
+        w *= np.maximum(np.minimum(e, j) - np.maximum(s, i) + 1, 0) / (e - s + 1)
+    return w
+
+
+def truth(pts, lo, hi):
+    """The true counts of boxes [lo, hi] (q, 2) over the points of DOMAIN (prefix sums)."""
+    key = id(pts)
+    if key not in _PREFIX:
+        h = np.zeros((1001, 1001), dtype=np.int64)
+        np.add.at(h, (pts[:, 0] + 1, pts[:, 1] + 1), 1)
+        _PREFIX.clear()
+        _PREFIX[key] = (pts, h.cumsum(axis=0).cumsum(axis=1))
+    p = _PREFIX[key][1]
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64) + 1
+    return p[hi[:, 0], hi[:, 1]] - p[lo[:, 0], hi[:, 1]] - p[hi[:, 0], lo[:, 1]] \
+        + p[lo[:, 0], lo[:, 1]]
+
+
+_PREFIX = {}
+
+
+def test_truth_is_the_brute_force_count(points):
+    lo, hi = random_boxes(0, q=50)
+    inside = (points[None, :, :] >= lo[:, None, :]) & (points[None, :, :] <= hi[:, None, :])
+    assert np.array_equal(truth(points, lo, hi), inside.all(axis=2).sum(axis=1))
+
+
+def random_boxes(seed, q=300, small=False):
+    g = np.random.default_rng(seed)
+    lo = g.integers(0, 1000, (q, 2))
+    width = g.integers(0, 60 if small else 1000, (q, 2))
+    return lo, np.minimum(lo + width, 999)
+
+
+# --------------------------------------------------------------- Shape
+# axis 0: four segments of ten; axis 1: [0, 4] and [5, 99]
+STARTS = [np.array([0, 10, 20, 30], dtype=np.uint64), np.array([0, 5], dtype=np.uint64)]
+ENDS = [np.array([9, 19, 29, 39], dtype=np.uint64), np.array([4, 99], dtype=np.uint64)]
+
+
+def test_shape_of_hand_made_flags():
+    # root [0,3]x[0,1]: axis 0 cut after segment 1 (end 19 is the midpoint 19), axis 1
+    # after segment 0 (end 4 is 45 from the midpoint 49, end 99 is 50 from it); then
+    # child 0 = [0,1]x[0,0] and child 3 = [2,3]x[1,1] split on axis 0 only
+    flags = np.array([1, 1, 0, 0, 1, 0, 0, 0, 0], dtype=bool)
+    sh = Shape(flags, (4, 2), STARTS, ENDS)
+    assert sh.first.tolist() == [[0, 0], [0, 0], [2, 0], [0, 1], [2, 1],
+                                 [0, 0], [1, 0], [2, 1], [3, 1]]
+    assert sh.last.tolist() == [[3, 1], [1, 0], [3, 0], [1, 1], [3, 1],
+                                [0, 0], [1, 0], [2, 1], [3, 1]]
+    assert sh.parent.tolist() == [-1, 0, 0, 0, 0, 1, 1, 4, 4]
+    assert sh.depth.tolist() == [0, 1, 1, 1, 1, 2, 2, 2, 2]
+    assert sh.nchild.tolist() == [4, 2, 0, 0, 2, 0, 0, 0, 0]
+    assert sh.child.tolist() == [1, 5, -1, -1, 7, -1, -1, -1, -1]
+    assert sh.leaf.tolist() == [-1, -1, 0, 1, -1, 2, 3, 4, 5]
+    sums = sh.subtree_sums(np.arange(1.0, 7.0))
+    assert sums.tolist() == [21, 3 + 4, 1, 2, 5 + 6, 3, 4, 5, 6]
+    # a lone root, not split: one leaf
+    one = Shape(np.zeros(1, dtype=bool), (4, 2), STARTS, ENDS)
+    assert one.leaf.tolist() == [0] and one.child.tolist() == [-1]
+
+
+@pytest.mark.parametrize("flags, words", [
+    ([], "end before the tree"),
+    ([1, 1, 0, 0], "end before the tree"),
+    ([1, 1, 0, 0, 1, 0, 0, 0], "end before the tree"),
+    ([1, 1, 0, 0, 1, 0, 0, 0, 0, 0], "beyond the tree"),
+    ([0, 0], "beyond the tree"),
+    ([1, 1, 0, 0, 1, 1, 0, 0, 0], "a node of one cell splits"),
+    ([1, 0, 1, 0, 0, 1, 0], "a node of one cell splits"),     # [2,2]x[0,0] splits
+])
+def test_shape_refuses_flags_that_are_not_a_tree(flags, words):
+    with pytest.raises(FormatError, match=words):
+        Shape(np.array(flags, dtype=bool), (4, 2), STARTS, ENDS)
+
+
+def test_a_one_cell_root_cannot_split():
+    one = [np.zeros(1, dtype=np.uint64), np.full(1, 9, dtype=np.uint64)]
+    assert Shape(np.zeros(1, dtype=bool), (1, 1), one[:1] * 2, one[1:] * 2).leaf.tolist() == [0]
+    with pytest.raises(FormatError, match="a node of one cell splits"):
+        Shape(np.ones(1, dtype=bool), (1, 1), one[:1] * 2, one[1:] * 2)
+
+
+def test_shape_matches_a_reference_and_its_leaves_tile_the_grid():
+    g = np.random.default_rng(5)
+    for trial in range(20):
+        sizes = (int(g.integers(1, 12)), int(g.integers(1, 12)))
+        starts, ends = [], []
+        for m in sizes:         # uneven segments, some of one value, some huge
+            widths = g.choice([1, 1, 2, 7, 50, 1000], m)
+            e = np.cumsum(widths).astype(np.uint64) - np.uint64(1)
+            ends.append(e)
+            starts.append(np.concatenate([[0], e[:-1] + 1]).astype(np.uint64))
+        # random valid flags grown by the reference: split a wide node with probability 0.7
+        level, flags = [((0, 0), (sizes[0] - 1, sizes[1] - 1))], []
+        while level:
+            nxt = []
+            for node in level:
+                s = node[0] != node[1] and g.random() < 0.7
+                flags.append(s)
+                if s:
+                    nxt += ref_children(node, starts, ends)
+            level = nxt
+        flags = np.array(flags, dtype=bool)
+        sh = Shape(flags, sizes, starts, ends)
+        ref = ref_shape(flags, sizes, starts, ends)
+        assert sh.first.tolist() == [list(n[0]) for n in ref]
+        assert sh.last.tolist() == [list(n[1]) for n in ref]
+        assert sh.parent.tolist() == [n[2] for n in ref]
+        assert sh.depth.tolist() == [n[3] for n in ref]
+        # every node's children are consecutive, point back to it and tile it exactly
+        for k in np.flatnonzero(flags):
+            kids = range(sh.child[k], sh.child[k] + sh.nchild[k])
+            assert all(sh.parent[c] == k for c in kids)
+            area = np.prod(sh.last[list(kids)] - sh.first[list(kids)] + 1, axis=1).sum()
+            assert area == np.prod(sh.last[k] - sh.first[k] + 1)
+        cover = np.zeros(sizes, dtype=np.int64)
+        for k in np.flatnonzero(~flags):
+            cover[sh.first[k, 0]:sh.last[k, 0] + 1, sh.first[k, 1]:sh.last[k, 1] + 1] += 1
+        assert (cover == 1).all(), trial
+        assert sorted(sh.leaf[~flags].tolist()) == list(range(int((~flags).sum())))
+
+
+# --------------------------------------------------------------- grow
+def test_grow_draws_as_the_reference_on_tiny_data():
+    g = np.random.default_rng(8)
+    for trial in range(25):
+        sizes = (int(g.integers(1, 9)), int(g.integers(1, 9)))
+        starts, ends = [], []
+        for m in sizes:
+            e = np.cumsum(g.integers(1, 30, m)).astype(np.uint64) - np.uint64(1)
+            ends.append(e)
+            starts.append(np.concatenate([[0], e[:-1] + 1]).astype(np.uint64))
+        u = min(int(g.integers(0, 12)), sizes[0] * sizes[1])
+        flat = g.choice(sizes[0] * sizes[1], size=u, replace=False)
+        cells = np.column_stack([flat // sizes[1], flat % sizes[1]]).astype(np.int64)
+        weights = g.integers(1, 40, u).astype(np.int64)
+        eps = Fraction(int(g.integers(1, 9)), 4)
+        lam, delta = privtree_parameters(eps, 4)
+        theta = -int(g.integers(0, 5)) * delta
+        got = grow(cells, weights, sizes, starts, ends, lam, delta, theta, ps.Rng(seed=trial))
+        want = ref_grow(cells, weights, sizes, starts, ends, lam, delta, theta,
+                        ps.Rng(seed=trial))
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), trial
+        assert got[1].sum() == weights.sum()
+
+
+def test_the_whole_release_is_the_reference_drawn_from_the_same_stream():
+    # partitions (32 bytes of the stream), then the splits level by level, then the leaves
+    g = np.random.default_rng(2)
+    pts = np.column_stack([g.integers(0, 40, 300), g.integers(0, 60, 300) ** 2 // 60])
+    eps = Fraction(3, 2)
+    syn = ps.RectangleSynopsis.build(pts, domain=[(0, 39), (0, 59)], epsilon=eps,
+                                     structure="quadtree", split_levels=2, rng=ps.Rng(seed=6))
+    m = syn._mechanism
+    eps_axis = eps * QUADTREE.partition_share / 2
+    assert m.epsilon_split == (eps - 2 * eps_axis) * QUADTREE.split_share
+    assert m.epsilon_split + m.epsilon_leaf + 2 * eps_axis == syn.epsilon == eps
+    lam, delta = privtree_parameters(m.epsilon_split, 4)
+    assert m.scales == (lam, 1 / m.epsilon_leaf) and lam == Fraction(7, 3) / m.epsilon_split
+    rng = ps.Rng(seed=6)
+    axis_streams(rng)
+    seg = segments_of(syn, pts)
+    cells, weights = np.unique(seg, axis=0, return_counts=True)
+    starts, ends = ends_of(syn)
+    flags, true = ref_grow(cells, weights, syn.segments, starts, ends, lam, delta, -2 * delta,
+                           rng)
+    noisy = true + discrete_laplace(1 / m.epsilon_leaf, size=true.size, rng=rng)
+    assert np.array_equal(m.flags, flags) and flags.size > 1
+    assert np.array_equal(syn.quadtree_leaves()["count"], noisy)
+    assert np.array_equal(true_leaf_counts(syn, pts), true)
+
+
+# --------------------------------------------------------------- leaves
+def test_leaves_tile_the_segment_grid_and_carry_their_domain_boxes(syn):
+    leaves = syn.quadtree_leaves()
+    sizes = syn.segments
+    assert leaves.size == int((~syn._mechanism.flags).sum()) and leaves.size > 100
+    cover = np.zeros(sizes, dtype=np.int64)
+    for s, e in zip(leaves["start"], leaves["end"]):
+        cover[s[0]:e[0] + 1, s[1]:e[1] + 1] += 1
+    assert (cover == 1).all()
+    starts, ends = ends_of(syn)
+    for a in range(2):
+        assert np.array_equal(leaves["first"][:, a], starts[a][leaves["start"][:, a]])
+        assert np.array_equal(leaves["last"][:, a], ends[a][leaves["end"][:, a]])
+    assert leaves["depth"].min() >= 1 and (leaves["start"] <= leaves["end"]).all()
+    # dense regions get small leaves, empty ones big leaves: the tree follows the points
+    area = np.prod((leaves["last"] - leaves["first"]).astype(np.float64) + 1, axis=1)
+    assert area.max() > 1000 * area.min()
+    with pytest.raises(TypeError, match="quadtree_leaves"):
+        ps.RectangleSynopsis.build([[1, 2]], domain=DOMAIN, epsilon=1,
+                                   rng=ps.Rng(seed=1)).quadtree_leaves()
+
+
+# --------------------------------------------------------------- answers
+def test_noiseless_answers_are_exact_on_every_node_and_the_domain(syn, points):
+    exact = noiseless(syn, points)
+    sh = syn._mechanism.shape
+    starts, ends = ends_of(syn)
+    lo = np.column_stack([starts[a][sh.first[:, a]] for a in range(2)]).astype(np.int64)
+    hi = np.column_stack([ends[a][sh.last[:, a]] for a in range(2)]).astype(np.int64)
+    got = exact.count_many(lo, hi)
+    assert np.array_equal(got, truth(points, lo, hi).astype(float))
+    assert got[0] == len(points) == exact.count([0, 0], [999, 999])
+    # unions of whole leaves that are no node: the lower half of every node split in four
+    four = np.flatnonzero(sh.nchild == 4)
+    assert four.size > 10
+    c0, c1 = sh.child[four], sh.child[four] + 1             # corners (0, 0) and (1, 0)
+    lo2 = np.column_stack([starts[a][sh.first[c0, a]] for a in range(2)]).astype(np.int64)
+    hi2 = np.column_stack([ends[a][sh.last[c1, a]] for a in range(2)]).astype(np.int64)
+    assert np.array_equal(exact.count_many(lo2, hi2), truth(points, lo2, hi2).astype(float))
+    assert not np.array_equal(syn.count_many(lo2, hi2), exact.count_many(lo2, hi2))
+
+
+def test_answers_are_the_documented_estimator(syn, points):
+    for seed, small in ((1, False), (2, True)):
+        lo, hi = random_boxes(seed, small=small)
+        w = shares(syn, lo, hi)
+        got = syn.count_many(lo, hi)
+        want = w @ syn.quadtree_leaves()["count"].astype(np.float64)
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
+        # std: the leaves' noise with these weights, exactly
+        _, std = syn.count_many(lo, hi, return_std=True)
+        var = discrete_laplace_variance(1 / syn._mechanism.epsilon_leaf)
+        assert np.allclose(std, np.sqrt((w ** 2).sum(axis=1) * var), rtol=1e-12)
+        # the noiseless tree: the same weights on the true counts
+        exact = noiseless(syn, points)
+        assert np.allclose(exact.count_many(lo, hi), w @ true_leaf_counts(syn, points),
+                           rtol=1e-12, atol=1e-9)
+    # a box inside one segment that holds no segment end: snapped to nothing
+    en = np.asarray(syn._axes.ends[0]).astype(np.int64)
+    wide = int(np.argmax(np.diff(en)))
+    a, b = en[wide] + 1, en[wide + 1] - 1
+    if b > a:
+        assert syn.count([a, 0], [b - 1, 999]) == 0.0
+
+
+def test_answers_in_large_batches_and_clipping(syn):
+    lo, hi = random_boxes(3, q=5000)
+    got = syn.count_many(lo, hi)
+    assert np.array_equal(got, np.concatenate([syn.count_many(lo[:7], hi[:7]),
+                                               syn.count_many(lo[7:], hi[7:])]))
+    assert np.array_equal(syn.count_many(lo, hi, nonnegative=True), np.maximum(got, 0))
+
+
+# --------------------------------------------------------------- error bars
+def test_rigorous_intervals_cover_and_the_bias_bounds_the_miscount(syn, points):
+    exact = noiseless(syn, points)
+    for seed, small in ((4, False), (5, True)):
+        lo, hi = random_boxes(seed, small=small)
+        t = truth(points, lo, hi)
+        bars = syn.confidence_intervals(lo, hi, 0.95)
+        assert bars.method == "rigorous"
+        assert ((bars.low <= t) & (t <= bars.high)).all()
+        answer, std = syn.count_many(lo, hi, return_std=True)
+        assert np.array_equal(bars.answer, answer) and np.allclose(bars.std, std, rtol=1e-12)
+        # the interval is answer -+ (noise + bias), low clipped at 0 (ErrorBars.bias is the
+        # half-width beyond the noise, so the structure's own term is read here)
+        lo_o, hi_o = lo.astype(np.uint64), hi.astype(np.uint64)
+        _, noise, bias = syn._mechanism.error_bars(lo_o, hi_o, 0.95, 1)
+        assert np.allclose(bars.noise, noise) and np.allclose(bars.high, answer + noise + bias)
+        assert np.allclose(bars.low, np.maximum(answer - noise - bias, 0))
+        miscount = np.abs(exact.count_many(lo, hi) - t)
+        assert miscount.max() > 0       # the boxes do cut leaves
+        # with the true leaf counts the bias term bounds the miscount surely
+        _, e_noise, e_bias = exact._mechanism.error_bars(lo_o, hi_o, 0.95, 1)
+        assert (e_bias >= miscount).all()
+        ebars = exact.confidence_intervals(lo, hi, 0.95)
+        assert ((ebars.low <= t) & (t <= ebars.high)).all()
+        # with the noisy counts it does with probability 1 - (1 - confidence) / 2 per box
+        assert (syn._mechanism.error_bars(lo_o, hi_o, 1 - 1e-9, 1)[2] >= miscount).all()
+        assert (syn._mechanism.query_bias(lo_o, hi_o, 1e-9) >= miscount).all()
+    calibrated = syn.confidence_intervals(lo, hi, 0.9, method="calibrated")
+    assert calibrated.method == "rigorous"
+
+
+def test_error_bound_holds_for_every_box(syn, points):
+    terms = syn.error_terms(0.95)
+    assert terms.pruning == 0 and terms.noise > 0 and terms.bias > 0
+    assert syn.error_bound(0.95) == terms.noise + terms.bias
+    worst = 0.0
+    for seed in range(6, 12):
+        lo, hi = random_boxes(seed, small=seed % 2 == 0)
+        worst = max(worst, float(np.abs(syn.count_many(lo, hi) - truth(points, lo, hi)).max()))
+    assert 0 < worst <= syn.error_bound(0.95)
+    assert syn.error_bound(0.5) < syn.error_bound(0.999)
+
+
+# --------------------------------------------------------------- inputs
+def test_weighted_streamed_and_sqlite_inputs_give_the_identical_release(points, tmp_path):
+    kw = dict(domain=DOMAIN, epsilon=1, structure="quadtree")
+    ref = ps.RectangleSynopsis.build(points, rng=ps.Rng(seed=9), **kw)
+    rows, counts = np.unique(points, axis=0, return_counts=True)
+    weighted = ps.RectangleSynopsis.build(rows, counts=counts, rng=ps.Rng(seed=9), **kw)
+    repeated = ps.RectangleSynopsis.build(np.repeat(rows, counts, axis=0), rng=ps.Rng(seed=9),
+                                          **kw)
+    assert release(weighted) == release(repeated)
+    arr = ps.RectangleSynopsis.build(sources.ArraySource([points[:, 0], points[:, 1]]),
+                                     rng=ps.Rng(seed=9), **kw)
+    con = sqlite3.connect(tmp_path / "p.db")
+    con.execute("CREATE TABLE t (x INTEGER, y INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", points.tolist())
+    con.commit()
+    con.close()
+    sql = ps.RectangleSynopsis.build(
+        sources.SqlSource(f"sqlite:///{tmp_path / 'p.db'}", ["x", "y"], table="t",
+                          chunk_rows=4000), rng=ps.Rng(seed=9), **kw)
+    for other in (weighted, arr, sql):
+        assert other.structure == "quadtree"
+        assert release(other) == release(ref)
+
+
+def test_dates_on_one_axis():
+    g = np.random.default_rng(3)
+    n = 4000
+    days = np.datetime64("2024-01-01") + g.integers(0, 366, n).astype("timedelta64[D]")
+    y = g.integers(0, 100, n)
+    pts = np.empty((n, 2), dtype=object)
+    pts[:, 0], pts[:, 1] = days, y
+    syn = ps.RectangleSynopsis.build(pts, domain=[("2024-01-01", "2024-12-31"), (0, 99)],
+                                     epsilon=4, resolution=["1d", None], structure="quadtree",
+                                     rng=ps.Rng(seed=1))
+    assert syn.structure == "quadtree" and syn.columns[0].kind == "date"
+    lo, hi = np.datetime64("2024-03-01"), np.datetime64("2024-05-31")
+    want = int(np.sum((days >= lo) & (days <= hi) & (y >= 10) & (y <= 50)))
+    got = syn.count([lo, 10], [hi, 50])
+    bars = syn.confidence_intervals(np.array([[lo, 10]], dtype=object),
+                                    np.array([[hi, 50]], dtype=object), 0.95)
+    assert bars.low[0] <= want <= bars.high[0] and bars.answer[0] == got
+    assert abs(got - want) < 0.2 * want
+
+
+# --------------------------------------------------------------- statistical
+def test_leaf_noise_is_discrete_laplace_of_scale_one_over_epsilon_leaf(points):
+    z = []
+    for seed in range(5):
+        s = ps.RectangleSynopsis.build(points, domain=DOMAIN, epsilon=1, structure="quadtree",
+                                       rng=ps.Rng(seed=100 + seed))
+        z.append(s.quadtree_leaves()["count"] - true_leaf_counts(s, points))
+        eps_leaf = s._mechanism.epsilon_leaf
+    z = np.concatenate(z)
+    assert eps_leaf == Fraction(11, 20) and z.size > 5000
+    scale = float(1 / eps_leaf)
+    support, probs = dlap_pmf(scale, 40)
+    counts = np.array([np.sum(z == k) for k in support] + [np.sum(np.abs(z) > 40)])
+    assert_gof(counts, probs)
+
+
+def split_probability(scale, t):
+    """P(Z > t) for Z ~ DLap(scale), from the exact pmf."""
+    support, probs = dlap_pmf(scale, int(80 * scale) + 10)
+    return float(probs[support > t].sum())
+
+
+def test_split_tests_follow_the_exact_law():
+    # a 4 x 1 grid of unit segments: the root [0,3] splits into [0,1] and [2,3] (depth 1),
+    # each of which may split into two single cells (no draw)
+    starts = [np.arange(4, dtype=np.uint64), np.zeros(1, dtype=np.uint64)]
+    ends = [np.arange(4, dtype=np.uint64), np.zeros(1, dtype=np.uint64)]
+    cells = np.array([[2, 0]], dtype=np.int64)           # c1 points in cell 2, none in [0,1]
+    eps_split = Fraction(1)
+    lam, delta = privtree_parameters(eps_split, 4)
+    assert (lam, delta) == (Fraction(7, 3), 4)
+    levels = 1
+    theta = -levels * delta
+    c0, c1 = 0, 3
+    scale = float(lam)
+    # max(theta - delta, c - d delta) + Z > theta
+    p_root = split_probability(scale, theta - max(theta - delta, c0 + c1))
+    p0 = split_probability(scale, theta - max(theta - delta, c0 - delta))
+    p1 = split_probability(scale, theta - max(theta - delta, c1 - delta))
+    assert 0.05 < p_root < 0.99 and 0.05 < p0 < 0.95 and 0.05 < p1 < 0.95
+    n = 6000
+    outcomes = {}
+    weights = np.array([c1], dtype=np.int64)
+    for seed in range(n):
+        flags, _ = grow(cells, weights, (4, 1), starts, ends, lam, delta, theta,
+                        ps.Rng(seed=seed))
+        key = tuple(flags[:3].tolist()) if flags[0] else (False,)
+        outcomes[key] = outcomes.get(key, 0) + 1
+    law = {(False,): 1 - p_root}
+    for a in (False, True):
+        for b in (False, True):
+            law[(True, a, b)] = p_root * (p0 if a else 1 - p0) * (p1 if b else 1 - p1)
+    assert set(outcomes) <= set(law)
+    keys = sorted(law)
+    assert_gof([outcomes.get(k, 0) for k in keys], [law[k] for k in keys])
+    # the root alone: a binomial test of its frequency
+    k = n - outcomes.get((False,), 0)
+    lo, hi = clopper_pearson(k, n, ALPHA)
+    assert lo <= p_root <= hi
+
+
+def test_root_split_frequency_over_seeded_builds():
+    # the root holds all n points at depth 0: with split_levels = 0 (theta = 0) it splits
+    # iff max(-delta, n) + Z > 0, Z ~ DLap(lambda) of epsilon_split = epsilon_tree * 5/16
+    pts = np.array([[i % 4, (3 * i) % 4] for i in range(12)])
+    kw = dict(domain=[(0, 3), (0, 3)], epsilon=8, structure="quadtree", split_levels=0,
+              partition_share=0.9)
+    wide = split = 0
+    for seed in range(1000):
+        s = ps.RectangleSynopsis.build(pts, rng=ps.Rng(seed=seed), **kw)
+        if max(s.segments) > 1:          # given the partitions, the draw is fresh
+            wide += 1
+            split += bool(s._mechanism.flags[0])
+        else:                            # one cell: a leaf without a draw
+            assert s._mechanism.flags.tolist() == [False]
+    m = s._mechanism
+    assert m.epsilon_split == Fraction(1, 4) and m.split_levels == 0
+    lam, delta = privtree_parameters(m.epsilon_split, 4)
+    p = split_probability(float(lam), -len(pts))
+    assert 0.5 < p < 0.95 and wide > 900
+    lo, hi = clopper_pearson(split, wide, ALPHA)
+    assert lo <= p <= hi, (split, wide, p)
