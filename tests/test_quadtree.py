@@ -6,6 +6,7 @@ the documented rule, the answers with the noise removed against a direct formula
 documented estimator, the error bars; statistical (alpha = 1e-6): the leaf noise and the
 split test's law; the workload rule; bad input; files; the CLI."""
 import math
+import time
 import sqlite3
 from fractions import Fraction
 
@@ -535,7 +536,7 @@ def test_split_tests_follow_the_exact_law():
     p0 = split_probability(scale, theta - max(theta - delta, c0 - delta))
     p1 = split_probability(scale, theta - max(theta - delta, c1 - delta))
     assert 0.05 < p_root < 0.99 and 0.05 < p0 < 0.95 and 0.05 < p1 < 0.95
-    n = 6000
+    n = 4000
     outcomes = {}
     weights = np.array([c1], dtype=np.int64)
     for seed in range(n):
@@ -563,7 +564,7 @@ def test_root_split_frequency_over_seeded_builds():
     kw = dict(domain=[(0, 3), (0, 3)], epsilon=8, structure="quadtree", split_levels=0,
               partition_share=0.9)
     wide = split = 0
-    for seed in range(1000):
+    for seed in range(800):
         s = ps.RectangleSynopsis.build(pts, rng=ps.Rng(seed=seed), **kw)
         if max(s.segments) > 1:          # given the partitions, the draw is fresh
             wide += 1
@@ -574,6 +575,285 @@ def test_root_split_frequency_over_seeded_builds():
     assert m.epsilon_split == Fraction(1, 4) and m.split_levels == 0
     lam, delta = privtree_parameters(m.epsilon_split, 4)
     p = split_probability(float(lam), -len(pts))
-    assert 0.5 < p < 0.95 and wide > 900
+    assert 0.5 < p < 0.95 and wide > 700
     lo, hi = clopper_pearson(split, wide, ALPHA)
     assert lo <= p <= hi, (split, wide, p)
+
+
+# --------------------------------------------------------------- the rule
+def test_short_takes_the_quadtree_from_epsilon_one_half_exactly(points):
+    kw = dict(domain=DOMAIN, workload="short")
+    at = ps.RectangleSynopsis.build(points, epsilon=Fraction(1, 2), rng=ps.Rng(seed=3), **kw)
+    assert QUADTREE_MIN_EPSILON == Fraction(1, 2) and at.structure == "quadtree"
+    c = at.workload
+    assert (c.workload, c.option, c.value, c.default) == ("short", "structure", "quadtree",
+                                                          "adaptive")
+    assert c.queries > 0 and c.candidates == 1 and not c.exact
+    also = ps.RectangleSynopsis.build(points, epsilon=0.5, rng=ps.Rng(seed=3), **kw)
+    assert release(also) == release(at)
+    below = ps.RectangleSynopsis.build(points, epsilon=0.49, rng=ps.Rng(seed=3), **kw)
+    assert below.structure == "adaptive" and below.workload.option == "coarse_share"
+    # the rule's build is the explicit build: only the recorded default differs
+    given = ps.RectangleSynopsis.build(points, epsilon=Fraction(1, 2), rng=ps.Rng(seed=3),
+                                       structure="quadtree", **kw)
+    assert given.workload.default == "quadtree" and given.workload.value == "quadtree"
+    (_, m1, a1), (_, m2, a2) = release(at), release(given)
+    assert a1 == a2
+    assert m1.pop("workload")["default"] == "adaptive" and m2.pop("workload")["default"] == \
+        "quadtree"
+    assert m1 == m2
+    # the rule reads public inputs only: other data, the same structure
+    other = ps.RectangleSynopsis.build([[1, 2]], epsilon=1, rng=ps.Rng(seed=1), **kw)
+    assert other.structure == "quadtree"
+    for name in ("mixed", "long"):
+        s = ps.RectangleSynopsis.build(points, epsilon=1, rng=ps.Rng(seed=3), domain=DOMAIN,
+                                       workload=name)
+        assert s.structure == "adaptive"
+    assert ps.RectangleSynopsis.build(points, epsilon=1, domain=DOMAIN,
+                                      rng=ps.Rng(seed=3)).structure == "adaptive"
+
+
+@pytest.mark.parametrize("kw, structure", [
+    (dict(domain=[(0, 999)] * 3), "adaptive"),
+    (dict(config="dnrr"), "multitree"),
+    (dict(coarse_share=0.4), "adaptive"),
+    (dict(seal_share=0.1), "adaptive"),
+    (dict(fanout=4), "multitree"),
+    (dict(partition_share=0.3), "adaptive"),
+    (dict(threshold_factor=1.0), "adaptive"),
+    (dict(structure="adaptive"), "adaptive"),
+    (dict(structure="multitree"), "multitree"),
+])
+def test_the_rule_keeps_the_old_structure(points, kw, structure):
+    kw = dict(dict(domain=DOMAIN, epsilon=1, workload="short"), **kw)
+    pts = points if len(kw["domain"]) == 2 else np.column_stack([points, points[:, 0]])
+    s = ps.RectangleSynopsis.build(pts[:3000], rng=ps.Rng(seed=2), **kw)
+    assert s.structure == structure and s.workload.option != "structure"
+
+
+def test_declared_boxes_do_not_take_the_quadtree(points):
+    lo, hi = random_boxes(1, q=50, small=True)
+    s = ps.RectangleSynopsis.build(points, domain=DOMAIN, epsilon=1, workload=(lo, hi),
+                                   rng=ps.Rng(seed=2))
+    assert s.structure == "adaptive" and s.workload.workload == "declared"
+    q = ps.RectangleSynopsis.build(points, domain=DOMAIN, epsilon=1, workload=(lo, hi),
+                                   structure="quadtree", rng=ps.Rng(seed=2))
+    assert q.workload == BoxChoice("declared", 50, "structure", "quadtree", "quadtree", 0.0, 0.0,
+                                   False, 1)
+
+
+def test_the_choice_round_trips_and_must_match_the_structure(points, tmp_path):
+    syn = ps.RectangleSynopsis.build(points, domain=DOMAIN, epsilon=1, workload="short",
+                                     rng=ps.Rng(seed=5))
+    syn.save(tmp_path / "q.pds")
+    back = ps.load(tmp_path / "q.pds")
+    assert back.workload == syn.workload and back.structure == "quadtree"
+    # a grid's record claiming the quadtree was chosen
+    grid = ps.RectangleSynopsis.build(points, domain=DOMAIN, epsilon=0.4, workload="short",
+                                      rng=ps.Rng(seed=5))
+    kind, meta, arrays = grid._to_record()[:3]
+    meta["workload"] = syn._to_record()[1]["workload"]
+    ps.persist.write_record(tmp_path / "bad.pds", kind, meta, arrays)
+    with pytest.raises(FormatError, match="workload"):
+        ps.load(tmp_path / "bad.pds")
+    # the quadtree's record claiming another structure was chosen, or an unknown one
+    kind, meta, arrays = syn._to_record()[:3]
+    for bad in (dict(value="adaptive"), dict(default="multitree"), dict(value=[4, 4])):
+        rec = dict(meta, workload=dict(meta["workload"], **bad))
+        with pytest.raises(FormatError):
+            ps.RectangleSynopsis._from_record(rec, arrays)
+
+
+# --------------------------------------------------------------- bad input
+PTS = [[777, 313], [901, 47]]
+
+
+@pytest.mark.parametrize("kw, exc, words", [
+    (dict(domain=[(0, 999)] * 3), ParameterError, "takes 2 axes and config='default', got 3 axes"),
+    (dict(domain=[(0, 999)]), ParameterError, "takes 2 axes and config='default', got 1 axes"),
+    (dict(config="dnrr"), ParameterError, "got config='dnrr'"),
+    (dict(fanout=4), ParameterError, "fanout is not an option of structure='quadtree'"),
+    (dict(estimator="cover"), ParameterError, "estimator is not an option"),
+    (dict(prune=2), ParameterError, "prune is not an option"),
+    (dict(merge=2), ParameterError, "merge is not an option"),
+    (dict(final_share=0.5), ParameterError, "final_share is not an option"),
+    (dict(threshold=3), ParameterError, "threshold is not an option"),
+    (dict(max_nodes=10**6), ParameterError, "max_nodes is not an option"),
+    (dict(coarse_share=0.4), ParameterError, "coarse_share is not an option"),
+    (dict(seal_share=0.1), ParameterError, "seal_share is not an option"),
+    (dict(fine_constant=5), ParameterError, "fine_constant is not an option"),
+    (dict(split_share=0), ParameterError, r"split_share must be in the open interval \(0, 1\)"),
+    (dict(split_share=1), ParameterError, r"split_share must be in the open interval \(0, 1\)"),
+    (dict(split_share=float("nan")), (ParameterError, TypeError), "split_share"),
+    (dict(split_share="x"), (ParameterError, TypeError), "split_share"),
+    (dict(split_levels=-1), ParameterError, r"split_levels must be in \[0, 64\]"),
+    (dict(split_levels=65), ParameterError, r"split_levels must be in \[0, 64\]"),
+    (dict(split_levels=1.5), TypeError, "split_levels"),
+    (dict(split_levels=True), TypeError, "split_levels"),
+    (dict(threshold_factor=0.69), ParameterError, "threshold_factor"),
+    (dict(partition_share=1), ParameterError, "partition_share"),
+    (dict(delta=1e-6), ParameterError, "delta must be 0 for structure='quadtree'"),
+    (dict(epsilon=1e-15), ParameterError, "epsilon"),
+    (dict(structure="auto", split_share=0.3), ParameterError,
+     "split_share is an option of structure='quadtree' only"),
+    (dict(structure="adaptive", split_levels=2), ParameterError,
+     "split_levels is an option of structure='quadtree' only"),
+    (dict(structure="multitree", split_share=0.3), ParameterError,
+     "split_share is an option of structure='quadtree' only"),
+    (dict(structure="auto", workload="short", split_levels=2), ParameterError,
+     "split_levels is an option of structure='quadtree' only"),
+    (dict(structure="quad"), ParameterError, "structure must be one of"),
+])
+def test_bad_quadtree_input_is_refused_before_any_budget_or_draw(kw, exc, words):
+    budget, rng = ps.Budget(5.0), ps.Rng(seed=5)
+    first = ps.Rng(seed=5).random_uint64()
+    kw = dict(dict(domain=DOMAIN, epsilon=1.0, structure="quadtree"), **kw)
+    pts = np.array(PTS)
+    pts = pts[:, :1] if len(kw["domain"]) == 1 else np.column_stack(
+        [pts, pts[:, :1]])[:, :len(kw["domain"])]
+    with pytest.raises(exc, match=words) as err:
+        ps.RectangleSynopsis.build(pts, budget=budget, rng=rng, **kw)
+    text = str(err.value)
+    assert "\n" not in text and not any(str(v) in text for v in (777, 313, 901, 47))
+    assert budget.spent == 0 and rng.random_uint64() == first
+
+
+# --------------------------------------------------------------- files
+def test_files_round_trip(syn, tmp_path):
+    syn.save(tmp_path / "q.pds")
+    back = ps.load(tmp_path / "q.pds")
+    assert back.structure == "quadtree" and back.epsilon == syn.epsilon == 1
+    assert back.pure_epsilon == syn.pure_epsilon and back.workload is None
+    assert np.array_equal(back.quadtree_leaves(), syn.quadtree_leaves())
+    lo, hi = random_boxes(7)
+    assert np.array_equal(back.count_many(lo, hi), syn.count_many(lo, hi))
+    assert np.array_equal(np.array(back.confidence_intervals(lo, hi)),
+                          np.array(syn.confidence_intervals(lo, hi)))
+    assert back.error_terms() == syn.error_terms()
+    assert release(back) == release(syn)
+    kind, meta, arrays = syn._to_record()[:3]
+    assert meta["format"] == 3 and meta["structure"] == "quadtree"
+    assert arrays["splits"].dtype == np.uint8 and arrays["leaves"].dtype == np.int64
+
+
+def _tampered(syn):
+    """Records of the synopsis, each changed one way that is not a valid release."""
+    kind, meta, arrays = syn._to_record()[:3]
+    splits, leaves = arrays["splits"], arrays["leaves"]
+    grid = ps.RectangleSynopsis.build(np.array(PTS), domain=DOMAIN, epsilon=1,
+                                      rng=ps.Rng(seed=1))
+    gk, gmeta, garrays = grid._to_record()[:3]
+    yield "format 3, adaptive", dict(meta, structure="adaptive"), arrays
+    yield "format 1, quadtree", dict(meta, format=1), arrays
+    yield "format 2, quadtree", dict(meta, format=2), arrays
+    yield "a grid as format 3", dict(gmeta, format=3), garrays
+    yield "a grid named quadtree", dict(gmeta, structure="quadtree"), garrays
+    yield "splits too short", meta, dict(arrays, splits=splits[:-1])
+    yield "splits too long", meta, dict(arrays, splits=np.append(splits, np.uint8(0)))
+    two = splits.copy()
+    two[0] = 2
+    yield "a split flag 2", meta, dict(arrays, splits=two)
+    for dt in (np.int64, np.bool_, np.int8):
+        yield f"splits {dt.__name__}", meta, dict(arrays, splits=splits.astype(dt))
+    yield "splits 2-D", meta, dict(arrays, splits=splits[None, :])
+    yield "leaves short", meta, dict(arrays, leaves=leaves[:-1])
+    yield "leaves long", meta, dict(arrays, leaves=np.append(leaves, 0))
+    for dt in (np.int32, np.float64, np.uint64):
+        yield f"leaves {dt.__name__}", meta, dict(arrays, leaves=leaves.astype(dt))
+    yield "no leaves", meta, {k: v for k, v in arrays.items() if k != "leaves"}
+    yield "no splits", meta, {k: v for k, v in arrays.items() if k != "splits"}
+    for key in ("epsilon_split", "epsilon_leaf"):
+        for bad in ([0, 1], [-1, 4], [1, 0], "x", None, [1]):
+            yield f"{key} {bad}", dict(meta, **{key: bad}), arrays
+    yield "epsilon_leaf changed", dict(meta, epsilon_leaf=[1, 2]), arrays
+    for bad in ([1, 1], [0, 1], [3, 2], [-1, 2]):
+        yield f"split_share {bad}", dict(meta, split_share=bad), arrays
+    for bad in (65, -1, True, 1.5, "4", None):
+        yield f"split_levels {bad!r}", dict(meta, split_levels=bad), arrays
+    yield "delta > 0", dict(meta, delta=[1, 10**6]), arrays
+    yield "pure epsilon", dict(meta, pure_epsilon=[2, 1]), arrays
+
+
+def test_tampered_records_are_refused(syn, tmp_path):
+    for what, meta, arrays in _tampered(syn):
+        with pytest.raises(FormatError):
+            ps.RectangleSynopsis._from_record(meta, arrays)
+            pytest.fail(what)
+    # the same through a file
+    kind, meta, arrays = syn._to_record()[:3]
+    ps.persist.write_record(tmp_path / "bad.pds", kind, meta,
+                            dict(arrays, leaves=arrays["leaves"][:-1]))
+    with pytest.raises(FormatError, match="leaf counts"):
+        ps.load(tmp_path / "bad.pds")
+
+
+def test_a_crafted_record_of_a_million_splits_fails_fast():
+    for seed in range(400):          # a build whose partitions make a 2 x 2 segment grid
+        small = ps.RectangleSynopsis.build([[0, 0], [3, 3], [0, 3], [3, 0]] * 3,
+                                           domain=[(0, 3), (0, 3)], epsilon=8,
+                                           structure="quadtree", partition_share=0.9,
+                                           rng=ps.Rng(seed=seed))
+        if small.segments == (2, 2):
+            break
+    assert small.segments == (2, 2)
+    kind, meta, arrays = small._to_record()[:3]
+    for splits, leaves in ((np.ones(10**6, dtype=np.uint8), 10**6),
+                           (np.zeros(10**6, dtype=np.uint8), 10**6),
+                           (np.ones(5, dtype=np.uint8), 0)):
+        t = time.perf_counter()
+        with pytest.raises(FormatError, match="quadtree"):
+            ps.RectangleSynopsis._from_record(meta, dict(arrays, splits=splits,
+                                                         leaves=np.zeros(leaves, np.int64)))
+        assert time.perf_counter() - t < 0.5
+
+
+def test_error_messages_of_records_hold_no_counts(syn):
+    kind, meta, arrays = syn._to_record()[:3]
+    leaves = arrays["leaves"].copy()
+    leaves[:] = 987654321
+    with pytest.raises(FormatError) as err:
+        ps.RectangleSynopsis._from_record(meta, dict(arrays, leaves=leaves[:-1]))
+    assert "987654321" not in str(err.value) and str(leaves.size - 1) not in str(err.value)
+
+
+# --------------------------------------------------------------- the CLI
+def _csv(tmp_path, points):
+    table = tmp_path / "t.csv"
+    table.write_text("x,y\n" + "\n".join(f"{a},{b}" for a, b in points[:4000]) + "\n")
+    return table
+
+
+def test_cli_short_workload_records_the_quadtree(tmp_path, capsys, points):
+    table = _csv(tmp_path, points)
+    out = tmp_path / "q.pds"
+    assert cli.main(["build", "--input", str(table), "--columns", "x,y", "--domain",
+                     "0:999,0:999", "--epsilon", "1", "--workload", "short", "--seed", "3",
+                     "--output", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["info", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "structure quadtree (default adaptive)" in shown and "workload:       short" in shown
+    s = ps.load(out)
+    assert s.structure == "quadtree" and s.workload.value == "quadtree"
+    assert cli.main(["query", str(out), "--lo", "200,500", "--hi", "400,800"]) == 0
+    answer = float(capsys.readouterr().out.split()[0])
+    assert answer == pytest.approx(s.count([200, 500], [400, 800]))
+    # at epsilon 0.4 the same command keeps the adaptive grid
+    assert cli.main(["build", "--input", str(table), "--columns", "x,y", "--domain",
+                     "0:999,0:999", "--epsilon", "0.4", "--workload", "short", "--seed", "3",
+                     "--output", str(tmp_path / "g.pds")]) == 0
+    assert ps.load(tmp_path / "g.pds").structure == "adaptive"
+
+
+@pytest.mark.integration
+def test_cli_subprocess_build_info_and_query(tmp_path, points):
+    table = _csv(tmp_path, points)
+    out = tmp_path / "q.pds"
+    p = run("build", "--input", table, "--columns", "x,y", "--domain", "0:999,0:999",
+            "--epsilon", "1", "--workload", "short", "--seed", "3", "--output", out)
+    assert p.returncode == 0, p.stderr
+    p = run("info", out)
+    assert p.returncode == 0 and "structure quadtree (default adaptive)" in p.stdout
+    p = run("query", out, "--lo", "200,500", "--hi", "400,800")
+    assert p.returncode == 0 and " ± " in p.stdout.splitlines()[0]
+    assert float(p.stdout.split()[0]) == pytest.approx(ps.load(out).count([200, 500], [400, 800]))
