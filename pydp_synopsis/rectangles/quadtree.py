@@ -72,6 +72,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..aggregates import aggregate, merge
 from ..errorbars import noise_std
 from ..errors import FormatError, ParameterError
 from ..noise import discrete_laplace
@@ -346,18 +347,25 @@ class QuadTree:
         """Release the splits, then the leaf counts (in that order).
 
         ``cells`` yields ``(segments, weights)`` chunks (the partition cell of
-        every row); they are held together while the tree grows: 16 bytes a
-        row (24 with the node index).  ``n_hat`` is unused.
+        every row); their distinct cells are merged as they come (sorted in
+        C), so the build holds O(occupied cells + chunk): 16 bytes a cell (24
+        with its node) while the tree grows.  ``n_hat`` is unused.
         """
         eps_split, eps_leaf = split
         m0, m1 = axes.sizes
-        segs, wts = [], []
+        parts, pending = [], 0
         for seg, weights in cells:
-            segs.append(np.ascontiguousarray(seg, dtype=np.uint32).reshape(-1, 2))
-            wts.append(np.ones(segs[-1].shape[0], dtype=np.int64) if weights is None
-                       else np.asarray(weights, dtype=np.int64))
-        pts = np.concatenate(segs) if segs else np.zeros((0, 2), dtype=np.uint32)
-        w = np.concatenate(wts) if wts else np.zeros(0, dtype=np.int64)
+            seg = np.asarray(seg, dtype=np.uint64).reshape(-1, 2)
+            parts.append(aggregate(seg[:, 0] * np.uint64(m1) + seg[:, 1],
+                                   None if weights is None
+                                   else np.asarray(weights, dtype=np.int64)))
+            pending += parts[-1][0].size if len(parts) > 1 else 0
+            # merged once the parts after the first outgrow it: O(cells + chunk) held
+            if len(parts) > 64 or pending > max(parts[0][0].size, 1 << 20):
+                parts, pending = [merge(parts)], 0
+        uk, w = merge(parts)
+        pts = np.column_stack([uk // np.uint64(m1), uk % np.uint64(m1)]).astype(np.uint32)
+        w = np.array(w, dtype=np.int64)          # grow overwrites it
         lam, delta = privtree_parameters(eps_split, 4)
         theta = -int(options.split_levels) * delta
         starts, ends = _ends_pair(axes)
@@ -525,5 +533,3 @@ class QuadTree:
         except ParameterError:
             raise FormatError("rectangle synopsis record: invalid quadtree epsilon") from None
         return cls(axes, flags.astype(bool), counts, eps1, eps2, share, levels)
-
-
