@@ -7,6 +7,7 @@ documented estimator, the error bars; statistical (alpha = 1e-6): the leaf noise
 split test's law; the workload rule; bad input; files; the CLI."""
 import math
 import time
+import tracemalloc
 import sqlite3
 from fractions import Fraction
 
@@ -857,3 +858,31 @@ def test_cli_subprocess_build_info_and_query(tmp_path, points):
     p = run("query", out, "--lo", "200,500", "--hi", "400,800")
     assert p.returncode == 0 and " ± " in p.stdout.splitlines()[0]
     assert float(p.stdout.split()[0]) == pytest.approx(ps.load(out).count([200, 500], [400, 800]))
+
+
+def test_streamed_cells_are_merged_as_they_come(syn):
+    # memory O(occupied cells + chunk) whatever the number of chunks (tracemalloc sees
+    # numpy's buffers): k chunks of every cell of the grid, then the same release as one
+    # chunk of every cell with weight k
+    m = syn._mechanism
+    m0, m1 = syn.segments
+    every = np.stack(np.meshgrid(np.arange(m0), np.arange(m1), indexing="ij"),
+                     axis=-1).reshape(-1, 2).astype(np.uint32)
+    ones = np.ones(every.shape[0], dtype=np.int64)
+    args = (0.0, m.epsilon_split + m.epsilon_leaf, (m.epsilon_split, m.epsilon_leaf), QUADTREE)
+
+    def build(k):
+        tracemalloc.start()
+        try:
+            qt = QuadTree.build(m.axes, ((every, ones if i % 2 else None) for i in range(k)),
+                                *args, ps.Rng(seed=2))
+            return qt, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    few, few_peak = build(80)
+    many, many_peak = build(320)
+    assert many_peak < 1.5 * few_peak, (few_peak, many_peak)
+    for k, qt in ((80, few), (320, many)):
+        one = QuadTree.build(m.axes, [(every, k * ones)], *args, ps.Rng(seed=2))
+        assert np.array_equal(qt.flags, one.flags) and np.array_equal(qt.counts, one.counts)
