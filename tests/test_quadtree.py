@@ -5,10 +5,9 @@ Exact: the tree rebuilt from its flags, the split draws against a pure-Python re
 the documented rule, the answers with the noise removed against a direct formula of the
 documented estimator, the error bars; statistical (alpha = 1e-6): the leaf noise and the
 split test's law; the workload rule; bad input; files; the CLI."""
-import math
+import sqlite3
 import time
 import tracemalloc
-import sqlite3
 from fractions import Fraction
 
 import numpy as np
@@ -398,8 +397,8 @@ def test_answers_are_the_documented_estimator(syn, points):
     en = np.asarray(syn._axes.ends[0]).astype(np.int64)
     wide = int(np.argmax(np.diff(en)))
     a, b = en[wide] + 1, en[wide + 1] - 1
-    if b > a:
-        assert syn.count([a, 0], [b - 1, 999]) == 0.0
+    assert b > a
+    assert syn.count([a, 0], [b - 1, 999]) == 0.0 != syn.count([a, 0], [b + 1, 999])
 
 
 def test_answers_in_large_batches_and_clipping(syn):
@@ -408,6 +407,9 @@ def test_answers_in_large_batches_and_clipping(syn):
     assert np.array_equal(got, np.concatenate([syn.count_many(lo[:7], hi[:7]),
                                                syn.count_many(lo[7:], hi[7:])]))
     assert np.array_equal(syn.count_many(lo, hi, nonnegative=True), np.maximum(got, 0))
+    # corners beyond the domain are clipped to it
+    with pytest.warns(ps.errors.QueryClippedWarning, match="reach outside the domain"):
+        assert syn.count([-50, 100], [2000, 300]) == syn.count([0, 100], [999, 300])
 
 
 # --------------------------------------------------------------- error bars
@@ -806,6 +808,15 @@ def test_a_crafted_record_of_a_million_splits_fails_fast():
             ps.RectangleSynopsis._from_record(meta, dict(arrays, splits=splits,
                                                          leaves=np.zeros(leaves, np.int64)))
         assert time.perf_counter() - t < 0.5
+
+
+def test_a_record_of_more_than_max_nodes_splits_is_refused_before_reading_them(syn):
+    kind, meta, arrays = syn._to_record()[:3]
+    huge = np.broadcast_to(np.uint8(0), (MAX_NODES + 1,))       # a view: no memory
+    t = time.perf_counter()
+    with pytest.raises(FormatError, match="split flags"):
+        ps.RectangleSynopsis._from_record(meta, dict(arrays, splits=huge))
+    assert time.perf_counter() - t < 0.5
 
 
 def test_error_messages_of_records_hold_no_counts(syn):
