@@ -5,6 +5,7 @@ Exact: the tree rebuilt from its flags, the split draws against a pure-Python re
 the documented rule, the answers with the noise removed against a direct formula of the
 documented estimator, the error bars; statistical (alpha = 1e-6): the leaf noise and the
 split test's law; the workload rule; bad input; files; the CLI."""
+import math
 import sqlite3
 import time
 import tracemalloc
@@ -22,6 +23,7 @@ from pydp_synopsis.rectangles.axes import axis_streams
 from pydp_synopsis.rectangles.options import QUADTREE
 from pydp_synopsis.rectangles.quadtree import MAX_NODES, QuadTree, Shape, grow
 from pydp_synopsis.rectangles.workload import QUADTREE_MIN_EPSILON, BoxChoice
+from pydp_synopsis.tails import laplace_sum_tail, laplace_weighted_tail
 from clirun import run
 from dnrr_law import dlap_pmf
 from stattests import ALPHA, assert_gof, clopper_pearson
@@ -310,26 +312,33 @@ def test_grow_draws_as_the_reference_on_tiny_data():
         assert got[1].sum() == weights.sum()
 
 
-def test_the_whole_release_is_the_reference_drawn_from_the_same_stream():
+@pytest.mark.parametrize("seed, eps, levels, share", [
+    (6, Fraction(3, 2), 2, None), (7, Fraction(4), 0, None), (8, Fraction(8), 1, 0.5),
+    (9, Fraction(1, 2), 4, None), (10, Fraction(16), 3, 0.9), (11, Fraction(6), 0, 0.7)])
+def test_the_whole_release_is_the_reference_drawn_from_the_same_stream(seed, eps, levels, share):
     # partitions (32 bytes of the stream), then the splits level by level, then the leaves
-    g = np.random.default_rng(2)
+    g = np.random.default_rng(seed)
     pts = np.column_stack([g.integers(0, 40, 300), g.integers(0, 60, 300) ** 2 // 60])
-    eps = Fraction(3, 2)
+    kw = {} if share is None else {"split_share": share}
     syn = ps.RectangleSynopsis.build(pts, domain=[(0, 39), (0, 59)], epsilon=eps,
-                                     structure="quadtree", split_levels=2, rng=ps.Rng(seed=6))
+                                     structure="quadtree", split_levels=levels,
+                                     rng=ps.Rng(seed=seed), **kw)
     m = syn._mechanism
     eps_axis = eps * QUADTREE.partition_share / 2
-    assert m.epsilon_split == (eps - 2 * eps_axis) * QUADTREE.split_share
+    split_share = QUADTREE.split_share if share is None else Fraction(str(share))
+    assert m.epsilon_split == (eps - 2 * eps_axis) * split_share == m.split_share * (
+        eps - 2 * eps_axis)
     assert m.epsilon_split + m.epsilon_leaf + 2 * eps_axis == syn.epsilon == eps
     lam, delta = privtree_parameters(m.epsilon_split, 4)
     assert m.scales == (lam, 1 / m.epsilon_leaf) and lam == Fraction(7, 3) / m.epsilon_split
-    rng = ps.Rng(seed=6)
+    assert delta == math.ceil(float(lam) * math.log(4)) and m.split_levels == levels
+    rng = ps.Rng(seed=seed)
     axis_streams(rng)
     seg = segments_of(syn, pts)
     cells, weights = np.unique(seg, axis=0, return_counts=True)
     starts, ends = ends_of(syn)
-    flags, true = ref_grow(cells, weights, syn.segments, starts, ends, lam, delta, -2 * delta,
-                           rng)
+    flags, true = ref_grow(cells, weights, syn.segments, starts, ends, lam, delta,
+                           -levels * delta, rng)
     noisy = true + discrete_laplace(1 / m.epsilon_leaf, size=true.size, rng=rng)
     assert np.array_equal(m.flags, flags) and flags.size > 1
     assert np.array_equal(syn.quadtree_leaves()["count"], noisy)
@@ -429,6 +438,21 @@ def test_rigorous_intervals_cover_and_the_bias_bounds_the_miscount(syn, points):
         _, noise, bias = syn._mechanism.error_bars(lo_o, hi_o, 0.95, 1)
         assert np.allclose(bars.noise, noise) and np.allclose(bars.high, answer + noise + bias)
         assert np.allclose(bars.low, np.maximum(answer - noise - bias, 0))
+        # the documented tails: 1 - confidence split in halves, the noise's two-sided
+        w = shares(syn, lo, hi)
+        scale = [1 / syn._mechanism.epsilon_leaf]
+        want = laplace_weighted_tail((w ** 2).sum(axis=1)[:, None], w.max(axis=1)[:, None],
+                                     scale, math.log(4 / 0.05))
+        assert np.allclose(noise, want, rtol=1e-9)
+        leaves = syn.quadtree_leaves()
+        inside = ((leaves["first"][None] >= lo[:, None]) &
+                  (leaves["last"][None] <= hi[:, None])).all(axis=2)
+        out = ((leaves["last"][None] < lo[:, None]) |
+               (leaves["first"][None] > hi[:, None])).any(axis=2)
+        cut = ~inside & ~out
+        tail = laplace_weighted_tail(cut.sum(axis=1)[:, None].astype(float),
+                                     np.ones((lo.shape[0], 1)), scale, math.log(2 / 0.05))
+        assert np.allclose(bias, np.maximum(cut @ leaves["count"] + tail, 0), rtol=1e-9)
         miscount = np.abs(exact.count_many(lo, hi) - t)
         assert miscount.max() > 0       # the boxes do cut leaves
         # with the true leaf counts the bias term bounds the miscount surely
@@ -441,6 +465,57 @@ def test_rigorous_intervals_cover_and_the_bias_bounds_the_miscount(syn, points):
         assert (syn._mechanism.query_bias(lo_o, hi_o, 1e-9) >= miscount).all()
     calibrated = syn.confidence_intervals(lo, hi, 0.9, method="calibrated")
     assert calibrated.method == "rigorous"
+
+
+def test_boxes_of_whole_leaves_have_no_bias_term(syn):
+    # every node's box (a union of whole leaves, edges on segment ends) cuts no leaf
+    sh = syn._mechanism.shape
+    starts, ends = ends_of(syn)
+    lo = np.column_stack([starts[a][sh.first[:, a]] for a in range(2)])
+    hi = np.column_stack([ends[a][sh.last[:, a]] for a in range(2)])
+    assert not syn._mechanism.query_bias(lo, hi, 0.05).any()
+    std, noise, bias = syn._mechanism.error_bars(lo, hi, 0.95, 1)
+    assert not bias.any() and (noise > 0).all()
+    # one offset less on axis 0 cuts the node's last leaves there (if that segment has two)
+    wide = ends[0][sh.last[:, 0]] > starts[0][sh.last[:, 0]]
+    assert wide.sum() > 100
+    shrunk = hi[wide].copy()
+    shrunk[:, 0] -= np.uint64(1)
+    assert (syn._mechanism.parts(lo[wide], shrunk)[3][:, 1] > 0).all()
+
+
+def test_error_terms_are_the_documented_union_bounds(syn, points):
+    conf, m = 0.9, syn._mechanism
+    delta, b = 1 - conf, float(1 / m.epsilon_leaf)
+    leaves = syn.quadtree_leaves()
+    sizes = syn.segments
+    boxes = sum(math.log(k * (k + 1) / 2 + 1) for k in sizes)      # index boxes per axis
+    noise = laplace_sum_tail(float(leaves.size), b, boxes + math.log(4 / delta))
+    bias = 0.0
+    for a in range(2):         # the leaves holding segment s on axis a: a band
+        bands = [(leaves["start"][:, a] <= s) & (leaves["end"][:, a] >= s)
+                 for s in range(sizes[a])]
+        top = max(float(leaves["count"][x].sum()) for x in bands)
+        k = max(int(x.sum()) for x in bands)
+        z = laplace_sum_tail(float(k), b, math.log(sum(sizes)) + math.log(2 / delta))
+        bias += 2 * max(top + z, 0.0)      # a box has two edges per axis
+    terms = syn.error_terms(conf)
+    assert terms.noise == pytest.approx(noise, rel=1e-12)
+    assert terms.bias == pytest.approx(bias, rel=1e-12) and terms.pruning == 0
+    # with the true counts, the bias term bounds the cut leaves' true count of any box
+    exact = noiseless(syn, points)
+    e_bias = exact.error_terms(conf).bias
+    true = true_leaf_counts(syn, points)
+    for seed in (21, 22):
+        lo, hi = random_boxes(seed, small=seed % 2 == 0)
+        inside = ((leaves["first"][None] >= lo[:, None]) & (leaves["last"][None] <= hi[:, None])
+                  ).all(axis=2)
+        out = ((leaves["last"][None] < lo[:, None]) | (leaves["first"][None] > hi[:, None])
+               ).any(axis=2)
+        cut = (~inside & ~out) @ true
+        assert cut.max() <= e_bias
+        got = exact._mechanism.parts(lo.astype(np.uint64), hi.astype(np.uint64))[3][:, 0]
+        assert np.array_equal(got, cut)
 
 
 def test_error_bound_holds_for_every_box(syn, points):
