@@ -208,6 +208,8 @@ def cmd_build(args):
     dims = len(columns) or len(args.domain.split(","))
     if args.partition is not None and dims != 1:
         raise UsageError("--partition applies to one column (an interval synopsis)")
+    if args.structure == "quadtree" and dims != 2:
+        raise UsageError("--structure quadtree applies to two columns (a rectangle synopsis)")
     if (args.privtree_fanout is not None or args.privtree_merge is not None) and dims != 1:
         raise UsageError("--privtree-fanout and --privtree-merge apply to one column "
                          "(an interval synopsis)")
@@ -249,7 +251,9 @@ def cmd_build(args):
         else:
             syn = RectangleSynopsis.build(observed, domain=domain, epsilon=args.epsilon,
                                           beta=args.beta, rng=rng, shards=args.shards,
-                                          columns=units, clip=args.clip, workload=workload)
+                                          columns=units, clip=args.clip, workload=workload,
+                                          structure="quadtree" if args.structure == "quadtree"
+                                          else "auto")
             what = f"rectangle synopsis over {len(domain)} columns: {syn.num_nodes:,} nodes"
     finally:
         progress.close()

@@ -43,7 +43,8 @@ def category_column_of(args, columns):
     ``--columns``), or None without ``--categories``/``--levels``."""
     if args.categories is None and args.levels is None:
         for name in ("other", "structure"):
-            if getattr(args, name) is not None:
+            if getattr(args, name) is not None and (name, args.structure) != (
+                    "structure", "quadtree"):       # --structure quadtree: two columns
                 raise UsageError(f"--{name} needs --categories or --levels")
         return None
     if args.categories is not None and args.levels is not None:
@@ -89,11 +90,12 @@ def build_categories(observed, cat, units, domain, args, rng):
                                      epsilon=args.epsilon, beta=args.beta, rng=rng,
                                      partition=args.partition)
         return syn, f"interval synopsis over {len(every)} levels: {len(syn):,} segments"
-    if args.structure not in (None, "tree"):
+    if args.structure not in (None, "tree", "quadtree"):
         raise UsageError("--structure applies to one category column")
     syn = RectangleSynopsis.build(observed, domain=[(every[0], every[-1])] + list(domain),
                                   epsilon=args.epsilon, beta=args.beta, rng=rng,
-                                  columns=units)
+                                  columns=units,
+                                  structure="quadtree" if args.structure == "quadtree" else "auto")
     return syn, f"rectangle synopsis over {len(units)} columns: {syn.num_nodes:,} nodes"
 
 

@@ -189,9 +189,10 @@ def build_parser():
     b.add_argument("--other", metavar="NAME",
                    help="with --categories/--levels: count values outside the levels under one "
                         "more level NAME (default: such a value is an error)")
-    b.add_argument("--structure", choices=("auto", "flat", "tree"), default=None,
+    b.add_argument("--structure", choices=("auto", "flat", "tree", "quadtree"), default=None,
                    help="one category column: a flat histogram (auto: up to 1024 levels) or an "
-                        "interval synopsis over the levels")
+                        "interval synopsis over the levels; two columns: quadtree, the "
+                        "rectangle synopsis's quadtree over partition cells")
     add_sum_build_arguments(b)                  # --sum, --sum-bounds, ... (cli/sums.py)
     b.add_argument("--workload", metavar="FILE.csv|short|mixed|long",
                    help="the queries you will ask (public): a CSV with lo,hi (or lo_0..,hi_0..) "
