@@ -24,7 +24,7 @@ from pydp_synopsis.rectangles.options import QUADTREE
 from pydp_synopsis.rectangles.quadtree import MAX_NODES, QuadTree, Shape, grow
 from pydp_synopsis.rectangles.workload import QUADTREE_MIN_EPSILON, BoxChoice
 from pydp_synopsis.tails import laplace_sum_tail, laplace_weighted_tail
-from clirun import run
+from clirun import one_line_error, run
 from dnrr_law import dlap_pmf
 from stattests import ALPHA, assert_gof, clopper_pearson
 from two_columns import release
@@ -932,6 +932,44 @@ def test_cli_short_workload_records_the_quadtree(tmp_path, capsys, points):
     assert ps.load(tmp_path / "g.pds").structure == "adaptive"
 
 
+def test_cli_structure_quadtree(tmp_path, capsys, points):
+    table = _csv(tmp_path, points)
+    base = ["build", "--input", str(table), "--epsilon", "0.3", "--seed", "4",
+            "--structure", "quadtree"]
+    out = tmp_path / "q.pds"
+    assert cli.main(base + ["--columns", "x,y", "--domain", "0:999,0:999",
+                            "--output", str(out)]) == 0
+    s = ps.load(out)
+    assert s.structure == "quadtree" and s.workload is None and s.epsilon == Fraction(0.3)
+    capsys.readouterr()
+    assert cli.main(["info", str(out)]) == 0
+    assert "quadtree" in capsys.readouterr().out
+    # a category column and one more: two axes
+    cats = tmp_path / "c.csv"
+    cats.write_text("k,y\n" + "\n".join(f"{'ab'[a % 2]},{b}" for a, b in points[:500]) + "\n")
+    assert cli.main(["build", "--input", str(cats), "--columns", "k,y", "--categories", "a,b",
+                     "--domain", "0:999", "--epsilon", "1", "--structure", "quadtree",
+                     "--output", str(tmp_path / "k.pds")]) == 0
+    assert ps.load(tmp_path / "k.pds").structure == "quadtree"
+    capsys.readouterr()
+    for extra, words in (
+            (["--columns", "x", "--domain", "0:999"], "--structure quadtree applies to two "
+                                                      "columns"),
+            (["--columns", "x,y,x", "--domain", "0:999,0:999,0:999"], "applies to two columns"),
+            (["--columns", "k", "--categories", "a,b", "--input", str(cats)],
+             "applies to two columns")):
+        assert cli.main(base + extra + ["--output", str(tmp_path / "bad.pds")]) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "bad.pds").exists()
+    # the other values of --structure still need a category column, --other too
+    for flag in (["--structure", "tree"], ["--other", "quadtree"]):
+        assert cli.main(["build", "--input", str(table), "--columns", "x,y", "--domain",
+                         "0:999,0:999", "--epsilon", "1", *flag, "--output",
+                         str(tmp_path / "bad.pds")]) == 2
+        assert "needs --categories or --levels" in capsys.readouterr().err
+
+
 @pytest.mark.integration
 def test_cli_subprocess_build_info_and_query(tmp_path, points):
     table = _csv(tmp_path, points)
@@ -939,6 +977,12 @@ def test_cli_subprocess_build_info_and_query(tmp_path, points):
     p = run("build", "--input", table, "--columns", "x,y", "--domain", "0:999,0:999",
             "--epsilon", "1", "--workload", "short", "--seed", "3", "--output", out)
     assert p.returncode == 0, p.stderr
+    p = run("build", "--input", table, "--columns", "x,y", "--domain", "0:999,0:999",
+            "--epsilon", "0.3", "--structure", "quadtree", "--output", tmp_path / "e.pds")
+    assert p.returncode == 0 and ps.load(tmp_path / "e.pds").structure == "quadtree", p.stderr
+    p = run("build", "--input", table, "--columns", "x", "--domain", "0:999",
+            "--epsilon", "1", "--structure", "quadtree", "--output", tmp_path / "bad.pds")
+    one_line_error(p, "--structure quadtree applies to two columns")
     p = run("info", out)
     assert p.returncode == 0 and "structure quadtree (default adaptive)" in p.stdout
     p = run("query", out, "--lo", "200,500", "--hi", "400,800")
