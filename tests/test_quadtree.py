@@ -288,6 +288,24 @@ def test_shape_matches_a_reference_and_its_leaves_tile_the_grid():
         assert sorted(sh.leaf[~flags].tolist()) == list(range(int((~flags).sum())))
 
 
+def test_shape_on_the_whole_int64_plane_matches_the_reference():
+    # offsets up to 2**64 - 1: the midpoints in uint64 without overflow
+    g = np.random.default_rng(1)
+    pts = np.concatenate([g.integers(-2**63, 2**63 - 1, (3000, 2), dtype=np.int64,
+                                     endpoint=True),
+                          np.array([[-2**63, -2**63], [2**63 - 1, 2**63 - 1]] * 50)])
+    syn = ps.RectangleSynopsis.build(pts, domain=[(-2**63, 2**63 - 1)] * 2, epsilon=2,
+                                     structure="quadtree", rng=ps.Rng(seed=3))
+    m = syn._mechanism
+    starts, ends = ends_of(syn)
+    assert int(ends[0][-1]) == 2**64 - 1 and m.flags.size > 1000
+    ref = ref_shape(m.flags, syn.segments, starts, ends)
+    assert m.shape.first.tolist() == [list(n[0]) for n in ref]
+    assert m.shape.last.tolist() == [list(n[1]) for n in ref]
+    whole = syn.count([-2**63, -2**63], [2**63 - 1, 2**63 - 1])
+    assert whole == m.counts.sum()
+
+
 # --------------------------------------------------------------- grow
 def test_grow_draws_as_the_reference_on_tiny_data():
     g = np.random.default_rng(8)
@@ -1016,3 +1034,34 @@ def test_streamed_cells_are_merged_as_they_come(syn):
     for k, qt in ((80, few), (320, many)):
         one = QuadTree.build(m.axes, [(every, k * ones)], *args, ps.Rng(seed=2))
         assert np.array_equal(qt.flags, one.flags) and np.array_equal(qt.counts, one.counts)
+
+
+@pytest.mark.fuzz
+def test_fuzz_answers_against_the_estimator_and_the_truth():
+    g = np.random.default_rng(99)
+    for trial in range(200):
+        dom = [(int(lo), int(lo) + int(g.integers(0, 2 ** int(g.integers(0, 40)))))
+               for lo in g.integers(-10**6, 10**6, 2)]
+        n = int(g.integers(0, 3000))
+        centre = [g.integers(lo, hi, endpoint=True) for lo, hi in dom]
+        pts = np.column_stack([np.clip(np.rint(g.normal(c, max((hi - lo) / 50, 1), n)), lo, hi)
+                               for c, (lo, hi) in zip(centre, dom)]).astype(np.int64)
+        syn = ps.RectangleSynopsis.build(
+            pts.reshape(-1, 2), domain=dom, epsilon=float(g.choice([0.3, 1, 4, 20])),
+            structure="quadtree", split_levels=int(g.integers(0, 8)),
+            split_share=float(g.choice([0.1, 5 / 16, 0.6])), rng=ps.Rng(seed=trial))
+        q = 40
+        lo = np.column_stack([g.integers(a, b, q, endpoint=True) for a, b in dom])
+        hi = np.column_stack([np.minimum(lo[:, k] + g.integers(0, b - a + 1, q), b)
+                              for k, (a, b) in enumerate(dom)])
+        off_lo, off_hi = lo - [a for a, _ in dom], hi - [a for a, _ in dom]
+        w = shares(syn, off_lo, off_hi)
+        assert np.allclose(syn.count_many(lo, hi), w @ syn.quadtree_leaves()["count"],
+                           rtol=1e-9, atol=1e-6), trial
+        exact = noiseless(syn, pts - [a for a, _ in dom])
+        t = ((pts[None] >= lo[:, None]) & (pts[None] <= hi[:, None])).all(axis=2).sum(axis=1)
+        miscount = np.abs(exact.count_many(lo, hi) - t)
+        bias = exact._mechanism.query_bias(off_lo.astype(np.uint64), off_hi.astype(np.uint64),
+                                           0.05)
+        assert (miscount <= bias + 1e-9).all(), trial
+        assert exact.count([a for a, _ in dom], [b for _, b in dom]) == n
