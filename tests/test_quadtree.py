@@ -1065,3 +1065,34 @@ def test_fuzz_answers_against_the_estimator_and_the_truth():
                                            0.05)
         assert (miscount <= bias + 1e-9).all(), trial
         assert exact.count([a for a, _ in dom], [b for _, b in dom]) == n
+
+
+HOSTILE = (None, True, 0, -1, 1, 2, 65, 2**64, 0.5, float("inf"), "x", "", [], [0], [1, 0],
+           [0, 1], [-1, 2], [2**70, 1], [1, 1], [3, 2], {}, "quadtree", "adaptive", [256] * 8)
+
+
+def test_every_meta_field_and_array_changed_is_refused_or_answers(points):
+    syn = ps.RectangleSynopsis.build(points[:2000], domain=DOMAIN, epsilon=1, workload="short",
+                                     rng=ps.Rng(seed=3))
+    kind, meta, arrays = syn._to_record()[:3]
+    lo, hi = random_boxes(5, q=20)
+    trials = [(dict(meta, **{key: v}), arrays) for key in meta for v in HOSTILE]
+    trials += [(dict(meta, workload=dict(meta["workload"], **{key: v})), arrays)
+               for key in meta["workload"] for v in HOSTILE]
+    for name, a in arrays.items():
+        for bad in (a[:0], a[:-1], np.append(a, a[-1:]), a.astype(np.float64), a[None],
+                    a.astype(np.int32), np.zeros_like(a), (a - 1).astype(a.dtype),
+                    np.full_like(a, np.iinfo(a.dtype).max), a[::-1].copy()):
+            trials.append((meta, dict(arrays, **{name: bad})))
+    refused = 0
+    for m, a in trials:
+        t = time.perf_counter()
+        try:
+            back = ps.RectangleSynopsis._from_record(m, a)
+        except FormatError:
+            refused += 1
+            continue
+        finally:
+            assert time.perf_counter() - t < 2
+        assert np.isfinite(back.count_many(lo, hi)).all() and back.error_bound(0.9) >= 0
+    assert refused > len(trials) // 2
