@@ -553,6 +553,8 @@ def test_weighted_streamed_and_sqlite_inputs_give_the_identical_release(points, 
     kw = dict(domain=DOMAIN, epsilon=1, structure="quadtree")
     ref = ps.RectangleSynopsis.build(points, rng=ps.Rng(seed=9), **kw)
     rows, counts = np.unique(points, axis=0, return_counts=True)
+    rows = np.concatenate([rows, [[1, 998], [998, 1]]])        # rows of weight 0 count nothing
+    counts = np.concatenate([counts, [0, 0]])
     weighted = ps.RectangleSynopsis.build(rows, counts=counts, rng=ps.Rng(seed=9), **kw)
     repeated = ps.RectangleSynopsis.build(np.repeat(rows, counts, axis=0), rng=ps.Rng(seed=9),
                                           **kw)
