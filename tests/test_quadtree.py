@@ -15,6 +15,9 @@ import numpy as np
 import pytest
 
 import pydp_synopsis as ps
+from pydp_synopsis.bias_bounds import calibrated_interval, noise_quantile
+from pydp_synopsis.errorbars import noise_std
+from pydp_synopsis.rectangles.bars import CELL_CONCENTRATION, CELL_CORRELATION
 from pydp_synopsis import cli, sources
 from pydp_synopsis.errors import FormatError, ParameterError
 from pydp_synopsis.noise import discrete_laplace, discrete_laplace_variance
@@ -481,8 +484,20 @@ def test_rigorous_intervals_cover_and_the_bias_bounds_the_miscount(syn, points):
         # with the noisy counts it does with probability 1 - (1 - confidence) / 2 per box
         assert (syn._mechanism.error_bars(lo_o, hi_o, 1 - 1e-9, 1)[2] >= miscount).all()
         assert (syn._mechanism.query_bias(lo_o, hi_o, 1e-9) >= miscount).all()
+    # calibrated: the grid's cut-cell model on the cut leaves (rectangles/bars.py)
     calibrated = syn.confidence_intervals(lo, hi, 0.9, method="calibrated")
-    assert calibrated.method == "rigorous"
+    assert calibrated.method == "calibrated"
+    answer, sumsq, maxabs, cut = syn._mechanism.parts(lo.astype(np.uint64), hi.astype(np.uint64))
+    scales = syn._mechanism.scales[1:]
+    std = noise_std(sumsq, scales)
+    noise = noise_quantile(std, sumsq, maxabs, scales, 0.9)
+    total = np.maximum(cut[:, 0], 0) + np.sqrt(cut[:, 1] * discrete_laplace_variance(scales[0]))
+    per_cell = total / np.maximum(cut[:, 1], 1)
+    faces = 1 + CELL_CORRELATION * np.maximum(cut[:, 1] / 4 - 1, 0)
+    var = faces * total * (per_cell + CELL_CONCENTRATION) / (1 + CELL_CONCENTRATION)
+    low, high = calibrated_interval(answer, noise, var, 0.9, total, total)
+    assert np.allclose(calibrated.low, low) and np.allclose(calibrated.high, high)
+    assert np.allclose(calibrated.std, std)
 
 
 def test_boxes_of_whole_leaves_have_no_bias_term(syn):

@@ -251,6 +251,8 @@ def quad_level(cells, weights, node, live, slot, mid, child, counts):
     ``cells`` ((n, 2) uint32), ``weights`` and ``node`` (int64) of split nodes move to
     their children, compacted in place, their weights added to ``counts`` (int64, the
     next level); returns the number of rows kept."""
+    if cells.dtype != np.uint32 or weights.dtype != np.int64 or node.dtype != np.int64:
+        raise TypeError("quad_level takes uint32 cells and int64 weights and nodes")
     kept = ffi.new("uint64_t *")
     check(lib.pds_quad_level(ffi.from_buffer("uint32_t[]", cells), i64(weights), i64(node), live,
                              i64(slot), slot.size, i64(mid), i64(child), mid.shape[0],

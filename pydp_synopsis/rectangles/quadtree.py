@@ -137,10 +137,10 @@ def grow(cells, weights, sizes, starts, ends, lam, delta, theta, rng):
 
     Parameters
     ----------
-    cells : numpy.ndarray of uint32, shape (n, 2)
-        Each row's partition cell (segment indices); overwritten.
-    weights : numpy.ndarray of int64, shape (n,)
-        The number of points each row stands for; overwritten.
+    cells : array_like of int, shape (n, 2)
+        Each row's partition cell (segment indices, below 2**32).
+    weights : array_like of int, shape (n,)
+        The number of points each row stands for.
     sizes : (int, int)
         Segments per axis.
     starts, ends : lists of numpy.ndarray of uint64
@@ -165,6 +165,8 @@ def grow(cells, weights, sizes, starts, ends, lam, delta, theta, rng):
     the next level and drops the rest.  O(n depth) time, no memory beyond
     the rows and the nodes.
     """
+    cells = np.array(cells, dtype=np.uint32).reshape(-1, 2)        # copies: moved in place
+    weights = np.array(weights, dtype=np.int64)
     first = np.zeros((1, 2), dtype=np.int64)
     last = np.array([[sizes[0] - 1, sizes[1] - 1]], dtype=np.int64)
     node = np.zeros(cells.shape[0], dtype=np.int64)
@@ -364,8 +366,7 @@ class QuadTree:
             if len(parts) > 64 or pending > max(parts[0][0].size, 1 << 20):
                 parts, pending = [merge(parts)], 0
         uk, w = merge(parts)
-        pts = np.column_stack([uk // np.uint64(m1), uk % np.uint64(m1)]).astype(np.uint32)
-        w = np.array(w, dtype=np.int64)          # grow overwrites it
+        pts = np.column_stack([uk // np.uint64(m1), uk % np.uint64(m1)])
         lam, delta = privtree_parameters(eps_split, 4)
         theta = -int(options.split_levels) * delta
         starts, ends = _ends_pair(axes)
