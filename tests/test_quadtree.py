@@ -799,8 +799,8 @@ PTS = [[777, 313], [901, 47]]
     (dict(split_share=1), ParameterError, r"split_share must be in the open interval \(0, 1\)"),
     (dict(split_share=float("nan")), (ParameterError, TypeError), "split_share"),
     (dict(split_share="x"), (ParameterError, TypeError), "split_share"),
-    (dict(split_levels=-1), ParameterError, r"split_levels must be in \[0, 64\]"),
-    (dict(split_levels=65), ParameterError, r"split_levels must be in \[0, 64\]"),
+    (dict(split_levels=-1), ParameterError, r"split_levels must be in \[0, 10\]"),
+    (dict(split_levels=11), ParameterError, r"split_levels must be in \[0, 10\]"),
     (dict(split_levels=1.5), TypeError, "split_levels"),
     (dict(split_levels=True), TypeError, "split_levels"),
     (dict(threshold_factor=0.69), ParameterError, "threshold_factor"),
@@ -881,7 +881,7 @@ def _tampered(syn):
     yield "epsilon_leaf changed", dict(meta, epsilon_leaf=[1, 2]), arrays
     for bad in ([1, 1], [0, 1], [3, 2], [-1, 2]):
         yield f"split_share {bad}", dict(meta, split_share=bad), arrays
-    for bad in (65, -1, True, 1.5, "4", None):
+    for bad in (11, 65, -1, True, 1.5, "4", None):
         yield f"split_levels {bad!r}", dict(meta, split_levels=bad), arrays
     yield "delta > 0", dict(meta, delta=[1, 10**6]), arrays
     yield "pure epsilon", dict(meta, pure_epsilon=[2, 1]), arrays
@@ -1113,3 +1113,15 @@ def test_every_meta_field_and_array_changed_is_refused_or_answers(points):
             assert time.perf_counter() - t < 2
         assert np.isfinite(back.count_many(lo, hi)).all() and back.error_bound(0.9) >= 0
     assert refused > len(trials) // 2
+
+
+def test_a_structure_choice_must_name_the_quadtree(points, tmp_path):
+    # option "structure" is written for the quadtree only: "adaptive" as its value is refused
+    grid = ps.RectangleSynopsis.build(points, domain=DOMAIN, epsilon=1.0, rng=ps.Rng(seed=2))
+    gkind, gmeta, garrays = grid._to_record()[:3]
+    choice = {"workload": "short", "queries": 10, "option": "structure", "value": "adaptive",
+              "default": "adaptive", "score": 0.0, "default_score": 0.0, "exact": False,
+              "candidates": 1}
+    ps.persist.write_record(tmp_path / "g.pds", gkind, dict(gmeta, workload=choice), garrays)
+    with pytest.raises(FormatError, match="workload"):
+        ps.load(tmp_path / "g.pds")

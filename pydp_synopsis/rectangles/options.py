@@ -66,6 +66,7 @@ __all__ = [
     "QuadTreeOptions",
     "QUADTREE",
     "QUADTREE_KEYWORDS",
+    "MAX_SPLIT_LEVELS",
     "MULTITREE_KEYWORDS",
     "GRID_KEYWORDS",
     "SHARED_KEYWORDS",
@@ -80,6 +81,8 @@ ESTIMATORS = ("cover", "uniform")
 MULTITREE_KEYWORDS = ("fanout", "estimator", "final_share", "prune", "threshold", "merge")
 #: Keywords only the adaptive grid has.
 GRID_KEYWORDS = ("coarse_share", "seal_share", "fine_constant")
+#: The largest ``split_levels`` of the quadtree (about 4**10 nodes split even when empty).
+MAX_SPLIT_LEVELS = 10
 #: Keywords only the quadtree has.
 QUADTREE_KEYWORDS = ("split_share", "split_levels")
 #: Keywords both structures accept (``max_nodes`` caps the multi-tree only).
@@ -245,7 +248,9 @@ class QuadTreeOptions(PartitionOptions):
         goes to the leaf counts.
     split_levels : int
         The public threshold is ``theta = -split_levels delta``: about that many
-        levels split even when empty, in [0, 64].
+        levels split even when empty, in [0, :data:`MAX_SPLIT_LEVELS`]: about
+        ``4^split_levels`` nodes are drawn whatever the data, so the bound
+        keeps that below a million.
     """
 
     split_share: object
@@ -256,7 +261,8 @@ class QuadTreeOptions(PartitionOptions):
     def checked(self, dims):
         """A copy with the shares as exact Fractions and the levels an int."""
         return dataclasses.replace(self, split_share=check_share(self.split_share, "split_share"),
-                                   split_levels=check_int(self.split_levels, "split_levels", 0, 64),
+                                   split_levels=check_int(self.split_levels, "split_levels", 0,
+                                                          MAX_SPLIT_LEVELS),
                                    **self._checked_partition())
 
 

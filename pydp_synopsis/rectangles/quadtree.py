@@ -81,6 +81,7 @@ from ..partitions.privtree import privtree_parameters
 from ..tails import laplace_sum_tail, laplace_weighted_tail
 from . import kernels
 from .grid import band_bias
+from .options import MAX_SPLIT_LEVELS
 
 __all__ = ["QuadTree", "Shape", "MAX_NODES"]
 
@@ -520,7 +521,7 @@ class QuadTree:
         except (KeyError, TypeError, ValueError, ZeroDivisionError):
             raise FormatError("rectangle synopsis record: invalid quadtree fields") from None
         if eps1 <= 0 or eps2 <= 0 or not 0 < share < 1 or type(levels) is not int \
-                or not 0 <= levels <= 64:
+                or not 0 <= levels <= MAX_SPLIT_LEVELS:
             raise FormatError("rectangle synopsis record: invalid quadtree epsilon or options")
         flags = np.asarray(arrays["splits"])
         if flags.ndim != 1 or flags.dtype != np.uint8 or flags.size > MAX_NODES \

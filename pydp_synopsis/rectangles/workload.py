@@ -129,7 +129,8 @@ class BoxChoice:
                 raise ValueError("unknown option")
             for k in ("value", "default"):
                 if fields["option"] == "structure":
-                    if fields[k] not in ("quadtree", "adaptive"):
+                    known = ("quadtree",) if k == "value" else ("quadtree", "adaptive")
+                    if fields[k] not in known:
                         raise ValueError(f"unknown structure {fields[k]!r}")
                     continue
                 v = fields[k]
