@@ -6,6 +6,8 @@ growth during the build and node/cell count, for
 
 * ``ours``  -- ``RectangleSynopsis`` with the default options (or ``--ours``'),
 * ``dnrr``  -- ``config="dnrr"`` (DNRR section 3.3 as written),
+* ``quadtree`` -- ``structure="quadtree"`` (2-D only; what ``workload="short"`` takes
+  at epsilon >= 1/2),
 * ``UG``, ``AG`` -- Qardaji, Yang & Li, ICDE 2013 (benchmarks/peers/peers_rectangles.py),
 * ``flat``  -- one noisy count per cell of an equal-width grid (64 per axis in
   2-D, 16 in 3-D).
@@ -141,6 +143,10 @@ def run(size, queries, only=None, tune=False, ours_opts=None, reps=1):
                 ("flat", lambda r: FlatHistogram(pts, dom, eps, 64 if c == 2 else 16, seed=5),
                  peer, 1),
             ]
+            if c == 2 and not ours_opts:
+                methods.insert(1, ("quadtree", lambda r: rect.RectangleSynopsis.build(
+                    pts, domain=dom, epsilon=eps, rng=Rng(seed=21 + r), structure="quadtree"),
+                    ours, reps))
             if tune:
                 methods = [(f"k={k} f={f} p={p}",
                             (lambda r, k=k, f=f, p=p: rect.RectangleSynopsis.build(
