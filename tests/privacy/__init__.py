@@ -19,6 +19,10 @@ Layout
     repr, saved header and meta) must not depend on the data.
 ``mutants.py``
     The test-only mutant build of the C core and the detectors run on it.
+``quadtree.py``, ``quadtree_mutants.py``
+    The rectangles' quadtree (``structure="quadtree"``): its adapter and pairs, and
+    its Python-level mutants (the split test's ``lambda``/``delta``, the leaves'
+    noise), switched on in the test process only, with their detectors.
 
 Registering a mechanism
 -----------------------
@@ -49,6 +53,7 @@ from .registry import MECHANISMS, MUTANTS, Mechanism, Pair, get, register
 from . import mechanisms  # noqa: F401  (registers the package's mechanisms)
 from . import sums  # noqa: F401  (registers the range sums)
 from . import quantiles  # noqa: F401  (registers private_quantiles)
+from . import quadtree  # noqa: F401  (registers the rectangles' quadtree)
 
 __all__ = ["ALPHA", "TIERS", "TIGHT_FRACTION", "AuditResult", "Tier", "audit_pair",
            "MECHANISMS", "MUTANTS", "Mechanism", "Pair", "get", "register"]

@@ -65,7 +65,11 @@ META_KEYS = {
                            # (epsilon, delta) (as above)
                            "delta", "pure_epsilon",
                            # public column descriptions (units.Column)
-                           "columns"},
+                           "columns",
+                           # quadtree: its public budget split and threshold levels
+                           "epsilon_split", "epsilon_leaf", "split_share", "split_levels",
+                           # workload=: the public declaration's summary and the choice
+                           "workload"},
     # the public levels (units.Column) and epsilon
     "level-histogram": {"format", "column", "epsilon"},
     # checkpoints (secret: the true prefix, the noise in use)
@@ -84,7 +88,10 @@ ARRAY_KEYS = {
                           # merged PrivTree leaves: released leaves and their noisy counts
                           "leaf_end_offsets", "leaf_noisy_counts"},
     "rectangle-synopsis": {f"ends_{a}" for a in range(8)} | {"coarse", "fine", "fine_shape",
-                                                              "seals", "count", "child", "succ"},
+                                                              "seals", "count", "child", "succ",
+                                                              # quadtree: released split
+                                                              # flags and leaves' noisy counts
+                                                              "splits", "leaves"},
     "level-histogram": {"released"},
     "binary-tree-counter": {"digits", "slots", "pool"},
     "kary-tree-counter": {"digits", "slots", "pool"},
