@@ -292,8 +292,7 @@ class QuadTree:
     """
 
     __slots__ = ("axes", "flags", "counts", "epsilon_split", "epsilon_leaf", "split_share",
-                 "split_levels", "shape", "scales", "_starts", "_ends", "_leaves",
-                 "_cfirst", "_clast", "_tree")
+                 "split_levels", "shape", "scales", "_starts", "_ends", "_tree")
 
     structure = "quadtree"
     #: A box is snapped to whole segments (the seal model), then a cut leaf counts
@@ -317,11 +316,10 @@ class QuadTree:
         sh = self.shape
         sums = sh.subtree_sums(self.counts.astype(np.float64))
         ones = sh.subtree_sums(np.ones(self.counts.size))
-        self._leaves = sh.leaf
-        self._cfirst = np.column_stack([self._starts[a][sh.first[:, a]] for a in range(2)])
-        self._clast = np.column_stack([self._ends[a][sh.last[:, a]] for a in range(2)])
-        self._tree = {"cfirst": np.ascontiguousarray(self._cfirst, dtype=np.uint64),
-                      "clast": np.ascontiguousarray(self._clast, dtype=np.uint64),
+        cfirst = np.column_stack([self._starts[a][sh.first[:, a]] for a in range(2)])
+        clast = np.column_stack([self._ends[a][sh.last[:, a]] for a in range(2)])
+        self._tree = {"cfirst": np.ascontiguousarray(cfirst, dtype=np.uint64),
+                      "clast": np.ascontiguousarray(clast, dtype=np.uint64),
                       "first": np.ascontiguousarray(sh.first, dtype=np.int64),
                       "last": np.ascontiguousarray(sh.last, dtype=np.int64),
                       "child": np.ascontiguousarray(sh.child, dtype=np.int64),
@@ -401,13 +399,13 @@ class QuadTree:
         """The released leaves as a structured array: ``count`` (noisy), ``start`` and
         ``end`` (segment indices, inclusive, per axis), ``first`` and ``last`` (their
         domain offsets from each axis's ``lo``) and ``depth``."""
-        at = np.flatnonzero(self._leaves >= 0)
+        at = np.flatnonzero(self.shape.leaf >= 0)
         out = np.empty(at.size, dtype=[("count", np.int64), ("start", np.int64, (2,)),
                                        ("end", np.int64, (2,)), ("first", np.uint64, (2,)),
                                        ("last", np.uint64, (2,)), ("depth", np.int64)])
         out["count"] = self.counts
         out["start"], out["end"] = self.shape.first[at], self.shape.last[at]
-        out["first"], out["last"] = self._cfirst[at], self._clast[at]
+        out["first"], out["last"] = self._tree["cfirst"][at], self._tree["clast"][at]
         out["depth"] = self.shape.depth[at]
         return out
 
@@ -487,7 +485,7 @@ class QuadTree:
         b = float(self.scales[1])
         log_combos = sum(math.log(m * (m + 1) / 2 + 1) for m in self.axes.sizes)
         noise = laplace_sum_tail(float(self.counts.size), b, log_combos + math.log(4.0 / delta))
-        at = np.flatnonzero(self._leaves >= 0)
+        at = np.flatnonzero(self.shape.leaf >= 0)
         bias = band_bias(self.shape.first[at], self.shape.last[at] + 1, self.counts,
                          self.axes.sizes, b, delta)
         return noise, bias, 0.0
