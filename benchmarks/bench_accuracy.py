@@ -324,6 +324,34 @@ def geomean(ratios):
     return float(np.exp(np.log(np.maximum(np.asarray(ratios, dtype=np.float64), 1e-3)).mean()))
 
 
+def summary_lines(label, cols, kinds, ratios):
+    """The research scripts' summary table: per column ``c`` of ``cols``, the geomean and
+    worst of ``ratios[c, kind]`` (ratios to the best peer) for every kind."""
+    lines = ["| " + label + " | " + " | ".join(f"{k} (geomean / worst)" for k in kinds) + " |",
+             "|---|" + "---|" * len(kinds)]
+    for c in cols:
+        lines.append(f"| {c} | " + " | ".join(
+            f"{geomean(ratios[c, k]):.3f} / {max(ratios[c, k]):.3f}" for k in kinds) + " |")
+    return lines
+
+
+def row_arguments(ap, *, kinds, reps, queries, subsample):
+    """The research scripts' shared options (data sets, epsilons, kinds, sizes)."""
+    ap.add_argument("--data", choices=("default", "extra", "all"), default="default")
+    ap.add_argument("--eps", type=float, nargs="+", default=list(EPSILONS))
+    ap.add_argument("--kinds", type=lambda s: s.split(","), default=list(kinds))
+    ap.add_argument("--reps", type=int, default=reps)
+    ap.add_argument("--queries", type=int, default=queries)
+    ap.add_argument("--subsample", type=int, default=subsample)
+
+
+def check_kinds(ap, kinds):
+    """Refuse (exit 2, one line) a ``--kinds`` entry that is not a workload kind."""
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        ap.error(f"--kinds: {bad[0]!r} is not one of {', '.join(KINDS)}")
+
+
 def _fmt(x):
     return "-" if x is None else (f"{x:.1f}" if x < 1e4 else f"{x:.3g}")
 

@@ -253,12 +253,7 @@ def run(args):
             with open(args.peers_cache, "w") as fh:
                 json.dump(cache, fh, indent=0, sort_keys=True)
     if ratios:
-        print("\n| structure | " + " | ".join(f"{k} (geomean / worst)" for k in args.kinds) + " |")
-        print("|---|" + "---|" * len(args.kinds))
-        for c in cols:
-            print(f"| {c} | " + " | ".join(
-                f"{bench_accuracy.geomean(ratios[c, k]):.3f} / {max(ratios[c, k]):.3f}"
-                for k in args.kinds) + " |")
+        print("\n" + "\n".join(bench_accuracy.summary_lines("structure", cols, args.kinds, ratios)))
     return rows
 
 
@@ -266,17 +261,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("variants", nargs="*", default=["share=0.5"],
                     help="share=S,decay=R (module doc)")
-    ap.add_argument("--data", choices=("default", "extra", "all"), default="default")
-    ap.add_argument("--eps", type=float, nargs="+", default=list(bench_accuracy.EPSILONS))
-    ap.add_argument("--kinds", type=lambda s: s.split(","), default=list(bench_accuracy.KINDS))
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--queries", type=int, default=300)
-    ap.add_argument("--subsample", type=int, default=50000)
+    bench_accuracy.row_arguments(ap, kinds=bench_accuracy.KINDS, reps=10, queries=300,
+                                 subsample=50000)
     ap.add_argument("--peers-cache", default=None)
     args = ap.parse_args(argv)
-    bad = [k for k in args.kinds if k not in bench_accuracy.KINDS]
-    if bad:
-        ap.error(f"--kinds: {bad[0]!r} is not one of {', '.join(bench_accuracy.KINDS)}")
+    bench_accuracy.check_kinds(ap, args.kinds)
     return run(args)
 
 

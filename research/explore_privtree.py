@@ -408,13 +408,8 @@ def run(args):
             with open(args.peers_cache, "w") as fh:
                 json.dump(cache, fh, indent=0, sort_keys=True)
     if ratios:
-        print("\n| options | " + " | ".join(f"{k} (geomean / worst)"
-                                           for k in bench_accuracy.KINDS) + " |")
-        print("|---|" + "---|" * len(bench_accuracy.KINDS))
-        for c in cols:
-            print(f"| {c} | " + " | ".join(
-                f"{bench_accuracy.geomean(ratios[c, k]):.3f} / {max(ratios[c, k]):.3f}"
-                for k in bench_accuracy.KINDS) + " |")
+        print("\n" + "\n".join(bench_accuracy.summary_lines("options", cols, bench_accuracy.KINDS,
+                                                          ratios)))
     return rows
 
 

@@ -126,16 +126,9 @@ def run(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", choices=("default", "extra", "all"), default="default")
-    ap.add_argument("--eps", type=float, nargs="+", default=list(bench_accuracy.EPSILONS))
-    ap.add_argument("--kinds", type=lambda s: s.split(","), default=["small"])
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--queries", type=int, default=1000)
-    ap.add_argument("--subsample", type=int, default=None)
+    bench_accuracy.row_arguments(ap, kinds=["small"], reps=3, queries=1000, subsample=None)
     args = ap.parse_args(argv)
-    bad = [k for k in args.kinds if k not in bench_accuracy.KINDS]
-    if bad:
-        ap.error(f"--kinds: {bad[0]!r} is not one of {', '.join(bench_accuracy.KINDS)}")
+    bench_accuracy.check_kinds(ap, args.kinds)
     return run(args)
 
 
