@@ -39,6 +39,7 @@ from .params import (as_offsets, check_beta, check_bool, check_choice, check_dom
 from .aggregates import aggregate, check_counts
 from .partitions import fig1_threshold, partition_of_sorted, partition_source_axis
 from .partitions.cells import CELLS, cell_partition, cells_epsilons
+from .partitions.privtree import privtree_epsilon
 from .partitions.sharded import check_shards
 from .queryclip import QueryClipping, clips_queries
 from .unitmessages import in_user_units
@@ -390,7 +391,8 @@ class IntervalSynopsis(IntervalAnswers, QueryClipping, IntervalBars, IntervalQua
         beta = check_beta(beta)
         clip = check_bool(clip, "clip")
         eps_p, eps_t = (0, eps) if share is None else split_epsilon(
-            eps, share, ("epsilon * partition_share", "epsilon * (1 - partition_share)"))
+            eps, share, ("epsilon * partition_share", "epsilon * (1 - partition_share)"),
+            round_first=privtree_epsilon if method == "privtree" and pt_merge is None else None)
         spec, eps_t, eps_s = check_sum_options(sum_of, sum_bounds, sum_share, sum_scale, eps_t,
                                                values, counts, dropna, tree, fanout, ratio, dlt)
         values, (domain,), counts, described = prepare_build(

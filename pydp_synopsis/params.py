@@ -422,12 +422,16 @@ def check_ratio(value, name, lo=1, hi=64):
     return ratio
 
 
-def split_epsilon(epsilon, share, names=("epsilon * share", "epsilon * (1 - share)")):
+def split_epsilon(epsilon, share, names=("epsilon * share", "epsilon * (1 - share)"),
+                  round_first=None):
     """Split an exact ``epsilon`` into ``(epsilon * share, the rest)``, each rounded down.
 
     The first part is ``exact_epsilon(epsilon * share)``, the second
     ``exact_epsilon(epsilon - first)``: both are small exact rationals and
     their sum never exceeds ``epsilon`` (sequential composition holds).
+    ``round_first(first, epsilon)``, a function that may only lower ``first``
+    (such as :func:`pydp_synopsis.partitions.privtree.privtree_epsilon`), is
+    applied to the first part before the rest is taken.
 
     Examples
     --------
@@ -435,6 +439,11 @@ def split_epsilon(epsilon, share, names=("epsilon * share", "epsilon * (1 - shar
     (Fraction(1, 4), Fraction(3, 4))
     """
     first = exact_epsilon(epsilon * share, names[0])
+    if round_first is not None:
+        lower = round_first(first, epsilon)
+        if not 0 < lower <= first:
+            raise ValueError("round_first must return a positive epsilon no larger than its argument")
+        first = lower
     return first, exact_epsilon(epsilon - first, names[1])
 
 

@@ -60,7 +60,7 @@ from ..errors import DomainError, FormatError, ParameterError
 from ..noise import discrete_laplace
 from ..params import check_share, exact_epsilon
 from .cells import CellPartition
-from .privtree import TreePartition
+from .privtree import TreePartition, privtree_epsilon
 
 __all__ = ["MERGE_FACTOR", "MERGED_PARTITION_KIND", "MergedPartition", "check_merge_share",
            "merge_epsilons", "merge_leaves", "merged_runs", "partition_summary"]
@@ -86,9 +86,14 @@ def check_merge_share(share):
 
 def merge_epsilons(eps_p, share):
     """``(epsilon_1, epsilon_m)``: PrivTree's and the leaf counts' parts of ``eps_p``
-    (``epsilon_m = share eps_p`` rounded down, ``epsilon_1`` the rest, rounded down)."""
+    (``epsilon_m = share eps_p`` rounded down, ``epsilon_1`` the rest, rounded down).
+    Where PrivTree's scale needs ``epsilon_1`` lower (:func:`.privtree.privtree_epsilon`),
+    ``epsilon_m`` is what is left of ``eps_p`` after it, rounded down."""
     eps_m = exact_epsilon(eps_p * share, "epsilon_partition * privtree_merge")
     eps_1 = exact_epsilon(eps_p - eps_m, "epsilon_partition * (1 - privtree_merge)")
+    lower = privtree_epsilon(eps_1, eps_p)
+    if lower != eps_1:
+        return lower, exact_epsilon(eps_p - lower, "epsilon_partition * privtree_merge")
     return eps_1, eps_m
 
 

@@ -99,7 +99,8 @@ from .dnrr import Partition, checked_ends
 from .sharded import check_shards, shard_domains
 
 __all__ = ["TREE_PARTITION_KIND", "TreePartition", "PRIVTREE", "PRIVTREE_FANOUTS",
-           "check_privtree_fanout", "privtree_parameters", "root_depth", "privtree_of_sorted",
+           "check_privtree_fanout", "privtree_epsilon", "privtree_parameters", "root_depth",
+           "privtree_of_sorted",
            "privtree_of_chunks", "privtree_kernel", "privtree_kernel_files"]
 
 #: The persist record of a PrivTree partition (``ps.save(partition)``) and its version.
@@ -137,6 +138,75 @@ def check_privtree_fanout(fanout):
             or int(fanout) not in PRIVTREE_FANOUTS:
         raise ParameterError(f"privtree_fanout must be 2 or 4, got {fanout!r}")
     return int(fanout)
+
+
+def _lambda_fits(epsilon):
+    """Whether ``lambda`` of either fanout (``3 / epsilon``, ``7 / (3 epsilon)``) is a
+    rational the samplers take (numerator and denominator below ``2**62``)."""
+    limit = LIMITS.param_limit
+    return all((lam.numerator < limit and lam.denominator < limit)
+               for lam in (Fraction(3) / epsilon, Fraction(7, 3) / epsilon))
+
+
+def _floor_fraction(x, max_den):
+    """The largest fraction ``<= x`` with a denominator ``<= max_den``: of the two
+    neighbours of ``x`` in the Farey sequence of order ``max_den`` (the bounds
+    :meth:`fractions.Fraction.limit_denominator` compares), the one below."""
+    if x.denominator <= max_den:
+        return x
+    p0, q0, p1, q1 = 0, 1, 1, 0
+    n, d = x.numerator, x.denominator
+    while True:
+        a = n // d
+        q2 = q0 + a * q1
+        if q2 > max_den:
+            break
+        p0, q0, p1, q1 = p1, q1, p0 + a * p1, q2
+        n, d = d, n - a * d
+    k = (max_den - q0) // q1
+    below = Fraction(p0 + k * p1, q0 + k * q1)
+    return below if below <= x else Fraction(p1, q1)
+
+
+def privtree_epsilon(epsilon, whole=None):
+    """``epsilon`` (a checked positive Fraction) unchanged when PrivTree's scale
+    ``lambda`` of either fanout is an exact rational the samplers take, else
+    rounded **down** to a nearby rational whose ``lambda`` is.
+
+    A budget split (``epsilon * share`` of a float epsilon) can leave a
+    denominator near ``2**62``, whose ``lambda = 7 / (3 epsilon)`` has a numerator
+    beyond the samplers' range although epsilon is perfectly usable.  Rounding
+    down (to denominators below ``2**62 / 7``: a change below ``2**-58``) spends
+    less than the share, never more, and an epsilon that fits is returned as it
+    is, so no release that was possible before changes.  With ``whole``, the
+    budget ``epsilon`` was split from, the denominator is a multiple of
+    ``whole``'s where that is small enough, so ``whole - epsilon`` stays exact
+    and the parts still add up to ``whole``.  An epsilon too small to round
+    stays as it is: :func:`privtree_parameters` refuses it.
+
+    Examples
+    --------
+    >>> privtree_epsilon(Fraction(3, 10))
+    Fraction(3, 10)
+    >>> whole = Fraction(0.3) * Fraction(3, 4)                  # a float's share
+    >>> e = whole * Fraction(5, 16)                             # and a share of that
+    >>> r = privtree_epsilon(e, whole)
+    >>> r < e and float(e - r) < 2.0**-58 and (whole - r).denominator < 2**62
+    True
+    """
+    if _lambda_fits(epsilon):
+        return epsilon
+    limit = LIMITS.param_limit
+    max_den = min((limit - 1) // 7, math.floor(Fraction(limit - 1, 3) / epsilon) - 1)
+    if max_den < 1:
+        return epsilon
+    if whole is not None and whole.denominator <= max_den:
+        den = whole.denominator * (max_den // whole.denominator)
+        cand = Fraction(math.floor(epsilon * den), den)
+        if cand > 0 and _lambda_fits(cand):
+            return cand
+    cand = _floor_fraction(epsilon, max_den)
+    return cand if cand > 0 and _lambda_fits(cand) else epsilon
 
 
 def privtree_parameters(epsilon, fanout=2):

@@ -77,7 +77,7 @@ from ..errorbars import noise_std
 from ..errors import FormatError, ParameterError
 from ..noise import discrete_laplace
 from ..params import exact_scale, split_epsilon
-from ..partitions.privtree import privtree_parameters
+from ..partitions.privtree import privtree_epsilon, privtree_parameters
 from ..tails import laplace_sum_tail, laplace_weighted_tail
 from . import kernels
 from .grid import band_bias
@@ -335,7 +335,8 @@ class QuadTree:
         if dims != 2:
             raise ParameterError(f"structure='quadtree' takes 2 axes, got {dims}")
         return split_epsilon(eps_tree, options.split_share,
-                             ("epsilon_tree * split_share", "epsilon_tree * (1 - split_share)"))
+                             ("epsilon_tree * split_share", "epsilon_tree * (1 - split_share)"),
+                             round_first=privtree_epsilon)
 
     @staticmethod
     def check_noise(eps_tree, split):
