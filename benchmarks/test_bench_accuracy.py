@@ -137,3 +137,10 @@ def test_extra_data_leaves_home_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     extra_data.datasets(1, subsample=100)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_eps_option_is_checked_before_anything_runs(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_accuracy.main(["--only", "1d", "--eps", "0.5", "0"])
+    assert exc.value.code == 2
+    assert "--eps" in capsys.readouterr().err

@@ -618,7 +618,7 @@ def test_leaf_noise_is_discrete_laplace_of_scale_one_over_epsilon_leaf(points):
         z.append(s.quadtree_leaves()["count"] - true_leaf_counts(s, points))
         eps_leaf = s._mechanism.epsilon_leaf
     z = np.concatenate(z)
-    assert eps_leaf == Fraction(11, 20) and z.size > 5000
+    assert eps_leaf == Fraction(33, 64) and z.size > 5000
     scale = float(1 / eps_leaf)
     support, probs = dlap_pmf(scale, 40)
     counts = np.array([np.sum(z == k) for k in support] + [np.sum(np.abs(z) > 40)])

@@ -304,9 +304,9 @@ ADAPTIVE = GridOptions(partition_share=0.25, threshold_factor=1.0, coarse_share=
                        seal_share=Fraction(1, 32), fine_constant=5.0)
 
 
-#: The quadtree (docs/guide/rectangles.md, "Small boxes: the quadtree"): a tenth of
-#: epsilon per axis, 5/16 of the rest (a quarter of epsilon) for the splits.
-QUADTREE = QuadTreeOptions(partition_share=Fraction(1, 5), threshold_factor=0.7,
+#: The quadtree (docs/guide/rectangles.md, "Small boxes: the quadtree"): an eighth of
+#: epsilon per axis, 5/16 of the rest (15/64 of epsilon) for the splits.
+QUADTREE = QuadTreeOptions(partition_share=Fraction(1, 4), threshold_factor=0.7,
                            split_share=Fraction(5, 16), split_levels=4)
 
 
