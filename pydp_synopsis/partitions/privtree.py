@@ -176,7 +176,8 @@ def privtree_epsilon(epsilon, whole=None):
     A budget split (``epsilon * share`` of a float epsilon) can leave a
     denominator near ``2**62``, whose ``lambda = 7 / (3 epsilon)`` has a numerator
     beyond the samplers' range although epsilon is perfectly usable.  Rounding
-    down (to denominators below ``2**62 / 7``: a change below ``2**-58``) spends
+    down (to denominators below ``2**62 / 7``, and below ``2**62 / (3 epsilon)``
+    for a large epsilon: a change below ``2**-58 max(1, epsilon)``) spends
     less than the share, never more, and an epsilon that fits is returned as it
     is, so no release that was possible before changes.  With ``whole``, the
     budget ``epsilon`` was split from, the denominator is a multiple of

@@ -44,6 +44,15 @@ def test_a_share_of_a_share_is_rounded_down_only_when_it_must_be(eps, share):
         privtree_parameters(got, fanout)             # never refused for a usable epsilon
 
 
+@pytest.mark.parametrize("eps", [3.3, 17.1, 1000.7, 2.0**40 - 0.5])
+def test_a_large_epsilon_moves_by_a_tiny_share_of_itself(eps):
+    e = exact_epsilon(eps)
+    first = exact_epsilon(e * Fraction(5, 16) * Fraction(0.35))
+    got = privtree_epsilon(first, e)
+    assert _fits(got) and got <= first
+    assert float(first - got) < 2.0**-58 * max(1.0, float(first))
+
+
 def test_small_rationals_are_returned_as_they_are():
     for e in (Fraction(1, 10), Fraction(9, 128), Fraction(1, 3), Fraction(33, 64), Fraction(2**40)):
         assert privtree_epsilon(e) == e
