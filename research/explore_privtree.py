@@ -102,6 +102,7 @@ from peers_rectangles import EqualWidthAxis  # noqa: E402
 from pydp_synopsis.params import split_epsilon  # noqa: E402
 from pydp_synopsis.partitions import privtree as pt  # noqa: E402
 from pydp_synopsis.privtree import TreePartition, privtree_parameters  # noqa: E402
+import explore_short_bias  # noqa: E402  -- research/, beside this script
 import bench_accuracy  # noqa: E402
 
 BETA = 0.05
@@ -317,19 +318,10 @@ def uniform_ideal(ends, keys, lo, hi):
     """The uniform estimator's answers over the leaves ending at ``ends`` with their
     true counts (no release noise) for the offset ranges ``[lo, hi]`` of the sorted
     uint64 ``keys``: its error against the truth is the partition's bias, and a
-    release's error against it is the release noise (``--split``)."""
-    ends = ends.astype(np.int64)
-    first = np.concatenate([[0], ends[:-1] + 1])
-    ikeys = keys.view(np.int64)
-    count = (np.searchsorted(ikeys, ends, "right") - np.searchsorted(ikeys, first)).astype(float)
-    below = np.concatenate([[0.0], np.cumsum(count)])
-
-    def mass(x):                                     # at or below x (x >= -1)
-        k = np.searchsorted(ends, np.maximum(x, 0))
-        part = count[k] * (x - first[k] + 1) / (ends[k] - first[k] + 1.0)
-        return np.where(x < 0, 0.0, below[k] + part)
-
-    return mass(hi) - mass(lo - 1)
+    release's error against it is the release noise (``--split``).  The estimator is
+    :func:`explore_short_bias.answers`'s ``"uniform"`` model."""
+    first, ends, count = explore_short_bias.leaf_counts(ends, keys.view(np.int64))
+    return explore_short_bias.answers("uniform", first, ends, count, lo, hi)
 
 
 def run(args):
